@@ -1,0 +1,247 @@
+"""The command line: `reasoneval run | report | score | tasks | data pull`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any, Sequence
+
+from . import __version__
+from .errors import RunIncomplete, UserError
+
+log = logging.getLogger("reasoneval")
+
+RUN_EXAMPLES = """examples:
+  # the embedded CPU model on the generated arithmetic task (no GPU, no download)
+  reasoneval run --tasks arith --limit 40 --n 8 --max-tokens 256
+
+  # a vLLM / SGLang server you started, 16 samples per problem on the math group
+  reasoneval run --model Qwen/QwQ-32B --base-url http://localhost:8000/v1 --tasks math --n 16
+
+  # your own data
+  reasoneval run --model m --data my.jsonl --question-key question --answer-key answer
+
+Re-running the same command generates only what is missing; raising --n adds samples.
+Exit status: 0 done, 2 bad input, 3 some samples missing or failed (summary has "complete": false).
+"""
+
+
+def _csv(values: Sequence[str] | None) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def _json_obj(text: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"repetition_penalty\": 1.05}'")
+    return obj
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("what to evaluate")
+    g.add_argument("--tasks", action="append", metavar="A,B", help="tasks or groups, comma-separated or repeated "
+                   "(e.g. math, aime24,math500); `reasoneval tasks` lists them")
+    g.add_argument("--limit", type=int, help="first N problems of each task")
+    g.add_argument("--data-dir", help="folder of <task>.jsonl files (default $REASONEVAL_DATA_DIR; before the Hub)")
+    g.add_argument("--data", help="your own data: a JSONL/JSON/Parquet/CSV file or a Hub dataset id")
+    g.add_argument("--question-key", default="problem")
+    g.add_argument("--answer-key", default="answer")
+    g.add_argument("--id-key")
+    g.add_argument("--split", help="split of a Hub dataset given with --data")
+    g = p.add_argument_group("model and engine")
+    g.add_argument("--model", help="model name as served (default: the server's only model)")
+    g.add_argument("--engine", choices=["openai", "local", "launch"],
+                   help="default: openai with --model/--base-url, else the embedded CPU model (local)")
+    g.add_argument("--base-url", help="OpenAI-compatible API incl. /v1 (default $OPENAI_BASE_URL, else "
+                   "http://localhost:8000/v1)")
+    g.add_argument("--api", choices=["chat", "completions"], default="chat",
+                   help="completions for base models (raw prompt)")
+    g.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                   help="environment variable holding the API key (never written anywhere)")
+    g.add_argument("--model-path", help="local engine: a GGUF file (default: the embedded SmolLM2-135M)")
+    g.add_argument("--replicas", type=int, default=1, help="local engine: model processes")
+    g.add_argument("--server", choices=["vllm", "sglang", "llamacpp"], default="vllm", help="launch engine: server")
+    g.add_argument("--port", type=int, help="launch engine: port (default: a free one)")
+    g.add_argument("--server-arg", action="append", default=[], dest="server_args", metavar="ARG",
+                   help="launch engine: extra argument for the server command (repeatable)")
+    g.add_argument("--tensor-parallel-size", type=int, default=1)
+    g.add_argument("--data-parallel-size", type=int, default=1)
+    g.add_argument("--max-model-len", type=int)
+    g.add_argument("--dtype")
+    g.add_argument("--gpu-memory-utilization", type=float)
+    g.add_argument("--enable-prefix-caching", action="store_true")
+    g = p.add_argument_group("sampling")
+    g.add_argument("--n", type=int, default=16, help="samples per problem, K (default 16)")
+    g.add_argument("--seed", type=int, default=42, help="run seed; sample j of a problem gets its own seed")
+    g.add_argument("--temperature", type=float, default=0.6)
+    g.add_argument("--top-p", type=float, default=0.95)
+    g.add_argument("--top-k", type=int)
+    g.add_argument("--min-p", type=float)
+    g.add_argument("--max-tokens", type=int, default=32768)
+    g.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    g.add_argument("--extra-body", type=_json_obj, default={}, metavar="JSON",
+                   help="extra request fields, e.g. '{\"repetition_penalty\": 1.05}'")
+    g.add_argument("--system-prompt")
+    g.add_argument("--prompt-template", metavar="FILE", help="prompt with a {problem} placeholder")
+    g = p.add_argument_group("execution")
+    g.add_argument("--concurrency", type=int, default=64, help="requests in flight (default 64)")
+    g.add_argument("--timeout", type=float, default=3600.0, help="seconds per request (default 3600)")
+    g.add_argument("--max-retries", type=int, default=6)
+    g.add_argument("--retry-backoff", type=float, default=1.0, help="base seconds of the exponential backoff")
+    g.add_argument("--output-dir", default="results")
+    g.add_argument("--grading-workers", type=int, help="grading processes (default: CPU count)")
+    g.add_argument("--grading-timeout", type=float, default=5.0, help="seconds per grading item")
+    g.add_argument("--no-progress", action="store_true", help="log lines instead of a live bar")
+    g.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the table")
+
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from .pipeline import EvalConfig, evaluate
+
+    cfg = EvalConfig(
+        tasks=_csv(a.tasks), model=a.model, engine=a.engine, base_url=a.base_url, api=a.api,
+        api_key_env=a.api_key_env, n=a.n, seed=a.seed, temperature=a.temperature, top_p=a.top_p, top_k=a.top_k,
+        min_p=a.min_p, max_tokens=a.max_tokens, stop=a.stop, extra_body=a.extra_body,
+        system_prompt=a.system_prompt, prompt_template=a.prompt_template, concurrency=a.concurrency,
+        timeout=a.timeout, max_retries=a.max_retries, retry_backoff=a.retry_backoff, limit=a.limit,
+        data_dir=a.data_dir, data=a.data, question_key=a.question_key, answer_key=a.answer_key, id_key=a.id_key,
+        split=a.split, output_dir=a.output_dir, grading_workers=a.grading_workers,
+        grading_timeout=a.grading_timeout, model_path=a.model_path, replicas=a.replicas,
+        tensor_parallel_size=a.tensor_parallel_size, data_parallel_size=a.data_parallel_size,
+        max_model_len=a.max_model_len, dtype=a.dtype, gpu_memory_utilization=a.gpu_memory_utilization,
+        enable_prefix_caching=a.enable_prefix_caching, server=a.server, port=a.port, server_args=a.server_args,
+        progress=False if a.no_progress else None, print_table=not a.json)
+    try:
+        summary = evaluate(cfg)
+    except RunIncomplete as e:
+        if a.json:
+            print(json.dumps(e.summary.to_json_dict(), indent=2))
+        raise
+    if a.json:
+        print(json.dumps(summary.to_json_dict(), indent=2))
+    print(f"results: {summary.run_dir}", file=sys.stderr)
+    return 0
+
+
+def _cmd_report(a: argparse.Namespace) -> int:
+    from .pipeline import report_run
+
+    tasks = _csv(a.tasks) or None
+    summary = report_run(a.run_dir, n=a.n, tasks=tasks, workers=a.grading_workers, print_table=not a.json)
+    if a.json:
+        print(json.dumps(summary.to_json_dict(), indent=2))
+    if not summary.complete:
+        raise RunIncomplete(summary)
+    return 0
+
+
+def _cmd_tasks(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from .tasks import GROUPS, task_listing
+
+    import os
+
+    data_dir = a.data_dir or os.environ.get("REASONEVAL_DATA_DIR")
+    rows = task_listing(Path(data_dir) if data_dir else None)
+    table = Table(title="tasks")
+    for col in ("name", "size", "source", "local"):
+        table.add_column(col, justify="right" if col == "size" else "left")
+    for r in rows:
+        table.add_row(str(r["name"]), "" if r.get("size") is None else str(r["size"]), str(r["source"]),
+                      "yes" if r.get("local") else "no")
+    console = Console()
+    console.print(table)
+    for g, members in GROUPS.items():
+        console.print(f"group [bold]{g}[/bold] = {', '.join(members)}")
+    return 0
+
+
+def _cmd_data_pull(a: argparse.Namespace) -> int:
+    from .tasks import pull, resolve_task_names
+
+    for path in pull(resolve_task_names(_csv(a.tasks))):
+        print(path)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="reasoneval", description="Evaluate reasoning models on math and "
+                                     "science benchmarks: resumable K-sampling, pass@k, honest error bars.")
+    parser.add_argument("--version", action="version", version=f"reasoneval {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    p = sub.add_parser("run", help="generate, grade and report", epilog=RUN_EXAMPLES, formatter_class=fmt)
+    _add_run_args(p)
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("report", help="rebuild the table, summary.json and results.parquet from a run directory",
+                       epilog="example:\n  reasoneval report results/my-model/0123abcd4567 --n 8", formatter_class=fmt)
+    p.add_argument("run_dir")
+    p.add_argument("--n", type=int, help="use sample indices < N (default: the run's --n)")
+    p.add_argument("--tasks", action="append", help="only these tasks")
+    p.add_argument("--grading-workers", type=int)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("tasks", help="list tasks with sizes and sources",
+                       epilog="example:\n  REASONEVAL_DATA_DIR=data reasoneval tasks", formatter_class=fmt)
+    p.add_argument("--data-dir")
+    p.set_defaults(func=_cmd_tasks)
+
+    p = sub.add_parser("data", help="download benchmarks ahead of time")
+    dsub = p.add_subparsers(dest="data_command", metavar="pull")
+    q = dsub.add_parser("pull", help="download tasks from the Hugging Face Hub into the local cache",
+                        epilog="example:\n  reasoneval data pull math gsm8k", formatter_class=fmt)
+    q.add_argument("tasks", nargs="+")
+    q.set_defaults(func=_cmd_data_pull)
+
+    _add_score(sub, fmt)
+    return parser
+
+
+def _add_score(sub: Any, fmt: Any) -> None:
+    try:
+        from .score import add_score_parser
+    except ImportError:
+        return
+    add_score_parser(sub, fmt)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .progress import setup_logging
+
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    setup_logging(a.debug)
+    if not getattr(a, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(a.func(a))
+    except (UserError, RunIncomplete) as e:
+        if a.debug:
+            raise
+        print(f"reasoneval: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("reasoneval: interrupted; finished samples are kept, re-run the same command to resume",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""The `openai` engine: any OpenAI-compatible endpoint (vLLM, SGLang, llama.cpp server, TGI, hosted APIs).
+
+One base HTTP client: `build_payload` makes the request body, `parse_reply` reads the answer;
+a server flavour that differs only in those overrides them. One request per sample, each with
+its own seed; the runner decides how many are in flight and when to retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from typing import Any
+
+import aiohttp
+
+from ..errors import UserError
+from ..types import Completion, Request
+from .base import EngineError, EngineInfo, EngineOptions
+
+# Context-limit wordings of vLLM (old and new), SGLang and OpenAI.
+_CONTEXT_LIMIT = re.compile(r"maximum context length (?:is|of) (\d+)", re.I)
+_PROMPT_TOKENS = re.compile(
+    r"\((\d+) in the messages|(\d+) in the prompt|request has (\d+) input tokens|(\d+) tokens from the input",
+    re.I,
+)
+_RETRYABLE_STATUS = {408, 409, 425, 429}
+_FATAL_STATUS = {401, 403, 404}
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _error_message(body: str) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return _short(body)
+    err = data.get("error", data) if isinstance(data, dict) else data
+    if isinstance(err, dict):
+        return _short(str(err.get("message") or err))
+    return _short(str(err))
+
+
+class OpenAIEngine:
+    name = "openai"
+
+    def __init__(self, base_url: str, model: str | None, *, api: str = "chat", api_key: str | None = None,
+                 timeout_s: float = 3600.0, max_connections: int = 64) -> None:
+        if api not in ("chat", "completions"):
+            raise UserError(f"unknown --api {api!r}; use 'chat' or 'completions'")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api = api
+        self._api_key = api_key
+        self.timeout_s = timeout_s
+        self.max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    async def start(self) -> EngineInfo:
+        connector = aiohttp.TCPConnector(limit=max(1, self.max_connections), ttl_dns_cache=300)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers=self._headers(),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, self.timeout_s)),
+        )
+        models = await self._list_models()
+        served = [m.get("id") for m in models if isinstance(m, dict) and m.get("id")]
+        if not served:
+            await self.close()
+            raise UserError(f"the server at {self.base_url} serves no models (GET /models returned an empty list)")
+        if self.model is None:
+            if len(served) > 1:
+                await self.close()
+                raise UserError(f"the server at {self.base_url} serves several models; choose one with --model: "
+                                + ", ".join(served))
+            self.model = served[0]
+        if self.model not in served:
+            await self.close()
+            raise UserError(f"model {self.model!r} is not served at {self.base_url}; served: {', '.join(served)}")
+        entry = next(m for m in models if m.get("id") == self.model)
+        root = entry.get("root")
+        max_len = entry.get("max_model_len")
+        return EngineInfo(
+            model=self.model,
+            model_identity=str(root) if root and root != self.model else None,
+            max_model_len=int(max_len) if isinstance(max_len, (int, float)) and max_len > 0 else None,
+        )
+
+    async def _list_models(self) -> list[dict[str, Any]]:
+        assert self._session is not None
+        url = f"{self.base_url}/models"
+        try:
+            async with self._session.get(url, timeout=aiohttp.ClientTimeout(total=min(60.0, self.timeout_s))) as r:
+                body = await r.text()
+                status, ctype = r.status, r.headers.get("Content-Type", "")
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+            await self.close()
+            reason = str(e) or type(e).__name__
+            raise UserError(f"cannot reach {url}: {_short(reason, 160)}; is the server running? "
+                            "(--base-url must include /v1, e.g. http://localhost:8000/v1)") from None
+        hint = "(--base-url must point at an OpenAI-compatible API and include /v1, e.g. http://localhost:8000/v1)"
+        if status in (401, 403):
+            await self.close()
+            raise UserError(f"{url} refused the API key (HTTP {status}); set it in OPENAI_API_KEY or --api-key-env")
+        if status != 200:
+            await self.close()
+            raise UserError(f"{url} answered HTTP {status}, not a model list {hint}")
+        try:
+            data = json.loads(body)
+            models = data["data"]
+            if not isinstance(models, list):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            await self.close()
+            kind = "an HTML page" if "html" in ctype or body.lstrip().startswith("<") else "no OpenAI model list"
+            raise UserError(f"{url} returned {kind}: this is not an OpenAI-compatible server {hint}") from None
+        return [m for m in models if isinstance(m, dict)]
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- one request -----------------------------------------------------------------------
+
+    def build_payload(self, request: Request) -> dict[str, Any]:
+        p = request.params
+        body: dict[str, Any] = {
+            "model": self.model,
+            "temperature": p.temperature,
+            "top_p": p.top_p,
+            "max_tokens": p.max_tokens,
+            "seed": request.seed,
+            "n": 1,
+        }
+        if self.api == "chat":
+            if request.messages is None:
+                raise ValueError("chat API needs messages")
+            body["messages"] = [dict(m) for m in request.messages]
+        else:
+            if request.prompt is None:
+                raise ValueError("completions API needs a prompt")
+            body["prompt"] = request.prompt
+        # top_k / min_p are vLLM / SGLang extensions accepted at the top level.
+        if p.top_k is not None:
+            body["top_k"] = p.top_k
+        if p.min_p is not None:
+            body["min_p"] = p.min_p
+        if p.stop:
+            body["stop"] = list(p.stop)
+        body.update(p.extra_body)
+        return body
+
+    def parse_reply(self, data: Any, latency_s: float) -> Completion:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise EngineError("server returned no choices", retryable=True)
+        choice = choices[0]
+        reasoning = None
+        if self.api == "chat":
+            msg = choice.get("message") or {}
+            text = msg.get("content")
+            reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        else:
+            text = choice.get("text")
+        if text is None:
+            text = ""
+        if not isinstance(text, str):
+            raise EngineError("server returned a non-text answer", retryable=True)
+        usage = data.get("usage") or {}
+        return Completion(
+            text=text,
+            finish_reason=choice.get("finish_reason"),
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            latency_s=latency_s,
+            reasoning=reasoning if isinstance(reasoning, str) else None,
+        )
+
+    async def generate(self, request: Request) -> Completion:
+        if self._session is None:
+            raise RuntimeError("OpenAIEngine.start() was not awaited")
+        url = f"{self.base_url}/{'chat/completions' if self.api == 'chat' else 'completions'}"
+        payload = self.build_payload(request)
+        t0 = time.monotonic()
+        try:
+            async with self._session.post(url, json=payload,
+                                          timeout=aiohttp.ClientTimeout(total=self.timeout_s)) as r:
+                body = await r.read()
+                status = r.status
+                retry_after = r.headers.get("Retry-After")
+        except asyncio.TimeoutError:
+            raise EngineError(f"request timed out after {self.timeout_s:g} s", retryable=True,
+                              connection=True) from None
+        except (aiohttp.ClientError, OSError) as e:
+            raise EngineError(f"connection error: {_short(str(e) or type(e).__name__, 160)}",
+                              retryable=True, connection=True) from None
+        latency = time.monotonic() - t0
+        if status != 200:
+            text = body.decode("utf-8", "replace")
+            message = f"HTTP {status}: {_error_message(text)}"
+            if status == 400:
+                m = _CONTEXT_LIMIT.search(text)
+                if m:
+                    pm = _PROMPT_TOKENS.search(text)
+                    prompt_tokens = next((int(g) for g in pm.groups() if g), None) if pm else None
+                    raise EngineError(message, retryable=False, context_limit=int(m.group(1)),
+                                      prompt_tokens=prompt_tokens)
+            if status in _RETRYABLE_STATUS or status >= 500:
+                ra = None
+                if retry_after:
+                    try:
+                        ra = float(retry_after)
+                    except ValueError:
+                        ra = None
+                raise EngineError(message, retryable=True, retry_after=ra)
+            raise EngineError(message, retryable=False, fatal=status in _FATAL_STATUS)
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise EngineError(f"server returned malformed JSON: {_short(body.decode('utf-8', 'replace'), 120)}",
+                              retryable=True) from None
+        return self.parse_reply(data, latency)
+
+
+def create(opts: EngineOptions) -> OpenAIEngine:
+    import os
+
+    base_url = opts.base_url or os.environ.get("OPENAI_BASE_URL") or "http://localhost:8000/v1"
+    return OpenAIEngine(base_url, opts.model, api=opts.api, api_key=opts.api_key, timeout_s=opts.timeout_s,
+                        max_connections=opts.concurrency)

@@ -1,0 +1,23 @@
+"""Errors a user can act on. The CLI prints these as one line, without a traceback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class UserError(Exception):
+    """Bad input or environment: the message names what is wrong and what to do."""
+
+    exit_code = 2
+
+
+class RunIncomplete(Exception):
+    """Some samples are missing or failed; summary.json was written with complete=false."""
+
+    exit_code = 3
+
+    def __init__(self, summary: Any) -> None:
+        missing = sum(int(t.get("num_missing") or 0) for t in summary.tasks.values())
+        super().__init__(f"{missing} sample(s) are missing or failed (see run.log); summary.json has "
+                         f"\"complete\": false. Re-run the same command to generate them: {summary.run_dir}")
+        self.summary = summary

@@ -1,0 +1,78 @@
+"""Live progress: a rich bar on a terminal, periodic log lines elsewhere (CI, nohup, files)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from .runner import GenerationStats
+
+log = logging.getLogger("reasoneval")
+
+
+class ProgressReporter:
+    def __init__(self, total: int, *, enabled: bool | None = None, interval_s: float = 30.0,
+                 console: Console | None = None) -> None:
+        self.total = total
+        self.console = console or Console(stderr=True)
+        self.live = (self.console.is_terminal if enabled is None else enabled) and total > 0
+        self.interval_s = interval_s
+        self._last_log = time.monotonic()
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> "ProgressReporter":
+        if self.live:
+            self._progress = Progress(
+                TextColumn("[bold]generating"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[info]}"), TimeRemainingColumn(),
+                console=self.console, transient=False, refresh_per_second=4)
+            self._progress.start()
+            self._task = self._progress.add_task("gen", total=self.total, info="")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    @staticmethod
+    def describe(s: GenerationStats) -> str:
+        tps = s.output_tokens / s.wall_s if s.wall_s > 0 else 0.0
+        return (f"in flight {s.in_flight} | {tps:,.0f} tok/s | retries {s.retries} | errors {s.errors}"
+                + (f" | failed {s.failed}" if s.failed else ""))
+
+    def update(self, s: GenerationStats) -> None:
+        finished = s.done + s.failed
+        if self._progress is not None:
+            self._progress.update(self._task, completed=finished, info=self.describe(s))
+            return
+        now = time.monotonic()
+        if now - self._last_log >= self.interval_s or finished == self.total:
+            self._last_log = now
+            eta = (s.wall_s / finished * (self.total - finished)) if finished else float("nan")
+            log.info("generated %d/%d samples | %s | ETA %s", finished, self.total, self.describe(s),
+                     "?" if eta != eta else f"{eta:,.0f} s")
+
+
+def setup_logging(debug: bool = False) -> None:
+    root = logging.getLogger("reasoneval")
+    if not any(getattr(h, "_reasoneval", False) for h in root.handlers):
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+        h._reasoneval = True  # type: ignore[attr-defined]
+        root.addHandler(h)
+    root.setLevel(logging.DEBUG if debug else logging.INFO)
+    root.propagate = False
+
+
+def add_run_log(run_dir: Any) -> logging.Handler:
+    h = logging.FileHandler(run_dir / "run.log", encoding="utf-8")
+    h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    h.setLevel(logging.DEBUG)
+    logging.getLogger("reasoneval").addHandler(h)
+    return h

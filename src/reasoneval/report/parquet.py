@@ -1,0 +1,61 @@
+"""results.parquet: one row per problem, written in batches as problems are graded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..types import Problem
+
+SCHEMA = pa.schema([
+    ("task", pa.string()),
+    ("id", pa.string()),
+    ("problem_key", pa.string()),
+    ("problem", pa.string()),
+    ("answer", pa.string()),
+    ("sample_indices", pa.list_(pa.int32())),
+    ("responses", pa.list_(pa.string())),
+    ("extracted", pa.list_(pa.string())),
+    ("correct", pa.list_(pa.bool_())),
+    ("grade_status", pa.list_(pa.string())),
+    ("seeds", pa.list_(pa.int64())),
+    ("completion_tokens", pa.list_(pa.int64())),
+    ("finish_reasons", pa.list_(pa.string())),
+])
+
+
+class ResultsWriter:
+    def __init__(self, path: Path, batch_rows: int = 256) -> None:
+        self.path = Path(path)
+        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        self._writer = pq.ParquetWriter(self.tmp, SCHEMA, compression="zstd")
+        self._rows: list[dict[str, Any]] = []
+        self.batch_rows = batch_rows
+
+    def add(self, p: Problem, records: Sequence[dict[str, Any]], grades: Sequence[Any]) -> None:
+        self._rows.append({
+            "task": p.task, "id": p.id, "problem_key": p.key, "problem": p.problem, "answer": p.answer,
+            "sample_indices": [r["index"] for r in records],
+            "responses": [r.get("text") or "" for r in records],
+            "extracted": [g.extracted for g in grades],
+            "correct": [bool(g.correct) for g in grades],
+            "grade_status": [g.status for g in grades],
+            "seeds": [r.get("seed") for r in records],
+            "completion_tokens": [r.get("completion_tokens") for r in records],
+            "finish_reasons": [r.get("finish_reason") for r in records],
+        })
+        if len(self._rows) >= self.batch_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._rows:
+            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=SCHEMA))
+            self._rows = []
+
+    def close(self) -> None:
+        self._flush()
+        self._writer.close()
+        self.tmp.replace(self.path)

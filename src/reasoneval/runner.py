@@ -1,0 +1,170 @@
+"""The generation loop: keep `concurrency` requests in flight, retry what may succeed, journal each sample.
+
+No batches: each of C workers takes the next request the moment its previous one finishes, so a
+slow answer never holds back the others and the server stays full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .engines.base import Engine, EngineError
+from .errors import UserError
+from .store import SampleStore
+from .types import Completion, Request, SampleRecord
+
+log = logging.getLogger("reasoneval")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 6
+    # Backoff before retry r (1-based): uniform(0, min(cap, base * 2**(r-1))) ("full jitter").
+    backoff_base_s: float = 1.0
+    backoff_cap_s: float = 60.0
+    # This many samples in a row that used up their retries on connection errors means the server
+    # is down: stop the run (finished samples are kept) rather than fail every remaining sample.
+    down_after: int = 3
+
+    def delay(self, retry: int, rng: random.Random, retry_after: float | None = None) -> float:
+        d = rng.uniform(0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** (retry - 1)))
+        return max(d, retry_after or 0.0)
+
+
+@dataclass
+class GenerationStats:
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    in_flight: int = 0
+    requests: int = 0
+    retries: int = 0
+    errors: int = 0
+    output_tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+
+    @property
+    def wall_s(self) -> float:
+        return (self.finished or time.monotonic()) - self.started
+
+
+class ServerDown(UserError):
+    exit_code = 4
+
+
+async def _generate_one(engine: Engine, req: Request, policy: RetryPolicy, stats: GenerationStats,
+                        rng: random.Random, max_model_len: int | None) -> tuple[Completion | None, EngineError | None,
+                                                                                  int]:
+    """Returns (completion, last error, attempts)."""
+    attempts = 0
+    retries_left = policy.max_retries
+    lowered = False
+    if max_model_len and req.params.max_tokens > max_model_len:
+        req = dataclasses.replace(req, params=dataclasses.replace(req.params, max_tokens=max_model_len))
+    while True:
+        attempts += 1
+        stats.requests += 1
+        try:
+            return await engine.generate(req), None, attempts
+        except EngineError as e:
+            stats.errors += 1
+            if e.fatal:
+                raise
+            if e.context_limit and not lowered:
+                # The prompt plus max_tokens exceed the context: lower max_tokens once to fit.
+                prompt = e.prompt_tokens
+                fit = e.context_limit - prompt if prompt is not None else None
+                if fit is not None and 0 < fit < req.params.max_tokens:
+                    lowered = True
+                    req = dataclasses.replace(req, params=dataclasses.replace(req.params, max_tokens=fit))
+                    log.info("%s/%s#%d: lowering max_tokens to %d to fit the %d-token context", req.task,
+                             req.problem_id, req.index, fit, e.context_limit)
+                    continue
+            if not e.retryable or retries_left <= 0:
+                return None, e, attempts
+            retries_left -= 1
+            stats.retries += 1
+            await asyncio.sleep(policy.delay(policy.max_retries - retries_left, rng, e.retry_after))
+
+
+async def generate(engine: Engine, requests: Sequence[Request], store: SampleStore, *, concurrency: int,
+                   policy: RetryPolicy = RetryPolicy(), max_model_len: int | None = None,
+                   stats: GenerationStats | None = None,
+                   on_progress: Callable[[GenerationStats], None] | None = None) -> GenerationStats:
+    """Generate every request and journal it; returns the counters. Raises ServerDown / UserError
+    (a fatal engine error) after journaling everything that finished."""
+    stats = stats or GenerationStats()
+    stats.total += len(requests)
+    queue = deque(requests)
+    rng = random.Random(0x5EED)
+    consecutive_down = 0
+    fatal: list[BaseException] = []
+
+    async def worker() -> None:
+        nonlocal consecutive_down
+        while queue and not fatal:
+            req = queue.popleft()
+            stats.in_flight += 1
+            try:
+                completion, err, attempts = await _generate_one(engine, req, policy, stats, rng, max_model_len)
+            except EngineError as e:
+                fatal.append(e)
+                return
+            finally:
+                stats.in_flight -= 1
+            if completion is not None:
+                consecutive_down = 0
+                store.append(SampleRecord(
+                    task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
+                    seed=req.seed, status="ok", text=completion.text, reasoning=completion.reasoning,
+                    finish_reason=completion.finish_reason, prompt_tokens=completion.prompt_tokens,
+                    completion_tokens=completion.completion_tokens, latency_s=round(completion.latency_s, 4),
+                    attempts=attempts, time=round(time.time(), 3)))
+                stats.done += 1
+                stats.output_tokens += completion.completion_tokens or 0
+            else:
+                assert err is not None
+                store.append(SampleRecord(
+                    task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
+                    seed=req.seed, status="failed", attempts=attempts, error=str(err), time=round(time.time(), 3)))
+                stats.failed += 1
+                log.warning("%s/%s#%d failed after %d attempt(s): %s", req.task, req.problem_id, req.index,
+                            attempts, err)
+                if err.connection:
+                    consecutive_down += 1
+                    if consecutive_down >= policy.down_after:
+                        fatal.append(ServerDown(
+                            f"the server stopped answering ({err}); {policy.down_after} samples in a row used up "
+                            f"their {policy.max_retries} retries. Finished samples are kept: re-run the same "
+                            "command to resume"))
+                        return
+                else:
+                    consecutive_down = 0
+            if on_progress is not None:
+                on_progress(stats)
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(requests))))]
+    try:
+        if workers:
+            await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        store.sync()
+        stats.finished = time.monotonic()
+    if fatal:
+        err = fatal[0]
+        if isinstance(err, EngineError):
+            raise UserError(f"the engine cannot continue: {err}. Finished samples are kept; "
+                            "re-run the same command to resume")
+        raise err
+    return stats
