@@ -58,7 +58,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--split", help="split of a Hub dataset given with --data")
     g = p.add_argument_group("model and engine")
     g.add_argument("--model", help="model name as served (default: the server's only model)")
-    g.add_argument("--engine", choices=["openai", "local", "launch"],
+    g.add_argument("--engine", choices=["openai", "local", "launch", "vllm"],
                    help="default: openai with --model/--base-url, else the embedded CPU model (local)")
     g.add_argument("--base-url", help="OpenAI-compatible API incl. /v1 (default $OPENAI_BASE_URL, else "
                    "http://localhost:8000/v1)")
@@ -209,16 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("tasks", nargs="+")
     q.set_defaults(func=_cmd_data_pull)
 
-    _add_score(sub, fmt)
-    return parser
+    from .score import add_score_parser
 
-
-def _add_score(sub: Any, fmt: Any) -> None:
-    try:
-        from .score import add_score_parser
-    except ImportError:
-        return
     add_score_parser(sub, fmt)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,7 @@ ENGINES: Registry[str] = Registry("engine")
 ENGINES.add("openai", "reasoneval.engines.openai")
 ENGINES.add("local", "reasoneval.engines.local")
 ENGINES.add("launch", "reasoneval.engines.launch")
+ENGINES.add("vllm", "reasoneval.engines.vllm")
 
 
 def create_engine(kind: str, opts: EngineOptions) -> Engine:

@@ -1,0 +1,73 @@
+"""The registered benchmarks and groups. A new benchmark is one `TASKS.add(...)` here."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import UserError
+from ..registry import Registry
+from . import arith, hub
+from .spec import HubSource, TaskSpec
+
+TASKS: Registry[TaskSpec] = Registry("task")
+
+
+def _add(spec: TaskSpec) -> None:
+    TASKS.add(spec.name, spec)
+
+
+_add(TaskSpec("aime24", "AIME 2024 I+II", size=30,
+              hub=HubSource("HuggingFaceH4/aime_2024", "train", hub.map_aime24)))
+_add(TaskSpec("aime25", "AIME 2025 I+II", size=30,
+              hub=HubSource("math-ai/aime25", "test", hub.map_aime25)))
+_add(TaskSpec("amc23", "AMC 12 2023 (AI-MO integer-answer version)", size=40,
+              hub=HubSource("math-ai/amc23", "test", hub.map_amc23)))
+_add(TaskSpec("amc", "AMC 12 2022+2023 (AI-MO integer-answer version)", size=83,
+              hub=HubSource("AI-MO/aimo-validation-amc", "train", hub.map_amc)))
+_add(TaskSpec("math500", "MATH-500 (PRM800K test subset of MATH)", size=500,
+              hub=HubSource("HuggingFaceH4/MATH-500", "test", hub.map_math500)))
+_add(TaskSpec(
+    "minerva_math", "Minerva MIT OCW STEM problems", size=272,
+    # References are rounded physical quantities (e.g. "1.6", "4.5e33") and the problems ask for
+    # a few significant figures: a correct answer computed with slightly different constants or
+    # rounding differs in the 2nd-3rd digit. 1% relative tolerance accepts those and still
+    # rejects a wrong answer (typically off by far more, or by an order of magnitude).
+    rel_tol=1e-2,
+    hub=HubSource("math-ai/minervamath", "test", hub.map_minerva)))
+_add(TaskSpec("olympiadbench", "OlympiadBench OE_TO_maths_en_COMP", size=675,
+              hub=HubSource("math-ai/olympiadbench", "test", hub.map_olympiadbench)))
+_add(TaskSpec("gsm8k", "GSM8K test", size=1319,
+              hub=HubSource("openai/gsm8k", "test", hub.map_gsm8k, config="main")))
+_add(TaskSpec("gpqa_diamond", "GPQA Diamond (multiple choice, gated)", kind="choice", size=198,
+              hub=HubSource("Idavidrein/gpqa", "train", hub.map_gpqa, config="gpqa_diamond", gated=True)))
+_add(TaskSpec("limo", "LIMO (817 curated training problems)", size=817,
+              hub=HubSource("GAIR/LIMO", "train", hub.map_limo)))
+_add(TaskSpec("arith", "generated 1-2 digit additions/subtractions (demo, tiny models)",
+              size=arith.SIZE, generate=arith.generate))
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "math": ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench"),
+}
+
+
+def resolve_task_names(names: Sequence[str]) -> list[str]:
+    """Expand groups and comma lists, drop duplicates keeping the first occurrence."""
+    out: list[str] = []
+    for raw in names:
+        for name in (s.strip() for s in raw.split(",")):
+            if not name:
+                continue
+            if name in GROUPS:
+                expanded: Sequence[str] = GROUPS[name]
+            elif name in TASKS:
+                expanded = (name,)
+            else:
+                groups = ", ".join(f"{g} ({'+'.join(m)})" for g, m in GROUPS.items())
+                raise UserError(f"unknown task {name!r}; known tasks: {', '.join(TASKS.names())}; "
+                                f"groups: {groups}")
+            for t in expanded:
+                if t not in out:
+                    out.append(t)
+    if not out:
+        raise UserError(f"no task given; known tasks: {', '.join(TASKS.names())}; groups: {', '.join(GROUPS)}")
+    return out

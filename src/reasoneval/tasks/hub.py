@@ -1,0 +1,201 @@
+"""Field mappings from each Hub source's own columns to the uniform schema.
+
+Each mapper takes one row as `datasets` yields it and returns a uniform row without `id`
+(the loader assigns `<task>-<n>` from the row's position, like the files in a data dir) or
+None to skip the row. tests/fixtures/hub/ holds one synthetic fixture per source in that
+source's column layout; tests/tasks/test_hub_mappings.py runs every mapper on its fixture.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from ..errors import UserError
+from .keys import normalize_answer
+
+Row = Mapping[str, Any]
+_YEAR_IN_URL = re.compile(r"/((?:19|20)\d\d)_")
+
+
+def _col(row: Row, *names: str) -> Any:
+    for n in names:
+        if n in row and row[n] is not None:
+            return row[n]
+    want = " or ".join(repr(n) for n in names)
+    raise UserError(f"Hub row has no column {want} (columns: {', '.join(sorted(row))}); the dataset's "
+                    "layout changed: use a --data-dir file for this task instead, and report it")
+
+
+def _opt_str(row: Row, name: str) -> str | None:
+    v = row.get(name)
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    return str(v)
+
+
+def _year(row: Row) -> int | None:
+    y = row.get("year")
+    if isinstance(y, int) and not isinstance(y, bool):
+        return y
+    if isinstance(y, str) and y.strip().isdigit():
+        return int(y.strip())
+    url = row.get("url")
+    if isinstance(url, str):
+        m = _YEAR_IN_URL.search(url)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _clean(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def map_aime24(row: Row) -> dict[str, Any]:
+    """HuggingFaceH4/aime_2024: id, problem, solution, answer (str, some zero-padded), url, year (str)."""
+    return _clean({
+        "problem": _col(row, "problem"),
+        "answer": normalize_answer(_col(row, "answer")),
+        "solution": _opt_str(row, "solution"),
+        "year": _year(row),
+        "source_id": _opt_str(row, "id"),
+        "url": _opt_str(row, "url"),
+    })
+
+
+def map_aime25(row: Row) -> dict[str, Any]:
+    """math-ai/aime25: problem, answer (str), id (str)."""
+    return _clean({
+        "problem": _col(row, "problem"),
+        "answer": normalize_answer(_col(row, "answer")),
+        "year": 2025,
+        "source_id": _opt_str(row, "id"),
+    })
+
+
+def map_amc23(row: Row) -> dict[str, Any]:
+    """math-ai/amc23: id, question, answer (float, e.g. 27.0), url."""
+    return _clean({
+        "problem": _col(row, "question", "problem"),
+        "answer": normalize_answer(_col(row, "answer")),
+        "year": _year(row) or 2023,
+        "source_id": _opt_str(row, "id"),
+        "url": _opt_str(row, "url"),
+    })
+
+
+def map_amc(row: Row) -> dict[str, Any]:
+    """AI-MO/aimo-validation-amc: id, problem, answer (float), url (year from the AoPS URL)."""
+    return _clean({
+        "problem": _col(row, "problem"),
+        "answer": normalize_answer(_col(row, "answer")),
+        "year": _year(row),
+        "source_id": _opt_str(row, "id"),
+        "url": _opt_str(row, "url"),
+    })
+
+
+def map_math500(row: Row) -> dict[str, Any]:
+    """HuggingFaceH4/MATH-500: problem, solution, answer, subject, level (int), unique_id."""
+    return _clean({
+        "problem": _col(row, "problem"),
+        "answer": normalize_answer(_col(row, "answer")),
+        "solution": _opt_str(row, "solution"),
+        "subject": _opt_str(row, "subject"),
+        "level": row.get("level"),
+        "source_id": _opt_str(row, "unique_id"),
+    })
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last \\boxed{...} in text, brace-balanced (None if there is none)."""
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    i = start + len("\\boxed{")
+    depth = 1
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i:j].strip()
+    return None
+
+
+def map_minerva(row: Row) -> dict[str, Any]:
+    """math-ai/minervamath: question, answer. Copies without `answer` keep it boxed in `solution`."""
+    solution = _opt_str(row, "solution")
+    answer = row.get("answer")
+    if answer is None and solution is not None:
+        answer = last_boxed(solution)
+    if answer is None:
+        raise UserError("minerva_math Hub row has neither 'answer' nor a \\boxed{} answer in 'solution'")
+    return _clean({
+        "problem": _col(row, "question", "problem"),
+        "answer": normalize_answer(answer),
+        "solution": solution,
+        "subject": _opt_str(row, "type") or _opt_str(row, "subject"),
+        "source_id": _opt_str(row, "idx") or _opt_str(row, "id"),
+    })
+
+
+def map_olympiadbench(row: Row) -> dict[str, Any]:
+    """math-ai/olympiadbench: id, question, solution (list), final_answer (list), subfield, ...
+
+    answer = final_answer[0] with the surrounding `$` stripped (the rule of Qwen2.5-Math's loader;
+    inner `$` of multi-part answers like `69$,$84` stay, the grader deals with them).
+    """
+    fa = _col(row, "final_answer")
+    if isinstance(fa, list):
+        if not fa:
+            raise UserError("olympiadbench Hub row has an empty 'final_answer' list")
+        fa = fa[0]
+    sol = row.get("solution")
+    if isinstance(sol, list):
+        sol = "\n\n".join(s for s in sol if isinstance(s, str)) or None
+    return _clean({
+        "problem": _col(row, "question"),
+        "answer": normalize_answer(str(fa).strip().strip("$").strip()),
+        "solution": sol if isinstance(sol, str) and sol else None,
+        "subject": _opt_str(row, "subfield"),
+        "source_id": _opt_str(row, "id"),
+    })
+
+
+def map_gsm8k(row: Row) -> dict[str, Any]:
+    """openai/gsm8k (main): question, answer = worked solution ending in `#### N`."""
+    full = str(_col(row, "answer"))
+    if "####" not in full:
+        raise UserError("gsm8k Hub row's answer has no '#### N' final line")
+    final = full.rsplit("####", 1)[1].strip().replace(",", "")  # "2,125" -> "2125"
+    return {"problem": _col(row, "question"), "answer": normalize_answer(final), "solution": full}
+
+
+def map_gpqa(row: Row) -> dict[str, Any]:
+    """Idavidrein/gpqa (gpqa_diamond): Question, Correct Answer, Incorrect Answer 1-3, ...
+
+    There is no letter column: the row becomes uniform + `choices` in canonical order (correct
+    first) with `answer` = the correct text; the loader shuffles them with the problem's seed.
+    """
+    correct = str(_col(row, "Correct Answer")).strip()
+    wrong = [str(_col(row, f"Incorrect Answer {i}")).strip() for i in (1, 2, 3)]
+    return _clean({
+        "problem": str(_col(row, "Question")).strip(),
+        "answer": correct,
+        "choices": [correct, *wrong],
+        "subject": _opt_str(row, "Subdomain") or _opt_str(row, "High-level domain"),
+        "solution": _opt_str(row, "Explanation"),
+        "source_id": _opt_str(row, "Record ID"),
+    })
+
+
+def map_limo(row: Row) -> dict[str, Any]:
+    """GAIR/LIMO: question, solution, answer."""
+    return _clean({
+        "problem": _col(row, "question"),
+        "answer": normalize_answer(_col(row, "answer")),
+        "solution": _opt_str(row, "solution"),
+    })

@@ -1,0 +1,195 @@
+"""Loading a registered task: data dir > local cache > Hugging Face Hub (then cached).
+
+data dir: `--data-dir DIR` (the `data_dir` argument) or $REASONEVAL_DATA_DIR, holding
+  `<task>.jsonl` in the uniform schema. A task without a file there falls through to the cache.
+cache: $REASONEVAL_CACHE_DIR or ~/.cache/reasoneval/data; `<task>.jsonl` written by `pull` (or
+  by the first load that downloads), in the same uniform schema, so an air-gapped cluster can
+  use a copied cache or point --data-dir at it.
+Hub: `datasets.load_dataset(id, config, split=...)`, mapped by the task's `HubSource.map_row`.
+  Skipped when offline ($REASONEVAL_OFFLINE, $HF_HUB_OFFLINE or $HF_DATASETS_OFFLINE set).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import UserError
+from ..types import Problem
+from .catalog import TASKS
+from .schema import NumberedRow, problems_from_rows, read_jsonl
+from .spec import HubSource, TaskSpec
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def resolve_data_dir(data_dir: Path | str | None) -> Path | None:
+    """The data dir from the argument, else $REASONEVAL_DATA_DIR; it must exist when given."""
+    if data_dir is not None:
+        where = "--data-dir"
+        d = Path(data_dir)
+    else:
+        env = os.environ.get("REASONEVAL_DATA_DIR", "").strip()
+        if not env:
+            return None
+        where = "REASONEVAL_DATA_DIR"
+        d = Path(env)
+    d = d.expanduser()
+    if not d.is_dir():
+        raise UserError(f"{where} {d} is not a directory; point it at a folder of <task>.jsonl files")
+    return d
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("REASONEVAL_CACHE_DIR", "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "reasoneval" / "data"
+
+
+def hub_offline() -> bool:
+    # Checked before importing `datasets` (which reads HF_* offline flags only at import time),
+    # so an offline process never tries the network.
+    return any(os.environ.get(v, "").strip().lower() in _TRUE
+               for v in ("REASONEVAL_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def _local_file(name: str, data_dir: Path | None) -> tuple[str, Path] | None:
+    if data_dir is not None and (data_dir / f"{name}.jsonl").is_file():
+        return "data_dir", data_dir / f"{name}.jsonl"
+    cached = cache_dir() / f"{name}.jsonl"
+    if cached.is_file():
+        return "cache", cached
+    return None
+
+
+def _how_to_get(spec: TaskSpec) -> str:
+    return (f"run `reasoneval data pull {spec.name}` while online, or point --data-dir "
+            f"(or REASONEVAL_DATA_DIR) at a folder holding {spec.name}.jsonl")
+
+
+def download_rows(src: HubSource) -> list[dict[str, Any]]:
+    """The raw rows of a Hub source, via `datasets` (network)."""
+    try:
+        import datasets  # imported late: slow, and not needed when data is local
+    except ImportError:
+        raise UserError("the `datasets` package is needed to download benchmarks; pip install datasets") from None
+    try:
+        ds = datasets.load_dataset(src.dataset_id, src.config, split=src.split)
+    except Exception as e:  # datasets raises many types (HTTP, auth, FileNotFound, ...)
+        msg = (str(e).strip().splitlines() or [""])[0][:200]
+        hint = ""
+        if src.gated:
+            hint = (f" (gated: accept the terms at https://huggingface.co/datasets/{src.dataset_id} "
+                    "and set HF_TOKEN)")
+        raise UserError(f"could not load {src.describe()} from the Hugging Face Hub: "
+                        f"{type(e).__name__}: {msg}{hint}") from None
+    return [dict(r) for r in ds]
+
+
+def convert_hub_rows(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hub rows -> uniform rows with ids `<task>-<n>` in the source's order."""
+    assert spec.hub is not None
+    out: list[dict[str, Any]] = []
+    for i, row in enumerate(rows):
+        try:
+            mapped = spec.hub.map_row(row)
+        except UserError as e:
+            raise UserError(f"{spec.hub.describe()} row {i}: {e}") from None
+        if mapped is None:
+            continue
+        out.append({"id": f"{spec.name}-{len(out)}", **mapped})
+    return out
+
+
+def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
+    """Write atomically (temp file + rename) so a killed pull never leaves a torn cache file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def fetch_to_cache(spec: TaskSpec) -> Path:
+    if spec.hub is None:
+        raise UserError(f"task {spec.name!r} has no Hub source")
+    if hub_offline():
+        raise UserError(f"no local data for task {spec.name!r} and the Hub is off (offline mode); "
+                        + _how_to_get(spec))
+    rows = convert_hub_rows(spec, download_rows(spec.hub))
+    if not rows:
+        raise UserError(f"{spec.hub.describe()} gave no rows for task {spec.name!r}")
+    return write_jsonl(cache_dir() / f"{spec.name}.jsonl", rows)
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise UserError(f"--limit must be a positive integer, got {limit!r}")
+
+
+def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = None) -> tuple[TaskSpec, list[Problem]]:
+    """The task's spec (with `origin` set) and its problems, the first `limit` if given."""
+    _check_limit(limit)
+    spec = TASKS.get(name)
+    rows: list[NumberedRow]
+    if spec.generate is not None:
+        rows = [(f"{name}[{i}]", r) for i, r in enumerate(spec.generate())]
+        origin = "generated"
+    else:
+        local = _local_file(name, resolve_data_dir(data_dir))
+        if local is None:
+            if spec.hub is None:
+                raise UserError(f"no data for task {name!r}; " + _how_to_get(spec))
+            path = fetch_to_cache(spec)
+            origin = f"hub:{spec.hub.dataset_id}"
+        else:
+            kind, path = local
+            origin = f"{kind}:{path}"
+        rows = read_jsonl(path)
+    if limit is not None:
+        rows = rows[:limit]
+    problems = problems_from_rows(spec, rows)
+    return dataclasses.replace(spec, origin=origin), problems
+
+
+def pull(names: Sequence[str]) -> list[Path]:
+    """Download tasks (names or groups) from the Hub into the cache; returns the cache files."""
+    from .catalog import resolve_task_names
+
+    paths: list[Path] = []
+    for name in resolve_task_names(names):
+        spec = TASKS.get(name)
+        if spec.generate is not None:
+            continue  # generated in code: nothing to download
+        path = fetch_to_cache(spec)
+        problems_from_rows(spec, read_jsonl(path))  # validate what was written
+        paths.append(path)
+    return paths
+
+
+def task_listing(data_dir: Path | None) -> list[dict[str, Any]]:
+    """One entry per task: name, size (loaded count if local, else expected), source, local."""
+    ddir = resolve_data_dir(data_dir)
+    out: list[dict[str, Any]] = []
+    for name in TASKS:
+        spec = TASKS.get(name)
+        entry: dict[str, Any] = {"name": name, "size": spec.size, "source": spec.source, "local": False}
+        if spec.generate is not None:
+            entry.update(size=len(spec.generate()), local=True)
+        else:
+            local = _local_file(name, ddir)
+            if local is not None:
+                kind, path = local
+                entry.update(source=f"{kind}:{path}", local=True)
+                try:
+                    entry["size"] = len(problems_from_rows(spec, read_jsonl(path)))
+                except UserError as e:
+                    # A broken file must not hide the other tasks; the listing shows the error.
+                    entry.update(size=None, error=str(e))
+        entry.update(kind=spec.kind, description=spec.description)
+        out.append(entry)
+    return out

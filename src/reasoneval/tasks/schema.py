@@ -1,0 +1,167 @@
+"""The uniform row schema (see /work/shared/datasets/README.md) -> validated `Problem`s.
+
+Uniform row: id (str), problem (str), answer (str; ints/floats accepted and normalised),
+optional solution, subject, level (int), year (int), source_id, url, and for multiple-choice
+tasks `choices` (list of str). Every error names the file and line and says what to fix.
+
+Multiple-choice rows (gpqa_diamond) may come in two layouts:
+  * uniform + `choices`: if `answer` is a letter (A, B, ...) the choices are shown in the given
+    order; if `answer` is the text of the correct choice, that choice and the others (in their
+    given order) are shuffled with the problem's fixed seed, like the Hub layout;
+  * the Hub's own columns (`Question`, `Correct Answer`, `Incorrect Answer 1..3`, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..errors import UserError
+from ..types import Problem
+from .choice import LETTERS, shuffle_choices
+from .keys import normalize_answer, problem_key
+from .spec import TaskSpec
+
+STR_META = ("solution", "subject", "source_id", "url")
+INT_META = ("level", "year")
+META_KEYS = ("subject", "level", "year", "source_id", "url", "solution")
+
+NumberedRow = tuple[str, Mapping[str, Any]]  # (where: "file:line", row)
+
+
+def read_jsonl(path: Path) -> list[NumberedRow]:
+    """Rows of a JSONL file, each tagged with "file:line" for error messages; blank lines skipped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text ({e.reason}); save it as UTF-8 JSONL") from None
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror}") from None
+    rows: list[NumberedRow] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno}); "
+                            "each line must be one JSON object") from None
+        if not isinstance(row, dict):
+            raise UserError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+        rows.append((f"{path}:{n}", row))
+    if not rows:
+        raise UserError(f"{path}: file is empty; expected one JSON object per line")
+    return rows
+
+
+def _type_name(v: Any) -> str:
+    return "null" if v is None else type(v).__name__
+
+
+def _get_str(where: str, row: Mapping[str, Any], key: str, *, required: bool, allow_int: bool = False) -> str | None:
+    if key not in row or row[key] is None:
+        if required:
+            raise UserError(f"{where}: missing key {key!r} (row keys: {', '.join(sorted(row)) or 'none'})")
+        return None
+    v = row[key]
+    if allow_int and isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    if not isinstance(v, str):
+        raise UserError(f"{where}: {key!r} must be a string, got {_type_name(v)}")
+    return v
+
+
+def _get_answer(where: str, row: Mapping[str, Any], key: str = "answer") -> str:
+    if key not in row or row[key] is None:
+        raise UserError(f"{where}: missing key {key!r} (row keys: {', '.join(sorted(row)) or 'none'})")
+    v = row[key]
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+        raise UserError(f"{where}: {key!r} must be a string or a number, got {_type_name(v)}")
+    ans = normalize_answer(v)
+    if not ans:
+        raise UserError(f"{where}: {key!r} is empty")
+    return ans
+
+
+def _get_int(where: str, row: Mapping[str, Any], key: str) -> int | None:
+    v = row.get(key)
+    if v is None:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v.strip())
+    raise UserError(f"{where}: {key!r} must be an integer, got {_type_name(v)} {v!r}")
+
+
+def metadata_of(where: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for k in STR_META:
+        v = _get_str(where, row, k, required=False, allow_int=(k == "source_id"))
+        if v is not None and v != "":
+            meta[k] = v
+    for k in INT_META:
+        iv = _get_int(where, row, k)
+        if iv is not None:
+            meta[k] = iv
+    return {k: meta[k] for k in META_KEYS if k in meta}
+
+
+def _choices_of(where: str, row: Mapping[str, Any], problem: str, answer: str) -> tuple[tuple[str, ...], str]:
+    raw = row.get("choices")
+    if not isinstance(raw, list) or len(raw) < 2 or not all(isinstance(c, str) and c.strip() for c in raw):
+        raise UserError(f"{where}: 'choices' must be a list of at least 2 non-empty strings "
+                        "(or use the Hub columns Question / Correct Answer / Incorrect Answer 1-3)")
+    if len(raw) > len(LETTERS):
+        raise UserError(f"{where}: at most {len(LETTERS)} choices are supported, got {len(raw)}")
+    choices = [c.strip() for c in raw]
+    letters = LETTERS[: len(choices)]
+    if len(answer) == 1 and answer.upper() in letters:
+        return tuple(choices), answer.upper()
+    if answer in choices:
+        i = choices.index(answer)
+        return shuffle_choices(problem, answer, choices[:i] + choices[i + 1:])
+    raise UserError(f"{where}: 'answer' {answer!r} is neither a letter {letters[0]}-{letters[-1]} "
+                    "nor the text of one of the choices")
+
+
+def _is_hub_gpqa(row: Mapping[str, Any]) -> bool:
+    return "problem" not in row and "Question" in row and "Correct Answer" in row
+
+
+def problem_from_row(spec: TaskSpec, where: str, row: Mapping[str, Any], default_id: str) -> Problem:
+    if spec.kind == "choice" and _is_hub_gpqa(row):
+        from .hub import map_gpqa  # the Hub layout allowed in a data dir for MC tasks
+
+        mapped = map_gpqa(row)
+        assert mapped is not None
+        row = {**mapped, "id": row.get("id", default_id)}
+    pid = _get_str(where, row, "id", required=False, allow_int=True) or default_id
+    problem = _get_str(where, row, "problem", required=True)
+    assert problem is not None
+    if not problem.strip():
+        raise UserError(f"{where}: 'problem' is empty")
+    answer = _get_answer(where, row)
+    meta = metadata_of(where, row)
+    if spec.kind == "choice":
+        choices, letter = _choices_of(where, row, problem, answer)
+        # The key covers what the model sees (text + choices in order) and the letter, so a
+        # changed choice list never reuses old samples.
+        key = problem_key(problem + "\n" + "\n".join(choices), letter)
+        return Problem(task=spec.name, id=pid, problem=problem, answer=letter, key=key,
+                       kind="choice", choices=choices, metadata=meta)
+    return Problem(task=spec.name, id=pid, problem=problem, answer=answer,
+                   key=problem_key(problem, answer), kind="math", metadata=meta)
+
+
+def problems_from_rows(spec: TaskSpec, rows: Iterable[NumberedRow]) -> list[Problem]:
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for i, (where, row) in enumerate(rows):
+        p = problem_from_row(spec, where, row, f"{spec.name}-{i}")
+        if p.id in seen:
+            raise UserError(f"{where}: duplicate id {p.id!r} (first at {seen[p.id]}); ids must be unique")
+        seen[p.id] = where
+        problems.append(p)
+    return problems

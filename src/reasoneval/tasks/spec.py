@@ -1,0 +1,58 @@
+"""What a task is: its data source and the settings grading needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..types import AnswerKind
+
+# A Hub row (the source's own columns) -> a uniform row without `id` (ids are assigned from
+# the row's position in the source, `<task>-<n>`), or None to skip the row.
+RowMapper = Callable[[Mapping[str, Any]], "dict[str, Any] | None"]
+
+
+@dataclass(frozen=True)
+class HubSource:
+    """Where a benchmark lives on the Hugging Face Hub and how its columns map to our schema."""
+
+    dataset_id: str
+    split: str
+    map_row: RowMapper
+    config: str | None = None
+    # Gated datasets need the user to accept the terms on the Hub and a token (HF_TOKEN).
+    gated: bool = False
+
+    def describe(self) -> str:
+        cfg = f" ({self.config})" if self.config else ""
+        return f"hf:{self.dataset_id}{cfg} split={self.split}"
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A registered benchmark (or a user's data set).
+
+    kind: "math" (free-form answer, graded for equivalence) or "choice" (answer is a letter).
+    rel_tol: relative tolerance for numeric answers; None means the grader's default.
+    size: the expected number of problems (the source's row count) for listings before the
+      data is loaded; the loaded count can differ (other copies of a benchmark differ).
+    generate: for tasks generated in code (no file, no download): returns uniform rows.
+    origin: where the loaded problems came from (set by `load_task`, e.g. "data_dir:/x/aime24.jsonl").
+    """
+
+    name: str
+    description: str
+    kind: AnswerKind = "math"
+    hub: HubSource | None = None
+    size: int | None = None
+    rel_tol: float | None = None
+    generate: Callable[[], "list[dict[str, Any]]"] | None = None
+    origin: str | None = None
+
+    @property
+    def source(self) -> str:
+        if self.generate is not None:
+            return "generated"
+        if self.hub is not None:
+            return self.hub.describe()
+        return self.origin or "user data"

@@ -1,0 +1,170 @@
+"""A user's own data set: a local JSONL / JSON / Parquet / CSV file or a Hub dataset id.
+
+Hub ids may name a config as `owner/name:config` (e.g. `openai/gsm8k:main`). Rows need the
+question and answer columns named by `question_key` / `answer_key`; `id_key` is optional
+(ids default to `<task>-<n>`). Malformed rows are a UserError naming the file and line/row.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import UserError
+from ..types import Problem
+from .keys import normalize_answer, problem_key
+from .loading import _check_limit, hub_offline
+from .schema import NumberedRow, _get_answer, metadata_of, read_jsonl
+from .spec import TaskSpec
+
+FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
+
+
+def _read_json(path: Path) -> list[NumberedRow]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read {path}: {e}") from None
+    if isinstance(data, dict):
+        # Accept {"data": [...]}-style wrappers with exactly one list of rows.
+        lists = [v for v in data.values() if isinstance(v, list)]
+        if len(lists) != 1:
+            raise UserError(f"{path}: expected a JSON list of objects (or an object holding one such list)")
+        data = lists[0]
+    if not isinstance(data, list):
+        raise UserError(f"{path}: expected a JSON list of objects, got {type(data).__name__}")
+    if not data:
+        raise UserError(f"{path}: file is empty (no rows)")
+    rows: list[NumberedRow] = []
+    for i, row in enumerate(data):
+        if not isinstance(row, dict):
+            raise UserError(f"{path}: row {i}: expected a JSON object, got {type(row).__name__}")
+        rows.append((f"{path}: row {i}", row))
+    return rows
+
+
+def _read_parquet(path: Path) -> list[NumberedRow]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as e:  # pyarrow raises ArrowInvalid/OSError for non-parquet files
+        raise UserError(f"{path}: not a readable Parquet file ({type(e).__name__}: {str(e)[:150]})") from None
+    rows = [(f"{path}: row {i}", r) for i, r in enumerate(table.to_pylist())]
+    if not rows:
+        raise UserError(f"{path}: file is empty (no rows)")
+    return rows
+
+
+def _read_csv(path: Path) -> list[NumberedRow]:
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            rows: list[NumberedRow] = []
+            start = 2
+            for r in reader:
+                rows.append((f"{path}:{start}", {k: v for k, v in r.items() if k is not None}))
+                start = reader.line_num + 1
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise UserError(f"cannot read {path} as CSV: {e}") from None
+    if not rows:
+        raise UserError(f"{path}: file is empty (needs a header line and at least one row)")
+    return rows
+
+
+def _read_hub(source: str, split: str | None) -> list[NumberedRow]:
+    if hub_offline():
+        raise UserError(f"{source!r} is not a local file and the Hub is off (offline mode); "
+                        "give a path to a JSONL/JSON/Parquet/CSV file")
+    dataset_id, _, config = source.partition(":")
+    try:
+        import datasets
+    except ImportError:
+        raise UserError("the `datasets` package is needed to load Hub datasets; pip install datasets") from None
+    try:
+        loaded = datasets.load_dataset(dataset_id, config or None, split=split)
+    except Exception as e:
+        msg = (str(e).strip().splitlines() or [""])[0][:200]
+        raise UserError(f"could not load {source!r} from the Hugging Face Hub: {type(e).__name__}: {msg}") from None
+    if isinstance(loaded, datasets.DatasetDict):
+        if len(loaded) != 1:
+            raise UserError(f"{source!r} has splits {', '.join(loaded)}; choose one with --split")
+        loaded = next(iter(loaded.values()))
+    label = f"{source}[{split}]" if split else source
+    return [(f"{label}: row {i}", dict(r)) for i, r in enumerate(loaded)]
+
+
+def read_rows(source: str, split: str | None = None) -> tuple[list[NumberedRow], str]:
+    path = Path(source).expanduser()
+    if path.is_file():
+        suffix = path.suffix.lower()
+        readers = {".jsonl": read_jsonl, ".json": _read_json, ".parquet": _read_parquet, ".csv": _read_csv}
+        if suffix not in readers:
+            raise UserError(f"{path}: unsupported file type {suffix or '(none)'}; use one of {', '.join(FILE_SUFFIXES)}")
+        return readers[suffix](path), str(path)
+    looks_local = (path.suffix.lower() in FILE_SUFFIXES or source.startswith((".", "/", "~"))
+                   or path.exists() or not re.fullmatch(r"[\w.-]+/[\w.-]+(:[\w.-]+)?", source))
+    if looks_local:
+        raise UserError(f"data file {source} not found (or not a file); give a JSONL/JSON/Parquet/CSV "
+                        "file or a Hub dataset id like owner/name")
+    return _read_hub(source, split), f"hf:{source}"
+
+
+def _user_problem(task: str, where: str, row: Mapping[str, Any], question_key: str, answer_key: str,
+                  id_key: str | None, default_id: str) -> Problem:
+    q = row.get(question_key)
+    if q is None:
+        raise UserError(f"{where}: missing question key {question_key!r} (row keys: {', '.join(map(str, row))}); "
+                        "set --question-key")
+    if not isinstance(q, str):
+        raise UserError(f"{where}: {question_key!r} must be a string, got {type(q).__name__}")
+    if not q.strip():
+        raise UserError(f"{where}: {question_key!r} is empty")
+    if answer_key not in row or row[answer_key] is None:
+        raise UserError(f"{where}: missing answer key {answer_key!r} (row keys: {', '.join(map(str, row))}); "
+                        "set --answer-key")
+    answer = _get_answer(where, row, answer_key)
+    pid = default_id
+    if id_key is not None:
+        v = row.get(id_key)
+        if v is None:
+            raise UserError(f"{where}: missing id key {id_key!r}; set --id-key or leave it out")
+        if isinstance(v, bool) or not isinstance(v, (str, int)):
+            raise UserError(f"{where}: {id_key!r} must be a string or an integer, got {type(v).__name__}")
+        pid = str(v)
+    meta_row = {k: row[k] for k in ("solution", "subject", "level", "year", "source_id", "url")
+                if k in row and k not in (question_key, answer_key)}
+    try:
+        meta = metadata_of(where, meta_row)
+    except UserError:
+        meta = {}  # extra columns are the user's own; never fail a load over them
+    return Problem(task=task, id=pid, problem=q, answer=normalize_answer(answer),
+                   key=problem_key(q, answer), kind="math", metadata=meta)
+
+
+def load_user_data(source: str, *, question_key: str, answer_key: str, id_key: str | None = None,
+                   split: str | None = None, limit: int | None = None,
+                   task_name: str | None = None) -> tuple[TaskSpec, list[Problem]]:
+    _check_limit(limit)
+    rows, origin = read_rows(source, split)
+    if limit is not None:
+        rows = rows[:limit]
+    if task_name is None:
+        p = Path(source)
+        task_name = p.stem if p.is_file() else source.split(":")[0].rsplit("/", 1)[-1]
+        task_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", task_name) or "data"
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for i, (where, row) in enumerate(rows):
+        prob = _user_problem(task_name, where, row, question_key, answer_key, id_key, f"{task_name}-{i}")
+        if prob.id in seen:
+            raise UserError(f"{where}: duplicate id {prob.id!r} (first at {seen[prob.id]}); ids must be unique")
+        seen[prob.id] = where
+        problems.append(prob)
+    spec = TaskSpec(name=task_name, description=f"user data {source}", origin=origin)
+    return spec, problems

@@ -1,0 +1,134 @@
+"""Each Hub source's field mapping, run on a synthetic fixture in that source's own layout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pytest
+
+from reasoneval.errors import UserError
+from reasoneval.tasks import TASKS, load_task
+from reasoneval.tasks import loading
+from reasoneval.tasks.loading import convert_hub_rows
+
+from .conftest import HUB_FIXTURES
+
+HUB_TASKS = [n for n in TASKS if TASKS.get(n).hub is not None]
+
+
+def hub_rows(task: str, tmp_path: Path) -> list[dict[str, Any]]:
+    """The fixture as `datasets` yields it (same Arrow typing as the Hub: floats, lists, nulls)."""
+    ds = datasets.load_dataset("json", data_files=str(HUB_FIXTURES / f"{task}.jsonl"), split="train",
+                               cache_dir=str(tmp_path / "hf"))
+    return [dict(r) for r in ds]
+
+
+def test_every_hub_task_has_a_fixture() -> None:
+    assert sorted(HUB_TASKS) == sorted(p.stem for p in HUB_FIXTURES.glob("*.jsonl"))
+
+
+EXPECTED: dict[str, list[dict[str, Any]]] = {
+    "aime24": [
+        {"id": "aime24-0", "answer": "55", "year": 2024, "source_id": "60",
+         "url": "https://artofproblemsolving.com/wiki/index.php/2024_AIME_I_Problems/Problem_1"},
+        {"id": "aime24-1", "answer": "400", "year": 2024, "source_id": "61"},
+    ],
+    "aime25": [{"id": "aime25-0", "answer": "25", "year": 2025, "source_id": "0"},
+               {"id": "aime25-1", "answer": "21", "source_id": "1"}],
+    "amc23": [{"id": "amc23-0", "answer": "15", "year": 2023, "source_id": "0"},
+              {"id": "amc23-1", "answer": "3", "problem": "What is $\\frac{9}{3}$?"}],
+    "amc": [{"id": "amc-0", "answer": "32", "year": 2022}, {"id": "amc-1", "answer": "120", "year": 2023}],
+    "math500": [{"answer": "\\frac34", "subject": "Prealgebra", "level": 1, "source_id": "test/prealgebra/1.json"},
+                {"answer": "2", "level": 2}],
+    "minerva_math": [{"answer": "6"}, {"answer": "4.5e-16"}],
+    "olympiadbench": [
+        {"answer": "4", "subject": "Number Theory", "source_id": "1606",
+         "solution": "Since $3^2=9$ and $4^2=16$, $n=4$.\n\nTry $n=1,2,3,4$."},
+        {"answer": "(1,2)$, $(2,1)", "subject": "Algebra"},
+    ],
+    "gsm8k": [{"answer": "12", "problem": "Sam has 3 boxes of 4 pens. How many pens does he have?"},
+              {"answer": "2125", "solution": "2,000 + 125 = <<2000+125=2125>>2,125\n#### 2,125"}],
+    "gpqa_diamond": [
+        {"problem": "Which gas is most abundant in dry air?", "answer": "Nitrogen",
+         "choices": ["Nitrogen", "Oxygen", "Argon", "Carbon dioxide"], "source_id": "recFIXTURE0001",
+         "subject": "Atmospheric Chemistry", "solution": "About 78% of dry air is nitrogen."},
+        {"answer": "6", "choices": ["6", "12", "8", "4"]},
+    ],
+    "limo": [{"answer": "10", "solution": "The sum is $10$."}, {"answer": "7"}],
+}
+
+
+@pytest.mark.parametrize("task", HUB_TASKS)
+def test_mapping_on_fixture(task: str, tmp_path: Path) -> None:
+    rows = convert_hub_rows(TASKS.get(task), hub_rows(task, tmp_path))
+    assert len(rows) == len(EXPECTED[task])
+    for got, want in zip(rows, EXPECTED[task]):
+        for k, v in want.items():
+            assert got[k] == v, (task, k)
+        assert isinstance(got["problem"], str) and got["problem"].strip()
+        # What gets cached must be plain JSON.
+        json.dumps(got)
+
+
+def test_hub_path_writes_cache_and_keys_match_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fixture_rows = hub_rows("aime24", tmp_path)
+    calls: list[str] = []
+
+    def fake_download(src: Any) -> list[dict[str, Any]]:  # the network boundary only
+        calls.append(src.dataset_id)
+        return fixture_rows
+
+    monkeypatch.delenv("REASONEVAL_OFFLINE")
+    monkeypatch.setattr(loading, "download_rows", fake_download)
+    spec, hub_problems = load_task("aime24")
+    assert calls == ["HuggingFaceH4/aime_2024"]
+    assert spec.origin == "hub:HuggingFaceH4/aime_2024"
+    cached = tmp_path / "cache" / "aime24.jsonl"
+    assert cached.is_file()
+
+    # Second load: from the cache, no download.
+    spec2, cached_problems = load_task("aime24")
+    assert calls == ["HuggingFaceH4/aime_2024"]
+    assert spec2.origin == f"cache:{cached}"
+    assert cached_problems == hub_problems
+
+    # The same problems typed into a data dir (other whitespace, unpadded answer) get the same keys.
+    ddir = tmp_path / "dd"
+    ddir.mkdir()
+    with (ddir / "aime24.jsonl").open("w") as f:
+        for p in hub_problems:
+            f.write(json.dumps({"id": p.id, "problem": "  " + p.problem.replace(" ", "\n") + "\n",
+                                "answer": p.answer}) + "\n")
+    spec3, dd_problems = load_task("aime24", data_dir=ddir)
+    assert spec3.origin == f"data_dir:{ddir / 'aime24.jsonl'}"
+    assert [p.key for p in dd_problems] == [p.key for p in hub_problems]
+    assert hub_problems[0].answer == "55"
+
+
+def test_pull_writes_cache_for_group(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    rows = {t: hub_rows(t, tmp_path) for t in ("aime24", "amc23", "gpqa_diamond")}
+    monkeypatch.delenv("REASONEVAL_OFFLINE")
+    by_id = {TASKS.get(t).hub.dataset_id: r for t, r in rows.items()}  # type: ignore[union-attr]
+    monkeypatch.setattr(loading, "download_rows", lambda src: by_id[src.dataset_id])
+    paths = loading.pull(["aime24,amc23", "gpqa_diamond", "arith"])
+    assert [p.name for p in paths] == ["aime24.jsonl", "amc23.jsonl", "gpqa_diamond.jsonl"]
+    spec, probs = load_task("gpqa_diamond")
+    assert spec.origin.startswith("cache:")
+    assert probs[0].kind == "choice" and probs[0].answer in "ABCD"
+    assert probs[0].choices is not None and probs[0].choices["ABCD".index(probs[0].answer)] == "Nitrogen"
+
+
+def test_changed_hub_layout_is_a_clear_error() -> None:
+    with pytest.raises(UserError) as e:
+        convert_hub_rows(TASKS.get("gsm8k"), [{"question": "q", "answer": "a\n#### 1"}, {"prompt": "q"}])
+    msg = str(e.value)
+    assert msg.startswith("hf:openai/gsm8k (main) split=test row 1:") and "'answer'" in msg and "\n" not in msg
+
+
+def test_minerva_answer_from_boxed_solution_when_column_missing() -> None:
+    (row,) = convert_hub_rows(TASKS.get("minerva_math"), [
+        {"question": "q", "solution": "So $x=\\boxed{\\frac{1}{2}}$ m, not \\boxed{3} ... \\boxed{ 4.5e33 }"}])
+    assert row["answer"] == "4.5e33"
