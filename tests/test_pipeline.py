@@ -290,3 +290,53 @@ def test_real_benchmark_files_from_the_shared_data_dir(make_openai_server: Any, 
                             grading_workers=1, progress=False, print_table=False)
     assert s.tasks["aime25"]["num_problems"] == 5 and s.tasks["gsm8k"]["num_problems"] == 5
     assert s.complete
+
+
+def test_completions_api_with_template_and_system_prompt(make_openai_server: Any, tmp_path: Path,
+                                                         data: Path) -> None:
+    server = make_openai_server(script={"x+1=5": "\\boxed{4}"}, default="\\boxed{0}")
+    template = tmp_path / "tpl.txt"
+    template.write_text("Q: {problem}\nThink, then give \\boxed{answer}.\nA:")
+    s = run_api(server, tmp_path, tasks=["aime24"], n=1, limit=1, api="completions",
+                prompt_template=str(template))
+    body = server.requests()[-1].body
+    assert body["prompt"] == "Q: Find $x$ if $x+1=5$.\nThink, then give \\boxed{answer}.\nA:"
+    assert s.tasks["aime24"]["mean"] == 1.0
+    s2 = run_api(server, tmp_path, tasks=["aime24"], n=1, limit=1, system_prompt="You are terse.")
+    msgs = server.requests()[-1].body["messages"]
+    assert msgs[0] == {"role": "system", "content": "You are terse."}
+    assert msgs[1]["content"] == AIME[0][0] + "\nPlease reason step by step, and put your final answer within \\boxed{}."
+    assert s2.run_dir != s.run_dir  # prompt settings are part of the run identity
+
+
+def test_user_data_file_from_the_cli(make_openai_server: Any, tmp_path: Path) -> None:
+    f = tmp_path / "mine.csv"
+    f.write_text("q,a,qid\nWhat is 1+1?,2,one\nWhat is 2+2?,4,two\n")
+    server = make_openai_server(script={"1+1": "\\boxed{2}", "2+2": "\\boxed{5}"})
+    r = cli("run", "--base-url", server.base_url, "--model", "test-model", "--data", str(f), "--question-key", "q",
+            "--answer-key", "a", "--id-key", "qid", "--n", "2", "--output-dir", str(tmp_path / "r"), "--json",
+            "--grading-workers", "1", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    (name, t), = s["tasks"].items()
+    assert name == "mine" and t["num_problems"] == 2 and t["mean"] == 0.5
+
+
+def test_progress_degrades_to_log_lines_off_a_terminal(make_openai_server: Any, tmp_path: Path, data: Path) -> None:
+    server = make_openai_server()
+    args = [a for a in base_args(server, tmp_path, "--tasks", "aime24", "--n", "2") if a != "--no-progress"]
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    assert "generated 6/6 samples" in r.stderr and "tok/s" in r.stderr
+    run_log = next((tmp_path / "results" / "test-model").glob("*/run.log")).read_text()
+    assert "generated 6/6 samples" in run_log
+
+
+def test_tasks_command_lists_sizes_sources_and_local_data(tmp_path: Path, data: Path) -> None:
+    r = cli("tasks", "--data-dir", str(data))
+    assert r.returncode == 0, r.stderr
+    lines = {line.split("│")[1].strip(): line for line in r.stdout.splitlines() if line.count("│") >= 4}
+    assert "aime24" in lines and "gpqa_diamond" in lines and "arith" in lines
+    assert "yes" in lines["aime24"] and " 3 " in lines["aime24"]  # our 3-row file is what would load
+    assert "Idavidrein/gpqa" in lines["gpqa_diamond"] and "no" in lines["gpqa_diamond"]
+    assert "group math = aime24, aime25, amc23, math500, minerva_math, olympiadbench" in r.stdout

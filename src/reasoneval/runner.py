@@ -151,14 +151,20 @@ async def generate(engine: Engine, requests: Sequence[Request], store: SampleSto
             if on_progress is not None:
                 on_progress(stats)
 
+    async def fsync_every_second() -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            store.sync_if_due()
+
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(requests))))]
+    syncer = asyncio.create_task(fsync_every_second())
     try:
         if workers:
             await asyncio.gather(*workers)
     finally:
-        for w in workers:
+        for w in [*workers, syncer]:
             w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        await asyncio.gather(*workers, syncer, return_exceptions=True)
         store.sync()
         stats.finished = time.monotonic()
     if fatal:
