@@ -1,0 +1,32 @@
+"""Metrics: pure functions of graded samples (pass@k, maj@k, mean with honest error bars, lengths).
+
+The formulas and why they are what they are: docs/statistics.md.
+"""
+
+from reasoneval.metrics.majority import maj_at_k, maj_at_k_method, maj_ks
+from reasoneval.metrics.passk import pass_at_k, pass_at_k_curve, pass_at_k_matrix
+from reasoneval.metrics.summary import (
+    ProblemOutcome,
+    aggregate_metrics,
+    breakdown,
+    mean_stderr_ci,
+    se_vs_k,
+    stderr_resample,
+    task_metrics,
+)
+
+__all__ = [
+    "ProblemOutcome",
+    "aggregate_metrics",
+    "breakdown",
+    "maj_at_k",
+    "maj_at_k_method",
+    "maj_ks",
+    "mean_stderr_ci",
+    "pass_at_k",
+    "pass_at_k_curve",
+    "pass_at_k_matrix",
+    "se_vs_k",
+    "stderr_resample",
+    "task_metrics",
+]
