@@ -24,6 +24,11 @@ from .parquet import ResultsWriter
 log = logging.getLogger("reasoneval")
 
 CHUNK_PROBLEMS = 64
+# Responses held at once (graded together, then written to results.parquet): bounds memory when
+# responses are long (64 samples x 64 KB is 4 MB per problem), whatever the store's size.
+CHUNK_BYTES = 16 << 20
+# Response bytes per results.parquet batch (Arrow holds ~3x that while building and compressing it).
+PARQUET_BATCH_BYTES = 8 << 20
 
 
 @dataclass
@@ -93,35 +98,26 @@ def build_summary(run_dir: Path, *, K: int, problems: Sequence[tuple[Problem, fl
     samples_path = run_dir / SAMPLES_FILE
     try:
         with open(samples_path, "rb") if samples_path.exists() else open(os.devnull, "rb") as f:
-            for start in range(0, len(problems), CHUNK_PROBLEMS):
-                chunk = problems[start:start + CHUNK_PROBLEMS]
-                recs = [[_read_at(f, off) for _, off in sorted(index.get((p.task, p.key), {}).items())]
-                        for p, _ in chunk]
-                items = [GradeItem(response=r.get("text") or "", reference=p.answer, kind=p.kind,
-                                   finish_reason=r.get("finish_reason"), rel_tol=tol)
-                         for (p, tol), rs in zip(chunk, recs) for r in rs]
-                grades = pool.grade_many(items)
-                groups = []
-                pos = 0
-                per_problem_grades = []
-                for (p, _), rs in zip(chunk, recs):
-                    g = grades[pos:pos + len(rs)]
-                    pos += len(rs)
-                    per_problem_grades.append(g)
-                    groups.append(([x.extracted for x in g], p.kind))
-                classes = pool.cluster_many(groups)
-                for (p, _), rs, g, cl in zip(chunk, recs, per_problem_grades, classes):
-                    correct_classes = frozenset(c for c, x in zip(cl, g) if c is not None and x.correct)
-                    outcome = ProblemOutcome(
-                        task=p.task, problem_key=p.key, correct=[x.correct for x in g], classes=list(cl),
-                        correct_classes=correct_classes,
-                        completion_tokens=[r.get("completion_tokens") for r in rs],
-                        finish_reasons=[r.get("finish_reason") for r in rs],
-                        num_missing=max(0, K - len(rs)))
-                    outcomes.setdefault(p.task, []).append(outcome)
-                    meta.setdefault(p.task, []).append(p.metadata)
-                    if writer is not None:
-                        writer.add(p, rs, g)
+            pos = 0
+            written_bytes = written_rows = 0
+            while pos < len(problems):
+                # A chunk: up to CHUNK_PROBLEMS problems or CHUNK_BYTES of responses, at least one problem.
+                chunk: list[tuple[Problem, float | None]] = []
+                recs: list[list[dict[str, Any]]] = []
+                size = 0
+                while pos < len(problems) and len(chunk) < CHUNK_PROBLEMS and (not chunk or size < CHUNK_BYTES):
+                    p, tol = problems[pos]
+                    pos += 1
+                    rs = [_read_at(f, off) for _, off in sorted(index.get((p.task, p.key), {}).items())]
+                    size += sum(len(r.get("text") or "") for r in rs)
+                    chunk.append((p, tol))
+                    recs.append(rs)
+                if writer is not None:
+                    # Parquet rows wait in the writer until a batch is full: keep a batch near
+                    # PARQUET_BATCH_BYTES of responses (256 rows of short answers, 2 of 4 MB ones).
+                    written_bytes, written_rows = written_bytes + size, written_rows + len(chunk)
+                    writer.batch_rows = max(1, min(256, PARQUET_BATCH_BYTES * written_rows // max(1, written_bytes)))
+                _grade_chunk(chunk, recs, K, pool, outcomes, meta, writer)
     finally:
         if writer is not None:
             writer.close()
@@ -134,6 +130,36 @@ def build_summary(run_dir: Path, *, K: int, problems: Sequence[tuple[Problem, fl
     if write:
         write_json_atomic(run_dir / "summary.json", summary.to_json_dict())
     return summary
+
+
+def _grade_chunk(chunk: Sequence[tuple[Problem, float | None]], recs: Sequence[Sequence[dict[str, Any]]], K: int,
+                 pool: GradingPool, outcomes: dict[str, list[ProblemOutcome]],
+                 meta: dict[str, list[Mapping[str, Any]]], writer: ResultsWriter | None) -> None:
+    items = [GradeItem(response=r.get("text") or "", reference=p.answer, kind=p.kind,
+                       finish_reason=r.get("finish_reason"), rel_tol=tol)
+             for (p, tol), rs in zip(chunk, recs) for r in rs]
+    grades = pool.grade_many(items)
+    groups = []
+    pos = 0
+    per_problem_grades = []
+    for (p, _), rs in zip(chunk, recs):
+        g = grades[pos:pos + len(rs)]
+        pos += len(rs)
+        per_problem_grades.append(g)
+        groups.append(([x.extracted for x in g], p.kind))
+    classes = pool.cluster_many(groups)
+    for (p, _), rs, g, cl in zip(chunk, recs, per_problem_grades, classes):
+        correct_classes = frozenset(c for c, x in zip(cl, g) if c is not None and x.correct)
+        outcome = ProblemOutcome(
+            task=p.task, problem_key=p.key, correct=[x.correct for x in g], classes=list(cl),
+            correct_classes=correct_classes,
+            completion_tokens=[r.get("completion_tokens") for r in rs],
+            finish_reasons=[r.get("finish_reason") for r in rs],
+            num_missing=max(0, K - len(rs)))
+        outcomes.setdefault(p.task, []).append(outcome)
+        meta.setdefault(p.task, []).append(p.metadata)
+        if writer is not None:
+            writer.add(p, rs, g)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
