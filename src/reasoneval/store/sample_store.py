@@ -2,6 +2,8 @@
 
 Durability: each line is written with one write() and flushed; fsync runs at most once a second
 and at close, so a kill loses nothing that was counted done and a power cut loses at most a second.
+A failed write (disk full, read-only, quota) cuts the file back to its last whole line and raises
+StoreWriteError (a one-line UserError): the journal stays readable and every finished sample is kept.
 A torn last line (from a kill mid-write) is cut off when the store is opened for writing, so the
 next append cannot glue onto it; readers skip it with a warning.
 Exclusivity: an fcntl lock on `<run_dir>/.lock`; a second writer gets a clear error.
@@ -24,6 +26,11 @@ from ..types import SampleRecord
 log = logging.getLogger("reasoneval")
 
 SampleKey = tuple[str, str, int]  # (task, problem key, sample index)
+
+
+class StoreWriteError(UserError):
+    """The journal could not be written (disk full, read-only, ...); what was written is kept."""
+
 
 SAMPLES_FILE = "samples.jsonl"
 LOCK_FILE = ".lock"
@@ -75,6 +82,8 @@ class SampleStore:
         self._last_fsync = 0.0
         self._dirty = False
         self.appended = 0
+        self._size = 0  # bytes of whole lines in the file
+        self._failed: OSError | None = None
 
     # -- writer ----------------------------------------------------------------------------
 
@@ -95,7 +104,10 @@ class SampleStore:
         lock_f.flush()
         self._lock_f = lock_f
         self._cut_torn_tail()
-        self._f = open(self.path, "ab")
+        # Unbuffered: a line is in the file (or cut back out) when append returns, and no
+        # half-written buffer is left to be flushed onto the next line after a failed write.
+        self._f = open(self.path, "ab", buffering=0)
+        self._size = os.fstat(self._f.fileno()).st_size
         return self
 
     def _cut_torn_tail(self) -> None:
@@ -127,12 +139,21 @@ class SampleStore:
                 os.fsync(f.fileno())
 
     def append(self, record: SampleRecord) -> None:
-        """Journal one sample. When this returns the line is whole in the file (flushed)."""
+        """Journal one sample. When this returns the line is whole in the file (written)."""
         if self._f is None:
             raise RuntimeError("SampleStore.open() was not called")
-        line = json.dumps(record.to_json_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
-        self._f.write(line.encode("utf-8"))
-        self._f.flush()
+        if self._failed is not None:
+            raise self._write_error(self._failed)
+        data = memoryview((json.dumps(record.to_json_dict(), ensure_ascii=False, separators=(",", ":"))
+                           + "\n").encode("utf-8"))
+        written = 0
+        try:
+            while written < len(data):
+                written += self._f.write(data[written:]) or 0
+        except OSError as e:
+            self._fail(e)
+            raise self._write_error(e) from None
+        self._size += written
         self.appended += 1
         self._dirty = True
         self.sync_if_due()
@@ -143,18 +164,37 @@ class SampleStore:
             self.sync()
 
     def sync(self) -> None:
-        if self._f is not None:
-            self._f.flush()
-            os.fsync(self._f.fileno())
+        if self._f is not None and self._failed is None:
+            try:
+                os.fsync(self._f.fileno())
+            except OSError as e:
+                self._fail(e)
+                raise self._write_error(e) from None
             self._last_fsync = time.monotonic()
             self._dirty = False
+
+    def _fail(self, e: OSError) -> None:
+        self._failed = e
+        assert self._f is not None
+        try:  # cut a partly written line back out, so the journal ends with a whole line
+            os.ftruncate(self._f.fileno(), self._size)
+        except OSError:
+            pass  # readers and the next open() skip / cut a torn last line anyway
+
+    def _write_error(self, e: OSError) -> StoreWriteError:
+        return StoreWriteError(f"cannot write {self.path}: {e.strerror or e}; the finished samples in it are "
+                               "kept. Free space (or make it writable) and re-run the same command to resume")
 
     def close(self) -> None:
         if self._f is not None:
             try:
-                self.sync()
+                if self._failed is None:
+                    self.sync()
             finally:
-                self._f.close()
+                try:
+                    self._f.close()
+                except OSError:
+                    pass  # unbuffered: nothing is lost here
                 self._f = None
         if self._lock_f is not None:
             fcntl.flock(self._lock_f.fileno(), fcntl.LOCK_UN)
