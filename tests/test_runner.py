@@ -21,14 +21,14 @@ def requests(n: int, max_tokens: int = 100) -> list[Request]:
 
 
 def run_gen(server: Any, tmp_path: Path, reqs: list[Request], concurrency: int, policy: RetryPolicy = FAST,
-            timeout_s: float = 30) -> Any:
+            timeout_s: float = 30, on_progress: Any = None) -> Any:
     async def go() -> Any:
         engine = OpenAIEngine(server.base_url, None, timeout_s=timeout_s)
         info = await engine.start()
         try:
             with SampleStore(tmp_path) as store:
                 return await generate(engine, reqs, store, concurrency=concurrency, policy=policy,
-                                      max_model_len=info.max_model_len)
+                                      max_model_len=info.max_model_len, on_progress=on_progress)
         finally:
             await engine.close()
 
@@ -42,6 +42,18 @@ def test_keeps_concurrency_full_without_batches(make_openai_server: Any, tmp_pat
     assert stats.done == 80 and server.peak_concurrent == 8
     # ideal ≈ (10 slow * 0.3 + 70 fast * 0.02) / 8 ≈ 0.55 s; batches of 8 would take 10 * 0.3 = 3 s
     assert stats.wall_s < 2.0
+
+
+def test_progress_counts_busy_slots_in_flight(make_openai_server: Any, tmp_path: Path) -> None:
+    # Each report comes from a slot that takes its next request at once: with work queued, every
+    # slot is busy, so "in flight" reads the concurrency, not one less (nor 0 with one slot).
+    server = make_openai_server(delay_s=0.02)
+    for concurrency in (1, 4):
+        seen: list[tuple[int, int]] = []
+        stats = run_gen(server, tmp_path / str(concurrency), requests(20), concurrency=concurrency,
+                        on_progress=lambda s: seen.append((s.done, s.in_flight)))
+        assert stats.done == 20 and len(seen) == 20
+        assert all(f == concurrency for done, f in seen if done <= 20 - concurrency), seen
 
 
 def test_retries_recover_every_sample_exactly_once(make_openai_server: Any, tmp_path: Path) -> None:

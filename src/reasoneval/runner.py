@@ -108,48 +108,55 @@ async def generate(engine: Engine, requests: Sequence[Request], store: SampleSto
     consecutive_down = 0
     fatal: list[BaseException] = []
 
-    async def worker() -> None:
+    async def run_one(req: Request) -> bool:
+        """Generate and journal one request; False when the run must stop."""
         nonlocal consecutive_down
+        try:
+            completion, err, attempts = await _generate_one(engine, req, policy, stats, rng, max_model_len)
+        except EngineError as e:
+            fatal.append(e)
+            return False
+        if completion is not None:
+            consecutive_down = 0
+            store.append(SampleRecord(
+                task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
+                seed=req.seed, status="ok", text=completion.text, reasoning=completion.reasoning,
+                finish_reason=completion.finish_reason, prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens, latency_s=round(completion.latency_s, 4),
+                attempts=attempts, time=round(time.time(), 3)))
+            stats.done += 1
+            stats.output_tokens += completion.completion_tokens or 0
+        else:
+            assert err is not None
+            store.append(SampleRecord(
+                task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
+                seed=req.seed, status="failed", attempts=attempts, error=str(err), time=round(time.time(), 3)))
+            stats.failed += 1
+            log.warning("%s/%s#%d failed after %d attempt(s): %s", req.task, req.problem_id, req.index,
+                        attempts, err)
+            if err.connection:
+                consecutive_down += 1
+                if consecutive_down >= policy.down_after:
+                    fatal.append(ServerDown(
+                        f"the server stopped answering ({err}); {policy.down_after} samples in a row used up "
+                        f"their {policy.max_retries} retries. Finished samples are kept: re-run the same "
+                        "command to resume"))
+                    return False
+            else:
+                consecutive_down = 0
+        if on_progress is not None:
+            on_progress(stats)  # the slot is still counted in flight: its next request starts right away
+        return True
+
+    async def worker() -> None:
         while queue and not fatal:
             req = queue.popleft()
             stats.in_flight += 1
             try:
-                completion, err, attempts = await _generate_one(engine, req, policy, stats, rng, max_model_len)
-            except EngineError as e:
-                fatal.append(e)
-                return
+                if not await run_one(req):
+                    return
             finally:
                 stats.in_flight -= 1
-            if completion is not None:
-                consecutive_down = 0
-                store.append(SampleRecord(
-                    task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
-                    seed=req.seed, status="ok", text=completion.text, reasoning=completion.reasoning,
-                    finish_reason=completion.finish_reason, prompt_tokens=completion.prompt_tokens,
-                    completion_tokens=completion.completion_tokens, latency_s=round(completion.latency_s, 4),
-                    attempts=attempts, time=round(time.time(), 3)))
-                stats.done += 1
-                stats.output_tokens += completion.completion_tokens or 0
-            else:
-                assert err is not None
-                store.append(SampleRecord(
-                    task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
-                    seed=req.seed, status="failed", attempts=attempts, error=str(err), time=round(time.time(), 3)))
-                stats.failed += 1
-                log.warning("%s/%s#%d failed after %d attempt(s): %s", req.task, req.problem_id, req.index,
-                            attempts, err)
-                if err.connection:
-                    consecutive_down += 1
-                    if consecutive_down >= policy.down_after:
-                        fatal.append(ServerDown(
-                            f"the server stopped answering ({err}); {policy.down_after} samples in a row used up "
-                            f"their {policy.max_retries} retries. Finished samples are kept: re-run the same "
-                            "command to resume"))
-                        return
-                else:
-                    consecutive_down = 0
-            if on_progress is not None:
-                on_progress(stats)
 
     async def fsync_every_second() -> None:
         while True:
