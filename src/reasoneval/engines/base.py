@@ -24,7 +24,7 @@ class EngineError(Exception):
 
     def __init__(self, message: str, *, retryable: bool, context_limit: int | None = None,
                  prompt_tokens: int | None = None, retry_after: float | None = None,
-                 fatal: bool = False, connection: bool = False) -> None:
+                 fatal: bool = False, connection: bool = False, engine_failure: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.context_limit = context_limit
@@ -38,6 +38,10 @@ class EngineError(Exception):
         # fatal: the engine cannot serve anything (server gone after all retries, auth failure);
         # the runner stops instead of failing every remaining sample.
         self.fatal = fatal
+        # The engine itself failed, not this request: a worker process or launched server died,
+        # the in-process engine is dead. A few in a row with no sample finished between them
+        # stop the run with the cause (exit status 4) instead of retrying every sample.
+        self.engine_failure = engine_failure
 
 
 @dataclass(frozen=True)
