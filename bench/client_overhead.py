@@ -49,8 +49,8 @@ def harness(base_url: str, work: Path, problems: int, samples: int, concurrency:
                             data_dir=str(write_problems(work / "data", "aime24", problems)),
                             output_dir=str(work / f"results-{rep}"), n=samples, concurrency=concurrency,
                             max_tokens=64, grading_workers=1, progress=False, print_table=False)
-    assert s.timing["requests"] == problems * samples
-    return float(s.timing["requests"]) / float(s.timing["wall_s"])
+    assert s.timing.requests == problems * samples
+    return float(s.timing.requests) / float(s.timing.wall_s)
 
 
 def main() -> int:

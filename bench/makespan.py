@@ -81,9 +81,9 @@ def run_seed(seed: int, problems: int, samples: int, slots: int, median: float, 
                                 output_dir=str(work / f"results-{seed}"), n=samples, concurrency=slots,
                                 grading_workers=1, progress=False, print_table=False)
         stats = server.stats()
-        assert stats["requests"] == count and s.timing["requests"] == count, (stats, s.timing)
+        assert stats["requests"] == count and s.timing.requests == count, (stats, s.timing)
         assert stats["peak_serving"] <= slots
-    harness = float(s.timing["wall_s"])
+    harness = float(s.timing.wall_s)
     with ServerProcess(*server_args) as server:
         batch = asyncio.run(batch_and_wait(server.base_url, count, slots))
     return {"ideal": ideal, "bound": max(sum(times) / slots, max(times)), "harness": harness,

@@ -23,7 +23,7 @@ from pathlib import Path
 from _common import ROOT
 
 from reasoneval.config import sample_seed
-from reasoneval.report import write_json_atomic
+from reasoneval.result import write_json_atomic
 from reasoneval.store import SampleStore, add_problems
 from reasoneval.tasks import problem_key
 from reasoneval.types import Problem, SampleRecord
@@ -52,12 +52,12 @@ def build_store(run_dir: Path, problems: int, samples: int, response_kb: int) ->
     probs = []
     for i in range(problems):
         q, a = f"Find the value of {i} + {i}.", str(2 * i)
-        probs.append((Problem(task="synthetic", id=f"p{i}", problem=q, answer=a, key=problem_key(q, a)), None))
+        probs.append(Problem(task="synthetic", id=f"p{i}", problem=q, answer=a, key=problem_key(q, a)))
     run_dir.mkdir(parents=True, exist_ok=True)
     add_problems(run_dir, probs)
     with SampleStore(run_dir) as store:
         for j in range(samples):
-            for p, _ in probs:
+            for p in probs:
                 start = rng.randrange(0, len(pool) - size)
                 answer = int(p.answer) + (0 if rng.random() < 0.6 else rng.randrange(1, 5))
                 text = pool[start:start + size - 40] + f" The answer is \\boxed{{{answer}}}."
@@ -66,7 +66,7 @@ def build_store(run_dir: Path, problems: int, samples: int, response_kb: int) ->
                                           finish_reason="stop", completion_tokens=len(text) // 4))
     write_json_atomic(run_dir / "config.json", {
         "run_id": run_dir.name, "settings": {"model": "synthetic"}, "engine": "openai", "n": samples,
-        "tasks": ["synthetic"], "problem_keys": {"synthetic": [p.key for p, _ in probs]}})
+        "tasks": ["synthetic"], "problem_keys": {"synthetic": [p.key for p in probs]}})
     return (run_dir / "samples.jsonl").stat().st_size
 
 

@@ -105,7 +105,7 @@ def test_metrics_equal_hand_computed_values(make_openai_server: Any, tmp_path: P
             by_seed[sample_seed(42, "aime24", key, j)] = Reply(text=text, finish_reason=fr, completion_tokens=toks)
     server = make_openai_server(responder=lambda body: by_seed[body["seed"]])
     s = run_api(server, tmp_path, tasks=["aime24"], n=4, limit=2)
-    t = s.tasks["aime24"]
+    t = s.tasks["aime24"].to_json_dict()
     assert t["mean"] == pytest.approx(0.375)
     assert t["pass_at_k"]["1"] == pytest.approx(0.375)
     assert t["pass_at_k"]["2"] == pytest.approx((5 / 6 + 1 / 2) / 2)
@@ -118,7 +118,7 @@ def test_metrics_equal_hand_computed_values(make_openai_server: Any, tmp_path: P
     assert t["truncation_rate"] == pytest.approx(1 / 8)
     assert t["no_answer_rate"] == pytest.approx(1 / 8)
     assert t["tokens"]["mean"] == pytest.approx(47.5) and t["tokens"]["max"] == 100
-    assert s.aggregate["mean"] == pytest.approx(0.375) and s.aggregate["macro_mean"] == pytest.approx(0.375)
+    assert s.aggregate.mean == pytest.approx(0.375) and s.aggregate.macro_mean == pytest.approx(0.375)
 
 
 def test_seeds_distinct_per_sample_and_raising_n_reuses_old_samples(make_openai_server: Any, tmp_path: Path,
@@ -213,7 +213,7 @@ def test_failed_samples_make_the_run_incomplete_and_are_retried_next_time(make_o
     with pytest.raises(RunIncomplete) as ei:
         run_api(server, tmp_path, tasks=["aime24"], n=2, max_retries=0)
     s = ei.value.summary
-    assert s.complete is False and s.tasks["aime24"]["num_missing"] == 2
+    assert s.complete is False and s.tasks["aime24"].num_missing == 2
     summary = json.loads((s.run_dir / "summary.json").read_text())
     assert summary["complete"] is False
     r = cli(*base_args(server, tmp_path, "--tasks", "aime24", "--n", "2"))
@@ -264,7 +264,7 @@ def test_report_rebuilds_everything_without_requests(make_openai_server: Any, tm
     r = cli("report", str(s.run_dir), "--json", "--grading-workers", "1")
     assert r.returncode == 0, r.stderr
     rebuilt = json.loads(r.stdout)
-    assert rebuilt["tasks"] == s.tasks and (s.run_dir / "results.parquet").exists()
+    assert rebuilt["tasks"] == {k: m.to_json_dict() for k, m in s.tasks.items()} and (s.run_dir / "results.parquet").exists()
     # --n 2 uses only the first two samples of each problem
     r = cli("report", str(s.run_dir), "--json", "--n", "2", "--grading-workers", "1")
     assert json.loads(r.stdout)["tasks"]["aime24"]["num_samples"] == 2
@@ -288,7 +288,7 @@ def test_real_benchmark_files_from_the_shared_data_dir(make_openai_server: Any, 
     s = reasoneval.evaluate(base_url=server.base_url, model="test-model", data_dir=str(SHARED),
                             output_dir=str(tmp_path / "results"), tasks=["aime25", "gsm8k"], n=2, limit=5,
                             grading_workers=1, progress=False, print_table=False)
-    assert s.tasks["aime25"]["num_problems"] == 5 and s.tasks["gsm8k"]["num_problems"] == 5
+    assert s.tasks["aime25"].num_problems == 5 and s.tasks["gsm8k"].num_problems == 5
     assert s.complete
 
 
@@ -301,7 +301,7 @@ def test_completions_api_with_template_and_system_prompt(make_openai_server: Any
                 prompt_template=str(template))
     body = server.requests()[-1].body
     assert body["prompt"] == "Q: Find $x$ if $x+1=5$.\nThink, then give \\boxed{answer}.\nA:"
-    assert s.tasks["aime24"]["mean"] == 1.0
+    assert s.tasks["aime24"].mean == 1.0
     s2 = run_api(server, tmp_path, tasks=["aime24"], n=1, limit=1, system_prompt="You are terse.")
     msgs = server.requests()[-1].body["messages"]
     assert msgs[0] == {"role": "system", "content": "You are terse."}

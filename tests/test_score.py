@@ -24,7 +24,7 @@ def test_jsonl_with_gen_lists(tmp_path: Path) -> None:
             {"question": "half?", "gt": "\\frac12", "gen": ["\\boxed{0.5}", "no idea"]}]
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     s = score(str(f), workers=1, print_table=False)
-    t = s.tasks["gens"]
+    t = s.tasks["gens"].to_json_dict()
     assert t["num_problems"] == 2 and t["num_samples"] == 2
     assert t["mean"] == pytest.approx(0.5)
     assert t["pass_at_k"]["2"] == pytest.approx(1.0)
@@ -37,7 +37,7 @@ def test_parquet_with_responses_column_and_key_overrides(tmp_path: Path) -> None
         {"prob": "2*3?", "ref": "6", "responses": ["\\boxed{6}", "\\boxed{6}", "\\boxed{7}"]},
         {"prob": "2*4?", "ref": "8", "responses": ["\\boxed{9}", "\\boxed{9}", "\\boxed{8}"]}]), f)
     s = score(str(f), problem_key_name="prob", answer_key="ref", workers=1, print_table=False)
-    t = s.tasks["out"]
+    t = s.tasks["out"].to_json_dict()
     assert t["mean"] == pytest.approx(0.5) and t["maj_at_k"]["3"] == pytest.approx(0.5)
 
 
@@ -49,7 +49,7 @@ def test_lm_eval_harness_samples_log(tmp_path: Path) -> None:
              "resps": [["\\boxed{7}"], ["\\boxed{7}"]], "filtered_resps": ["7", "7"]}]
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     s = score(str(f), task="aime24", workers=1, print_table=False)
-    assert s.tasks["aime24"]["mean"] == pytest.approx(0.75)
+    assert s.tasks["aime24"].mean == pytest.approx(0.75)
 
 
 def test_missing_field_is_a_clear_error(tmp_path: Path) -> None:

@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .pipeline import EvalConfig, evaluate, report_run
-    from .report import Summary
+    from .pipeline import EvalConfig, evaluate, evaluate_async, score_run
+    from .result import RunConfig, RunResult, load_run
+
+_LAZY = {"evaluate": "pipeline", "evaluate_async": "pipeline", "EvalConfig": "pipeline", "score_run": "pipeline",
+         "RunResult": "result", "RunConfig": "result", "load_run": "result"}
 
 
 def __getattr__(name: str) -> Any:
     # Lazy, so `import reasoneval` stays cheap (grading workers import only what they need).
-    if name in ("evaluate", "EvalConfig", "report_run"):
-        from . import pipeline as _pipeline
+    if name in _LAZY:
+        import importlib
 
-        return getattr(_pipeline, name)
-    if name == "Summary":
-        from .report import Summary
-
-        return Summary
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(name)
 
 
-__all__ = ["__version__", "evaluate", "EvalConfig", "report_run", "Summary"]
+__all__ = ["__version__", "evaluate", "evaluate_async", "EvalConfig", "score_run", "RunResult", "RunConfig",
+           "load_run"]

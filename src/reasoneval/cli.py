@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
 from typing import Any, Sequence
 
-from . import __version__
+from .version import __version__
+from .engines import ENGINES, capabilities, engine_module, options_class, parse_engine_args
 from .errors import RunIncomplete, UserError
 
 log = logging.getLogger("reasoneval")
@@ -24,7 +26,8 @@ RUN_EXAMPLES = """examples:
   reasoneval run --model m --data my.jsonl --question-key question --answer-key answer
 
 Re-running the same command generates only what is missing; raising --n adds samples.
-Exit status: 0 done, 2 bad input, 3 some samples missing or failed (summary has "complete": false).
+Exit status: 0 done, 2 bad input, 3 some samples missing or failed (summary has "complete": false),
+4 the engine or server cannot serve (it died, or stopped answering); finished samples are kept.
 """
 
 
@@ -58,7 +61,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--split", help="split of a Hub dataset given with --data")
     g = p.add_argument_group("model and engine")
     g.add_argument("--model", help="model name as served (default: the server's only model)")
-    g.add_argument("--engine", choices=["openai", "local", "launch", "vllm"],
+    g.add_argument("--engine", choices=ENGINES.names(),
                    help="default: openai with --model/--base-url, else the embedded CPU model (local)")
     g.add_argument("--base-url", help="OpenAI-compatible API incl. /v1 (default $OPENAI_BASE_URL, else "
                    "http://localhost:8000/v1)")
@@ -66,18 +69,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="completions for base models (raw prompt)")
     g.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
                    help="environment variable holding the API key (never written anywhere)")
-    g.add_argument("--model-path", help="local engine: a GGUF file (default: the embedded SmolLM2-135M)")
-    g.add_argument("--replicas", type=int, default=1, help="local engine: model processes")
-    g.add_argument("--server", choices=["vllm", "sglang", "llamacpp"], default="vllm", help="launch engine: server")
-    g.add_argument("--port", type=int, help="launch engine: port (default: a free one)")
-    g.add_argument("--server-arg", action="append", default=[], dest="server_args", metavar="ARG",
-                   help="launch engine: extra argument for the server command (repeatable)")
-    g.add_argument("--tensor-parallel-size", type=int, default=1)
-    g.add_argument("--data-parallel-size", type=int, default=1)
-    g.add_argument("--max-model-len", type=int)
-    g.add_argument("--dtype")
-    g.add_argument("--gpu-memory-utilization", type=float)
-    g.add_argument("--enable-prefix-caching", action="store_true")
+    g.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE", dest="engine_arg",
+                   help="an option of the chosen engine (repeatable); `reasoneval engines` lists them")
+    _add_engine_flags(p.add_argument_group("engine options (also --engine-arg KEY=VALUE; `reasoneval engines`)"))
     g = p.add_argument_group("sampling")
     g.add_argument("--n", type=int, default=16, help="samples per problem, K (default 16)")
     g.add_argument("--seed", type=int, default=42, help="run seed; sample j of a problem gets its own seed")
@@ -97,28 +91,67 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-retries", type=int, default=6)
     g.add_argument("--retry-backoff", type=float, default=1.0, help="base seconds of the exponential backoff")
     g.add_argument("--output-dir", default="results")
-    g.add_argument("--grading-workers", type=int, help="grading processes (default: CPU count)")
-    g.add_argument("--grading-timeout", type=float, default=5.0, help="seconds per grading item")
+    _add_grading_args(g)
     g.add_argument("--no-progress", action="store_true", help="log lines instead of a live bar")
     g.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the table")
+
+
+def _add_grading_args(g: Any) -> None:
+    g.add_argument("--grading-workers", type=int, help="grading processes (default: CPU count)")
+    g.add_argument("--grading-timeout", type=float, default=5.0, help="seconds per grading item")
+
+
+def _engine_flags() -> dict[str, tuple[str, dataclasses.Field[Any], list[str]]]:
+    """Engine options that are also top-level flags: dest -> (flag, field, engines that have it)."""
+    out: dict[str, tuple[str, dataclasses.Field[Any], list[str]]] = {}
+    for kind in ENGINES:
+        for f in dataclasses.fields(options_class(kind)):
+            flag = f.metadata.get("flag")
+            if not flag:
+                continue
+            name = flag if isinstance(flag, str) else "--" + f.name.replace("_", "-")
+            out.setdefault(f.name, (name, f, []))[2].append(kind)
+    return out
+
+
+def _add_engine_flags(g: Any) -> None:
+    for dest, (flag, f, kinds) in _engine_flags().items():
+        help_ = f"{f.metadata.get('help', '')} [{', '.join(kinds)}]"
+        if f.default is False:
+            g.add_argument(flag, dest=dest, action="store_const", const=True, default=None, help=help_)
+        elif isinstance(f.default, tuple):
+            g.add_argument(flag, dest=dest, action="append", default=None, metavar="ARG", help=help_ + " (repeatable)")
+        else:
+            g.add_argument(flag, dest=dest, default=None, metavar="VALUE", help=help_)
+
+
+def _engine_args(a: argparse.Namespace, kind: str) -> dict[str, Any]:
+    """--engine-arg pairs plus the engine flags that were given, checked against the chosen engine."""
+    args: dict[str, Any] = dict(parse_engine_args(a.engine_arg))
+    own = {f.name for f in dataclasses.fields(options_class(kind))}
+    for dest, (flag, _, kinds) in _engine_flags().items():
+        value = getattr(a, dest, None)
+        if value is None:
+            continue
+        if dest not in own:
+            raise UserError(f"{flag} is an option of the {', '.join(kinds)} engine(s), not of --engine {kind}")
+        args[dest] = value
+    return args
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
     from .pipeline import EvalConfig, evaluate
 
+    engine = a.engine or ("openai" if (a.model or a.base_url) else "local")
     cfg = EvalConfig(
-        tasks=_csv(a.tasks), model=a.model, engine=a.engine, base_url=a.base_url, api=a.api,
-        api_key_env=a.api_key_env, n=a.n, seed=a.seed, temperature=a.temperature, top_p=a.top_p, top_k=a.top_k,
-        min_p=a.min_p, max_tokens=a.max_tokens, stop=a.stop, extra_body=a.extra_body,
+        tasks=_csv(a.tasks), model=a.model, engine=a.engine, engine_args=_engine_args(a, engine), base_url=a.base_url,
+        api=a.api, api_key_env=a.api_key_env, n=a.n, seed=a.seed, temperature=a.temperature, top_p=a.top_p,
+        top_k=a.top_k, min_p=a.min_p, max_tokens=a.max_tokens, stop=a.stop, extra_body=a.extra_body,
         system_prompt=a.system_prompt, prompt_template=a.prompt_template, concurrency=a.concurrency,
         timeout=a.timeout, max_retries=a.max_retries, retry_backoff=a.retry_backoff, limit=a.limit,
         data_dir=a.data_dir, data=a.data, question_key=a.question_key, answer_key=a.answer_key, id_key=a.id_key,
         split=a.split, output_dir=a.output_dir, grading_workers=a.grading_workers,
-        grading_timeout=a.grading_timeout, model_path=a.model_path, replicas=a.replicas,
-        tensor_parallel_size=a.tensor_parallel_size, data_parallel_size=a.data_parallel_size,
-        max_model_len=a.max_model_len, dtype=a.dtype, gpu_memory_utilization=a.gpu_memory_utilization,
-        enable_prefix_caching=a.enable_prefix_caching, server=a.server, port=a.port, server_args=a.server_args,
-        progress=False if a.no_progress else None, print_table=not a.json)
+        grading_timeout=a.grading_timeout, progress=False if a.no_progress else None, print_table=not a.json)
     try:
         summary = evaluate(cfg)
     except RunIncomplete as e:
@@ -132,10 +165,11 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
-    from .pipeline import report_run
+    from .pipeline import score_run
 
     tasks = _csv(a.tasks) or None
-    summary = report_run(a.run_dir, n=a.n, tasks=tasks, workers=a.grading_workers, print_table=not a.json)
+    summary = score_run(a.run_dir, n=a.n, tasks=tasks, workers=a.grading_workers, grading_timeout=a.grading_timeout,
+                        print_table=not a.json)
     if a.json:
         print(json.dumps(summary.to_json_dict(), indent=2))
     if not summary.complete:
@@ -168,6 +202,26 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_engines(a: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for kind in ENGINES:
+        module = engine_module(kind)
+        caps = capabilities(kind)
+        table = Table(title=f"--engine {kind}: {(module.__doc__ or '').strip().splitlines()[0]}", title_justify="left")
+        for col in ("option (--engine-arg KEY=VALUE)", "flag", "default", "help"):
+            table.add_column(col)
+        flags = _engine_flags()
+        for f in dataclasses.fields(options_class(kind)):
+            table.add_row(f.name, flags[f.name][0] if f.name in flags else "", repr(f.default), f.metadata.get("help", ""))
+        console.print(table)
+        extra = "any" if caps.extra_body_keys is None else ", ".join(sorted(caps.extra_body_keys)) or "none"
+        console.print(f"  APIs: {', '.join(sorted(caps.apis))}; --extra-body keys: {extra}\n")
+    return 0
+
+
 def _cmd_data_pull(a: argparse.Namespace) -> int:
     from .tasks import pull, resolve_task_names
 
@@ -193,9 +247,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("--n", type=int, help="use sample indices < N (default: the run's --n)")
     p.add_argument("--tasks", action="append", help="only these tasks")
-    p.add_argument("--grading-workers", type=int)
+    _add_grading_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("engines", help="list the engines with their options",
+                       epilog="example:\n  reasoneval engines\n  reasoneval run --engine local --engine-arg replicas=2",
+                       formatter_class=fmt)
+    p.set_defaults(func=_cmd_engines)
 
     p = sub.add_parser("tasks", help="list tasks with sizes and sources",
                        epilog="example:\n  REASONEVAL_DATA_DIR=data reasoneval tasks", formatter_class=fmt)

@@ -12,12 +12,13 @@ class UserError(Exception):
 
 
 class RunIncomplete(Exception):
-    """Some samples are missing or failed; summary.json was written with complete=false."""
+    """Some samples are missing or failed; summary.json was written with complete=false. `.summary` is the
+    RunResult."""
 
     exit_code = 3
 
     def __init__(self, summary: Any) -> None:
-        missing = sum(int(t.get("num_missing") or 0) for t in summary.tasks.values())
+        missing = sum(t.num_missing for t in summary.tasks.values())
         super().__init__(f"{missing} sample(s) are missing or failed (see run.log); summary.json has "
                          f"\"complete\": false. Re-run the same command to generate them: {summary.run_dir}")
         self.summary = summary

@@ -1,13 +1,16 @@
-"""The pipeline, end to end: tasks -> requests -> engine -> store -> grading -> metrics -> report.
+"""The pipeline's stages, wired: load tasks -> plan -> generate (engine -> store) -> score -> result -> renderers.
 
-`evaluate()` is the Python API; the CLI's `run` builds an EvalConfig and calls it.
+    evaluate(...)            the Python API (sync); `reasoneval run` builds an EvalConfig and calls it
+    await evaluate_async()   the same inside a running event loop (a notebook, a Ray actor, a sweep)
+    generate_run(...)        generation only, with an engine the caller started (and owns)
+    score_run(run_dir)       score a run directory and write summary.json, results.parquet, the table
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-import json
 import logging
 import os
 import platform
@@ -15,36 +18,48 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence
 
 from rich.console import Console
 
-from . import __version__
-from .config import RunSettings, run_dir_for, sample_seed
-from .engines import EngineOptions, create_engine
+from .config import RunSettings, run_dir_for
+from .engines import CommonOptions, Engine, EngineInfo, capabilities, check_supported, create_engine
 from .errors import RunIncomplete, UserError
-from .grading import GRADER_VERSION, GradingPool
-from .progress import ProgressReporter, add_run_log
-from .prompts import PromptConfig, build_messages, build_prompt
-from .report import Summary, build_summary, load_config, render_table, select_problems, write_json_atomic
+from .metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
+from .plan import LoadedTask, plan
+from .progress import ProgressReporter, run_log
+from .prompts import PromptConfig, read_template
+from .report import ResultsWriter, render_table, write_summary
+from .result import GenerationTiming, RunConfig, RunResult, load_config, write_config
 from .runner import GenerationStats, RetryPolicy, generate
+from .scoring import ScoringContext, TaskScoring, create_scorer
+from .scoring.stream import ScoredProblem, score_store
 from .store import SampleStore, add_problems, read_problems
 from .tasks import dataset_hash, load_task, load_user_data, resolve_task_names
-from .types import Problem, Request, SamplingParams
+from .types import SamplingParams
+from .version import __version__
 
 log = logging.getLogger("reasoneval")
 
 _DEPENDENCIES = ("aiohttp", "math-verify", "latex2sympy2_extended", "sympy", "numpy", "scipy", "pyarrow",
                  "datasets", "llama_cpp_python", "vllm")
+# Metadata fields that get an accuracy breakdown in summary.json where the data has them.
+BREAKDOWN_FIELDS = ("subject", "level")
+# Response bytes per results.parquet batch (Arrow holds ~3x that while building and compressing it).
+PARQUET_BATCH_BYTES = 8 << 20
 
 
 @dataclass
 class EvalConfig:
-    """Every option of `reasoneval run` (the CLI flag is the field name with dashes)."""
+    """Every option of `reasoneval run` (the CLI flag is the field name with dashes).
+
+    Engine-specific options go in `engine_args` (the engine's Options fields; `reasoneval engines`).
+    """
 
     tasks: Sequence[str] = ()
     model: str | None = None
-    engine: str | None = None  # openai | local | launch (default: local with no --model/--base-url)
+    engine: str | None = None  # default: openai with --model/--base-url, else local
+    engine_args: Mapping[str, Any] = field(default_factory=dict)
     base_url: str | None = None
     api: str = "chat"
     api_key_env: str = "OPENAI_API_KEY"
@@ -56,7 +71,7 @@ class EvalConfig:
     min_p: float | None = None
     max_tokens: int = 32768
     stop: Sequence[str] = ()
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
     system_prompt: str | None = None
     prompt_template: str | None = None  # a file path
     concurrency: int = 64
@@ -73,48 +88,48 @@ class EvalConfig:
     output_dir: str = "results"
     grading_workers: int | None = None
     grading_timeout: float = 5.0
-    # engine-specific
-    model_path: str | None = None
-    replicas: int = 1
-    tensor_parallel_size: int = 1
-    data_parallel_size: int = 1
-    max_model_len: int | None = None
-    dtype: str | None = None
-    gpu_memory_utilization: float | None = None
-    enable_prefix_caching: bool = False
-    server: str = "vllm"
-    port: int | None = None
-    server_args: Sequence[str] = ()
     progress: bool | None = None  # None: a live bar on a terminal, log lines elsewhere
     print_table: bool = True
 
     def validate(self) -> None:
-        if self.n < 1:
-            raise UserError(f"--n must be at least 1 (got {self.n})")
-        if self.concurrency < 1:
-            raise UserError(f"--concurrency must be at least 1 (got {self.concurrency})")
-        if self.limit is not None and self.limit < 1:
-            raise UserError(f"--limit must be at least 1 (got {self.limit})")
-        if self.max_tokens < 1:
-            raise UserError(f"--max-tokens must be at least 1 (got {self.max_tokens})")
-        if self.max_retries < 0:
-            raise UserError(f"--max-retries must be 0 or more (got {self.max_retries})")
-        if self.timeout <= 0:
-            raise UserError(f"--timeout must be positive (got {self.timeout})")
-        if not 0 <= self.temperature:
-            raise UserError(f"--temperature must be >= 0 (got {self.temperature})")
-        if not 0 < self.top_p <= 1:
-            raise UserError(f"--top-p must be in (0, 1] (got {self.top_p})")
-        if self.api not in ("chat", "completions"):
-            raise UserError(f"--api must be 'chat' or 'completions' (got {self.api!r})")
+        checks = [
+            (self.n >= 1, f"--n must be at least 1 (got {self.n})"),
+            (self.concurrency >= 1, f"--concurrency must be at least 1 (got {self.concurrency})"),
+            (self.limit is None or self.limit >= 1, f"--limit must be at least 1 (got {self.limit})"),
+            (self.max_tokens >= 1, f"--max-tokens must be at least 1 (got {self.max_tokens})"),
+            (self.max_retries >= 0, f"--max-retries must be 0 or more (got {self.max_retries})"),
+            (self.timeout > 0, f"--timeout must be positive (got {self.timeout})"),
+            (self.temperature >= 0, f"--temperature must be >= 0 (got {self.temperature})"),
+            (0 < self.top_p <= 1, f"--top-p must be in (0, 1] (got {self.top_p})"),
+            (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),
+            (self.grading_timeout > 0, f"--grading-timeout must be positive (got {self.grading_timeout})"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UserError(message)
 
     def engine_kind(self) -> str:
         if self.engine:
             return self.engine
         return "openai" if (self.model or self.base_url) else "local"
 
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p,
+                              max_tokens=self.max_tokens, stop=tuple(self.stop), extra_body=dict(self.extra_body))
 
-def _versions() -> dict[str, str]:
+    def prompt(self) -> PromptConfig:
+        template = read_template(self.prompt_template) if self.prompt_template is not None else None
+        return PromptConfig(system_prompt=self.system_prompt, template=template)
+
+    def common_options(self) -> CommonOptions:
+        return CommonOptions(model=self.model, base_url=self.base_url, api=self.api,
+                             api_key=os.environ.get(self.api_key_env) or None, api_key_env=self.api_key_env,
+                             timeout_s=self.timeout, concurrency=self.concurrency, log_dir=self.output_dir)
+
+
+def versions() -> dict[str, str]:
+    from .grading import GRADER_VERSION
+
     out = {"reasoneval": __version__, "python": platform.python_version(), "grader": GRADER_VERSION}
     for name in _DEPENDENCIES:
         try:
@@ -124,135 +139,102 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _read_template(path: str | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"cannot read --prompt-template {path}: {e.strerror}") from None
-
-
-def load_problems(cfg: EvalConfig) -> list[tuple[str, list[tuple[Problem, float | None]]]]:
-    """(task name, [(problem, rel_tol)]) for every task the config names, in order."""
+def load_tasks(cfg: EvalConfig) -> list[LoadedTask]:
+    """Every task the config names, with its problems, in order."""
     data_dir = Path(cfg.data_dir) if cfg.data_dir else (
         Path(os.environ["REASONEVAL_DATA_DIR"]) if os.environ.get("REASONEVAL_DATA_DIR") else None)
     out = []
     if cfg.data:
         spec, problems = load_user_data(cfg.data, question_key=cfg.question_key, answer_key=cfg.answer_key,
                                         id_key=cfg.id_key, split=cfg.split, limit=cfg.limit)
-        out.append((spec.name, [(p, spec.rel_tol) for p in problems]))
+        out.append(LoadedTask(spec, problems))
     names = list(cfg.tasks)
     if not names and not cfg.data:
-        if cfg.engine_kind() == "local":
-            names = ["arith"]
-        else:
+        if cfg.engine_kind() != "local":
             raise UserError("no tasks given: pass --tasks (e.g. --tasks math or --tasks aime24,math500) "
                             "or --data FILE; `reasoneval tasks` lists them")
+        names = ["arith"]
     for name in resolve_task_names(names) if names else []:
         spec, problems = load_task(name, data_dir=data_dir, limit=cfg.limit)
-        out.append((spec.name, [(p, spec.rel_tol) for p in problems]))
-    for name, problems in out:
-        if not problems:
-            raise UserError(f"task {name} has no problems")
+        out.append(LoadedTask(spec, problems))
+    for t in out:
+        if not t.problems:
+            raise UserError(f"task {t.name} has no problems")
     return out
 
 
-def _engine_options(cfg: EvalConfig, api_key: str | None, log_dir: Path) -> EngineOptions:
-    return EngineOptions(
-        model=cfg.model, base_url=cfg.base_url, api=cfg.api, api_key=api_key, api_key_env=cfg.api_key_env,
-        timeout_s=cfg.timeout, concurrency=cfg.concurrency, model_path=cfg.model_path, replicas=cfg.replicas,
-        tensor_parallel_size=cfg.tensor_parallel_size, data_parallel_size=cfg.data_parallel_size,
-        max_model_len=cfg.max_model_len, dtype=cfg.dtype, gpu_memory_utilization=cfg.gpu_memory_utilization,
-        enable_prefix_caching=cfg.enable_prefix_caching, server=cfg.server, port=cfg.port,
-        server_args=tuple(cfg.server_args), log_dir=str(log_dir))
-
-
-def _build_requests(tasks: Sequence[tuple[str, list[tuple[Problem, float | None]]]], cfg: EvalConfig,
-                    sampling: SamplingParams, prompt_cfg: PromptConfig, done: set[tuple[str, str, int]]
-                    ) -> list[Request]:
-    """The missing samples, ordered sample-index-major so that an interrupted run has spread its
-    samples over all problems (every problem gets sample 0 before any gets sample 1)."""
-    per_problem = []
-    for task, problems in tasks:
-        for p, _ in problems:
-            missing = [j for j in range(cfg.n) if (task, p.key, j) not in done]
-            if missing:
-                per_problem.append((p, missing))
-    requests = []
-    for j in range(cfg.n):
-        for p, missing in per_problem:
-            if j in missing:
-                messages = build_messages(p, prompt_cfg) if cfg.api == "chat" else None
-                prompt = build_prompt(p, prompt_cfg) if cfg.api == "completions" else None
-                requests.append(Request(task=p.task, problem_key=p.key, problem_id=p.id, index=j,
-                                        seed=sample_seed(cfg.seed, p.task, p.key, j), params=sampling,
-                                        messages=messages, prompt=prompt))
-    return requests
-
-
-async def _generate(cfg: EvalConfig, tasks: list[tuple[str, list[tuple[Problem, float | None]]]],
-                    console: Console) -> tuple[Path, dict[str, Any], GenerationStats]:
-    api_key = os.environ.get(cfg.api_key_env) or None
-    output_dir = Path(cfg.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+@contextlib.asynccontextmanager
+async def started_engine(cfg: EvalConfig) -> AsyncIterator[tuple[Engine, EngineInfo]]:
+    """The configured engine, checked against what the run asks for, started, and closed at the end."""
     kind = cfg.engine_kind()
-    engine = create_engine(kind, _engine_options(cfg, api_key, output_dir))
-    info = await engine.start()
-    store: SampleStore | None = None
-    handler = None
+    check_supported(kind, capabilities(kind), cfg.api, cfg.sampling())
+    Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
+    engine = create_engine(kind, cfg.common_options(), cfg.engine_args)
     try:
-        template = _read_template(cfg.prompt_template)
-        sampling = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k, min_p=cfg.min_p,
-                                  max_tokens=cfg.max_tokens, stop=tuple(cfg.stop), extra_body=dict(cfg.extra_body))
-        settings = RunSettings(model=info.model, model_identity=info.model_identity, api=cfg.api,
-                               system_prompt=cfg.system_prompt, prompt_template=template, sampling=sampling,
-                               seed=cfg.seed)
-        run_dir = run_dir_for(output_dir, settings)
-        store = SampleStore(run_dir).open()
-        handler = add_run_log(run_dir)
-        if hasattr(engine, "set_run_dir"):
-            engine.set_run_dir(run_dir)
-        add_problems(run_dir, [pt for _, problems in tasks for pt in problems])
-        status = store.scan()
-        prompt_cfg = PromptConfig(system_prompt=cfg.system_prompt, template=template)
-        requests = _build_requests(tasks, cfg, sampling, prompt_cfg, status.ok)
-        total = sum(len(ps) for _, ps in tasks) * cfg.n
-        config = {
-            "run_id": settings.run_id,
-            "settings": settings.to_dict(),
-            "engine": kind,
-            "base_url": cfg.base_url if kind == "openai" else None,
-            "api_key_env": cfg.api_key_env,
-            "n": cfg.n,
-            "limit": cfg.limit,
-            "tasks": [t for t, _ in tasks],
-            "problem_keys": {t: [p.key for p, _ in ps] for t, ps in tasks},
-            "datasets": {t: {"num_problems": len(ps), "hash": dataset_hash([p for p, _ in ps])} for t, ps in tasks},
-            "concurrency": cfg.concurrency,
-            "max_model_len": info.max_model_len,
-            "versions": _versions(),
-        }
-        old = _read_json(run_dir / "config.json")
-        config["created"] = old.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        config["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        write_json_atomic(run_dir / "config.json", config)
-        log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
-                 run_dir, info.model, len(tasks), total, total - len(requests), len(requests))
-        concurrency = min(cfg.concurrency, info.max_concurrency or cfg.concurrency)
-        policy = RetryPolicy(max_retries=cfg.max_retries, backoff_base_s=cfg.retry_backoff)
-        stats = GenerationStats()
-        with ProgressReporter(len(requests), enabled=cfg.progress, console=console) as progress:
-            await generate(engine, requests, store, concurrency=concurrency, policy=policy,
-                           max_model_len=info.max_model_len, stats=stats, on_progress=progress.update)
-        return run_dir, config, stats
+        info = await engine.start()
+        yield engine, info
     finally:
         await engine.close()
-        if store is not None:
-            store.close()
-        if handler is not None:
-            logging.getLogger("reasoneval").removeHandler(handler)
-            handler.close()
+
+
+async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Engine, info: EngineInfo,
+                       console: Console | None = None) -> tuple[Path, RunConfig, GenerationStats]:
+    """Generate every missing sample of `tasks` into the run's store with a started engine.
+
+    Holds the run's store lock and writes its run.log while it runs; returns the run directory,
+    its config and the counters. Raises (after journaling every finished sample) when the engine
+    cannot go on.
+    """
+    prompt = cfg.prompt()
+    sampling = cfg.sampling()
+    settings = RunSettings(model=info.model, model_identity=info.model_identity, api=cfg.api,
+                           system_prompt=cfg.system_prompt, prompt_template=prompt.template, sampling=sampling,
+                           seed=cfg.seed)
+    run_dir = run_dir_for(Path(cfg.output_dir), settings)
+    with SampleStore(run_dir) as store, run_log(run_dir):
+        engine.attach_run(run_dir)
+        add_problems(run_dir, [p for t in tasks for p in t.problems])
+        the_plan = plan(tasks, n=cfg.n, seed=cfg.seed, sampling=sampling, api=cfg.api, prompt=prompt,
+                        done=store.scan().ok)
+        old = load_config(run_dir) if (run_dir / "config.json").exists() else None
+        now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        kind = cfg.engine_kind()
+        config = RunConfig(
+            run_id=settings.run_id, settings=settings.to_dict(), engine=kind, n=cfg.n,
+            tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
+            scoring={t.name: t.spec.scoring for t in tasks}, engine_config=engine.describe(),
+            base_url=cfg.base_url if kind == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
+            datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
+                               "source": t.spec.source} for t in tasks},
+            concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
+            created=old.created if old is not None and old.created else now, updated=now)
+        write_config(run_dir, config)
+        log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
+                 run_dir, info.model, len(tasks), the_plan.total, the_plan.total - len(the_plan.requests),
+                 len(the_plan.requests))
+        concurrency = min(cfg.concurrency, info.max_concurrency or cfg.concurrency)
+        stats = GenerationStats()
+        try:
+            with ProgressReporter(len(the_plan.requests), enabled=cfg.progress, console=console) as progress:
+                await generate(engine, the_plan.requests, store, concurrency=concurrency,
+                               policy=RetryPolicy(max_retries=cfg.max_retries, backoff_base_s=cfg.retry_backoff),
+                               max_model_len=info.max_model_len, stats=stats, on_progress=progress.update)
+        except BaseException:
+            # Record what was done, but never hide why the run stopped (a full disk fails this write too).
+            with contextlib.suppress(OSError):
+                write_config(run_dir, dataclasses.replace(config, last_generation=timing_of(stats)))
+            raise
+        config = dataclasses.replace(config, last_generation=timing_of(stats))
+        write_config(run_dir, config)
+    return run_dir, config, stats
+
+
+def timing_of(stats: GenerationStats) -> GenerationTiming:
+    wall = stats.wall_s
+    return GenerationTiming(wall_s=round(wall, 3),
+                            output_tokens_per_s=round(stats.output_tokens / wall, 3) if wall > 0 else 0.0,
+                            requests=stats.requests, retries=stats.retries, errors=stats.errors,
+                            generated=stats.done, failed=stats.failed, output_tokens=stats.output_tokens)
 
 
 def _disk_error(e: OSError, where: Path | str) -> UserError:
@@ -262,75 +244,111 @@ def _disk_error(e: OSError, where: Path | str) -> UserError:
                      "space (or make it writable) and re-run the same command")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> RunResult:
+    """`evaluate` for code that already runs an event loop. Scoring runs in a thread, off the loop."""
+    cfg = dataclasses.replace(config, **options) if config else EvalConfig(**options)
+    cfg.validate()
+    tasks = load_tasks(cfg)
     try:
-        with open(path, encoding="utf-8") as f:
-            data: dict[str, Any] = json.load(f)
-            return data
-    except (OSError, ValueError):
-        return {}
+        async with started_engine(cfg) as (engine, info):
+            run_dir, _, _ = await generate_run(cfg, tasks, engine, info, Console(stderr=True))
+    except OSError as e:
+        raise _disk_error(e, cfg.output_dir) from None
+    result = await asyncio.get_running_loop().run_in_executor(None, lambda: score_run(
+        run_dir, n=cfg.n, tasks=[t.name for t in tasks], workers=cfg.grading_workers,
+        grading_timeout=cfg.grading_timeout, print_table=cfg.print_table))
+    if not result.complete:
+        raise RunIncomplete(result)
+    return result
 
 
-def _timing(stats: GenerationStats) -> dict[str, Any]:
-    wall = stats.wall_s
-    return {"wall_s": round(wall, 3), "output_tokens_per_s": round(stats.output_tokens / wall, 3) if wall > 0 else 0.0,
-            "requests": stats.requests, "retries": stats.retries, "errors": stats.errors,
-            "generated": stats.done, "failed": stats.failed, "output_tokens": stats.output_tokens}
-
-
-def evaluate(config: EvalConfig | None = None, **options: Any) -> Summary:
-    """Run an evaluation and return its summary (the same object summary.json holds).
+def evaluate(config: EvalConfig | None = None, **options: Any) -> RunResult:
+    """Run an evaluation and return its result (what summary.json holds).
 
     Raises UserError for bad input and RunIncomplete (with `.summary`) when samples are missing.
     Example: `evaluate(tasks=["aime24"], model="my-model", base_url="http://localhost:8000/v1", n=16)`.
+    Inside a running event loop, `await evaluate_async(...)` instead.
     """
-    cfg = dataclasses.replace(config, **options) if config else EvalConfig(**options)
-    cfg.validate()
-    console = Console(stderr=True)
-    tasks = load_problems(cfg)
+    if _loop_running():
+        raise UserError("evaluate() was called inside a running event loop: use `await evaluate_async(...)`")
+    return asyncio.run(evaluate_async(config, **options))
+
+
+def _loop_running() -> bool:
     try:
-        run_dir, config_dict, stats = asyncio.run(_generate(cfg, tasks, console))
-        timing = _timing(stats)
-        config_dict["last_generation"] = timing
-        write_json_atomic(run_dir / "config.json", config_dict)
-    except OSError as e:
-        raise _disk_error(e, cfg.output_dir) from None
-    summary = report_run(run_dir, n=cfg.n, tasks=[t for t, _ in tasks],
-                         keys={t: [p.key for p, _ in ps] for t, ps in tasks}, timing=timing,
-                         workers=cfg.grading_workers, grading_timeout=cfg.grading_timeout,
-                         print_table=cfg.print_table)
-    if not summary.complete:
-        raise RunIncomplete(summary)
-    return summary
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
-def report_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | None = None,
-               keys: dict[str, list[str]] | None = None, timing: dict[str, Any] | None = None,
-               workers: int | None = None, grading_timeout: float = 5.0, print_table: bool = True) -> Summary:
-    """Grade the store and write summary.json, results.parquet and the table. No request is sent."""
+def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | None = None,
+              workers: int | None = None, grading_timeout: float = 5.0, print_table: bool = True,
+              write: bool = True) -> RunResult:
+    """Score a run directory's store; write summary.json, results.parquet and the table. No request is sent.
+
+    n: use sample indices < n (default: the run's K). tasks: only these (default: the run's last tasks,
+    limited to the problems its last run covered).
+    """
     run_dir = Path(run_dir)
     config = load_config(run_dir)
-    K = n or int(config.get("n") or 1)
+    K = n or config.n
     if K < 1:
         raise UserError(f"--n must be at least 1 (got {K})")
-    if tasks is None:
-        tasks = config.get("tasks")
-    if keys is None and tasks == config.get("tasks"):
-        keys = config.get("problem_keys")
     all_problems = read_problems(run_dir)
+    present = list(dict.fromkeys(p.task for p in all_problems))
     if tasks is not None:
-        unknown = [t for t in tasks if t not in {p.task for p, _ in all_problems}]
+        unknown = [t for t in tasks if t not in present]
         if unknown:
             raise UserError(f"{run_dir} has no samples of task(s) {', '.join(unknown)}; it has: "
-                            + ", ".join(sorted({p.task for p, _ in all_problems})))
-    problems = select_problems(all_problems, tasks, keys)
-    if timing is None:
-        timing = config.get("last_generation") or {}
+                            + ", ".join(sorted(present)))
+    names = list(tasks) if tasks is not None else (config.tasks or present)
+    keys = config.problem_keys if names == config.tasks else {}
+    order = {t: i for i, t in enumerate(names)}
+    problems = sorted((p for p in all_problems if p.task in order and (p.task not in keys or p.key in keys[p.task])),
+                      key=lambda p: order[p.task])  # stable: file order within a task
+    if not problems:
+        raise UserError(f"{run_dir} holds no problems to report on (check --tasks)")
     try:
-        with GradingPool(workers=workers, timeout_s=grading_timeout, cache_path=run_dir / "grades.jsonl") as pool:
-            summary = build_summary(run_dir, K=K, problems=problems, pool=pool, config=config, timing=timing)
+        with ScoringContext(workers=workers, timeout_s=grading_timeout, cache_dir=run_dir) as context:
+            scorers = {t: create_scorer(config.scoring.get(t) or TaskScoring(), context) for t in names}
+            writer = ResultsWriter(run_dir / "results.parquet") if write else None
+            try:
+                outcomes = score_store(run_dir, problems, K, scorers, _parquet_sink(writer) if writer else None)
+            finally:
+                if writer is not None:
+                    writer.close()
+        metadata = {(p.task, p.key): p.metadata for p in problems}
+        per_task = {}
+        for t, os_ in outcomes.items():
+            meta = {o.problem_key: metadata[(t, o.problem_key)] for o in os_}
+            fields = {f: breakdown(os_, meta, f) for f in BREAKDOWN_FIELDS}
+            per_task[t] = dataclasses.replace(task_metrics(os_, K), breakdown={f: b for f, b in fields.items() if b},
+                                              se_vs_k=se_vs_k(os_, K))
+        result = RunResult(
+            model=config.model, run_id=config.run_id, run_dir=run_dir, config=config, n=K, tasks=per_task,
+            aggregate=aggregate_metrics(outcomes, K), timing=config.last_generation or GenerationTiming(),
+            complete=all(o.num_missing == 0 for os_ in outcomes.values() for o in os_),
+            scorers={s.name: s.version for s in scorers.values()})
+        if write:
+            write_summary(result)
     except OSError as e:
         raise _disk_error(e, run_dir) from None
     if print_table:
-        render_table(summary.to_json_dict(), K)
-    return summary
+        render_table(result)
+    return result
+
+
+def _parquet_sink(writer: ResultsWriter) -> Any:
+    written = {"bytes": 0, "rows": 0}
+
+    def sink(scored: Sequence[ScoredProblem], size: int) -> None:
+        # Parquet rows wait in the writer until a batch is full: keep a batch near PARQUET_BATCH_BYTES of
+        # responses (256 rows of short answers, 2 of 4 MB ones).
+        written["bytes"] += size
+        written["rows"] += len(scored)
+        writer.batch_rows = max(1, min(256, PARQUET_BATCH_BYTES * written["rows"] // max(1, written["bytes"])))
+        for sp in scored:
+            writer.add(sp)
+
+    return sink

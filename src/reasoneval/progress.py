@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import sys
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -70,9 +73,27 @@ def setup_logging(debug: bool = False) -> None:
     root.propagate = False
 
 
-def add_run_log(run_dir: Any) -> logging.Handler:
-    h = logging.FileHandler(run_dir / "run.log", encoding="utf-8")
-    h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    h.setLevel(logging.DEBUG)
-    logging.getLogger("reasoneval").addHandler(h)
-    return h
+_CURRENT_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar("reasoneval_run", default=None)
+
+
+@contextlib.contextmanager
+def run_log(run_dir: Path) -> Iterator[None]:
+    """Write the log records of this run to RUN_DIR/run.log while the block runs.
+
+    The handler is bound to the run, not to the process: it keeps only records logged in this
+    context (the run's task and the tasks it starts), so runs side by side in one process (a sweep,
+    a notebook) each get their own log.
+    """
+    tag = str(Path(run_dir).resolve())
+    handler = logging.FileHandler(Path(run_dir) / "run.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.addFilter(lambda record: _CURRENT_RUN.get() == tag)
+    token = _CURRENT_RUN.set(tag)
+    logger = logging.getLogger("reasoneval")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+        _CURRENT_RUN.reset(token)

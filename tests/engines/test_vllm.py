@@ -25,9 +25,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from reasoneval.engines.base import EngineError, EngineOptions
+from reasoneval.engines.base import EngineError
+
+from ._options import make_engine
 from reasoneval.engines.gguf_convert import convert_gguf, converted_dir, embedded_model_dir, is_converted
-from reasoneval.engines.vllm import INSTALL_HINT, MAX_CONCURRENCY, VLLMEngine, create, resolve_model
+from reasoneval.engines.vllm import INSTALL_HINT, MAX_CONCURRENCY, VLLMEngine, resolve_model
 from reasoneval.errors import UserError
 from reasoneval.types import Completion, Request, SamplingParams
 
@@ -72,39 +74,39 @@ def req(seed: int, *, max_tokens: int = 24, temperature: float = 1.0, index: int
 
 def test_missing_model_folder_is_a_one_line_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="does not exist"):
-        resolve_model(EngineOptions(model=str(tmp_path / "nope")))
+        resolve_model(str(tmp_path / "nope"), None)
 
 
 def test_a_plain_file_is_not_a_model(tmp_path: Path) -> None:
     f = tmp_path / "weights.bin"
     f.write_bytes(b"x")
     with pytest.raises(UserError, match="pass a model folder"):
-        resolve_model(EngineOptions(model=str(f)))
+        resolve_model(str(f), None)
 
 
 def test_model_folder_is_its_own_identity(tmp_path: Path) -> None:
     folder = tmp_path / "ckpt"
     folder.mkdir()
-    loaded, name, identity = resolve_model(EngineOptions(model_path=str(folder)))
+    loaded, name, identity = resolve_model(None, str(folder))
     assert loaded == identity == str(folder.resolve())
     assert name == "ckpt"
     # With --model the results folder is named as the user typed it.
-    assert resolve_model(EngineOptions(model=str(folder)))[1] == str(folder)
+    assert resolve_model(str(folder), None)[1] == str(folder)
 
 
 def test_hub_id_is_passed_through() -> None:
-    assert resolve_model(EngineOptions(model="Qwen/QwQ-32B")) == ("Qwen/QwQ-32B",) * 3
+    assert resolve_model("Qwen/QwQ-32B", None) == ("Qwen/QwQ-32B",) * 3
 
 
 @pytest.mark.parametrize("opts, flag", [
-    (EngineOptions(model="m/x", tensor_parallel_size=0), "--tensor-parallel-size"),
-    (EngineOptions(model="m/x", data_parallel_size=0), "--data-parallel-size"),
-    (EngineOptions(model="m/x", gpu_memory_utilization=1.5), "--gpu-memory-utilization"),
-    (EngineOptions(model="m/x", max_model_len=0), "--max-model-len"),
+    (dict(model="m/x", tensor_parallel_size=0), "--tensor-parallel-size"),
+    (dict(model="m/x", data_parallel_size=0), "--data-parallel-size"),
+    (dict(model="m/x", gpu_memory_utilization=1.5), "--gpu-memory-utilization"),
+    (dict(model="m/x", max_model_len=0), "--max-model-len"),
 ])
-def test_bad_options_name_the_flag(opts: EngineOptions, flag: str) -> None:
+def test_bad_options_name_the_flag(opts: dict[str, Any], flag: str) -> None:
     with pytest.raises(UserError, match=flag):
-        create(opts)
+        make_engine("vllm", **opts)
 
 
 def test_missing_vllm_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,14 +118,14 @@ def test_missing_vllm_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_vllm)
-    engine = create(EngineOptions(model="m/x"))
+    engine = make_engine("vllm", model="m/x")
     with pytest.raises(UserError) as e:
         asyncio.run(engine.start())
     assert INSTALL_HINT in str(e.value) and "\n" not in str(e.value)
 
 
 def test_generate_before_start_is_fatal() -> None:
-    engine = create(EngineOptions(model="m/x"))
+    engine = make_engine("vllm", model="m/x")
     with pytest.raises(EngineError) as e:
         asyncio.run(engine.generate(req(1)))
     assert e.value.fatal
@@ -178,8 +180,8 @@ def served(model_dir: Path) -> Iterator[Served]:
     """One engine for the module's tests: vLLM's start-up is the slow part. AsyncLLM binds to the
     event loop it first runs in, so the tests share this loop rather than calling asyncio.run."""
     loop = asyncio.new_event_loop()
-    engine = create(EngineOptions(model_path=str(model_dir), max_model_len=MAX_MODEL_LEN, dtype="bfloat16",
-                                  server_args=EAGER, timeout_s=600))
+    engine = make_engine("vllm", model_path=str(model_dir), max_model_len=MAX_MODEL_LEN, dtype="bfloat16",
+                                  server_args=EAGER, timeout_s=600)
     t0 = time.perf_counter()
     info = loop.run_until_complete(engine.start())
     timing(f"vllm engine startup (eager, in process): {time.perf_counter() - t0:.1f} s")

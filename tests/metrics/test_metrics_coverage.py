@@ -75,7 +75,7 @@ def test_task_metrics_uses_the_simulated_formulas() -> None:
         )
         for i, x in enumerate(p_hat)
     ]
-    m = task_metrics(outcomes, k)
+    m = task_metrics(outcomes, k).to_json_dict()
     mean, se, lo, hi = mean_stderr_ci(p_hat)
     assert m["mean"] == pytest.approx(float(mean))
     assert m["stderr"] == pytest.approx(float(se))

@@ -14,6 +14,8 @@ from reasoneval.errors import UserError
 from reasoneval.metrics import (
     ProblemOutcome,
     aggregate_metrics,
+    GroupMetrics,
+    TaskMetrics,
     breakdown,
     maj_at_k,
     pass_at_k,
@@ -69,7 +71,7 @@ def test_hand_computed_task() -> None:
         outcome("b", [0, 1, 0, None], tokens=[50, 60, None, 80], finish=["stop", "stop", "stop", "length"]),
         outcome("c", [1, 1, 2, None], tokens=[90, 100, 110, 120], finish=["length", "stop", "stop", "length"]),
     ]
-    m = task_metrics(outs, 4)
+    m = task_metrics(outs, 4).to_json_dict()
     assert set(m) == KEYS
     json.dumps(m, allow_nan=False)
     no_nan(m)
@@ -107,7 +109,7 @@ def test_incomplete_problems_use_the_samples_present() -> None:
         outcome("a", [0, 1, 1, 0]),
         outcome("b", [0, 1], missing=2),  # only 2 of K=4 samples
     ]
-    m = task_metrics(outs, 4)
+    m = task_metrics(outs, 4).to_json_dict()
     assert m["num_missing"] == 2
     assert m["mean"] == pytest.approx(0.5)  # (2/4 + 1/2) / 2
     # pass@k for k <= 2 uses both problems, for k > 2 only the complete one.
@@ -120,13 +122,13 @@ def test_incomplete_problems_use_the_samples_present() -> None:
 
 def test_problem_with_no_samples_and_single_problem_give_none_not_nan() -> None:
     outs = [outcome("a", [0, 0, 1]), outcome("b", [], missing=3)]
-    m = task_metrics(outs, 3)
+    m = task_metrics(outs, 3).to_json_dict()
     assert m["num_problems"] == 2 and m["num_missing"] == 3
     assert m["mean"] == pytest.approx(2 / 3)
     assert m["stderr"] is None and m["ci95"] is None
     assert m["pass_at_k_stderr"]["1"] is None
     json.dumps(m, allow_nan=False)
-    empty = task_metrics([outcome("b", [], missing=2)], 2)
+    empty = task_metrics([outcome("b", [], missing=2)], 2).to_json_dict()
     assert empty["mean"] is None and empty["stderr_resample"] is None
     assert empty["pass_at_k"] == {"1": None, "2": None}
     assert empty["tokens"] == {"mean": None, "median": None, "p90": None, "max": None}
@@ -135,14 +137,14 @@ def test_problem_with_no_samples_and_single_problem_give_none_not_nan() -> None:
 
 
 def test_no_token_counts_give_none() -> None:
-    m = task_metrics([outcome("a", [0, 1], tokens=[None, None]), outcome("b", [1, 1], tokens=[None, None])], 2)
+    m = task_metrics([outcome("a", [0, 1], tokens=[None, None]), outcome("b", [1, 1], tokens=[None, None])], 2).to_json_dict()
     assert m["tokens"] == {"mean": None, "median": None, "p90": None, "max": None}
     assert m["stderr"] == pytest.approx(0.25)  # SD of (0.5, 0) / sqrt(2)
 
 
 def test_k1_resample_stderr_uses_the_pooled_bound() -> None:
     outs = [outcome(str(i), [0 if i < 3 else 1]) for i in range(4)]  # 3 of 4 right, K=1
-    m = task_metrics(outs, 1)
+    m = task_metrics(outs, 1).to_json_dict()
     assert m["stderr_resample"] == pytest.approx(math.sqrt(4 * 0.75 * 0.25) / 4)
     assert m["maj_at_k"] == {"1": pytest.approx(0.75)}
 
@@ -161,14 +163,14 @@ def test_bad_input_is_a_one_line_user_error() -> None:
 def test_aggregate_micro_and_macro() -> None:
     t1 = [outcome("a", [0, 0], task="t1"), outcome("b", [0, 0], task="t1"), outcome("c", [0, 0], task="t1")]
     t2 = [outcome("d", [1, 1], task="t2")]
-    agg = aggregate_metrics({"t1": t1, "t2": t2}, 2)
+    agg = aggregate_metrics({"t1": t1, "t2": t2}, 2).to_json_dict()
     assert set(agg) == KEYS | {"macro_mean"}
     assert agg["num_problems"] == 4
     assert agg["mean"] == pytest.approx(0.75)  # micro: 3 of 4 problems pooled
     assert agg["macro_mean"] == pytest.approx(0.5)  # mean of task means 1 and 0
-    assert agg == {**task_metrics(t1 + t2, 2), "macro_mean": agg["macro_mean"]}
+    assert agg == {**task_metrics(t1 + t2, 2).to_json_dict(), "macro_mean": agg["macro_mean"]}
     json.dumps(agg, allow_nan=False)
-    assert aggregate_metrics({}, 2)["macro_mean"] is None
+    assert aggregate_metrics({}, 2).macro_mean is None
 
 
 def test_breakdown_by_level() -> None:
@@ -179,9 +181,10 @@ def test_breakdown_by_level() -> None:
     }
     b = breakdown(outs, meta, "level")
     assert list(b) == ["Level 2", "Level 10"]  # natural order; d (no level) and e (no metadata) left out
-    assert b["Level 2"] == {"num_problems": 2, "mean": pytest.approx(0.75), "stderr": pytest.approx(0.25)}
-    assert b["Level 10"] == {"num_problems": 1, "mean": 0.0, "stderr": None}
-    assert breakdown(outs, meta, "subject") == {"Algebra": {"num_problems": 1, "mean": 1.0, "stderr": None}}
+    assert b["Level 2"].num_problems == 2 and b["Level 2"].mean == pytest.approx(0.75)
+    assert b["Level 2"].stderr == pytest.approx(0.25)
+    assert b["Level 10"] == GroupMetrics(num_problems=1, mean=0.0, stderr=None)
+    assert breakdown(outs, meta, "subject") == {"Algebra": GroupMetrics(num_problems=1, mean=1.0, stderr=None)}
 
 
 def test_se_vs_k_matches_subsampling_and_shrinks() -> None:
@@ -190,11 +193,11 @@ def test_se_vs_k_matches_subsampling_and_shrinks() -> None:
     p_true = rng.beta(2, 2, q)
     outs = [outcome(str(i), [0 if rng.random() < p else 1 for _ in range(K)]) for i, p in enumerate(p_true)]
     curve = se_vs_k(outs, K)
-    assert list(curve) == ["1", "2", "4", "8", "16"]
-    full = task_metrics(outs, K)
-    assert curve["16"]["stderr"] == pytest.approx(full["stderr"])
-    assert curve["16"]["stderr_resample"] == pytest.approx(full["stderr_resample"])
-    ses = [curve[k]["stderr"] for k in curve]
+    assert list(curve) == [1, 2, 4, 8, 16]
+    full = task_metrics(outs, K).to_json_dict()
+    assert curve[16].stderr == pytest.approx(full["stderr"])
+    assert curve[16].stderr_resample == pytest.approx(full["stderr_resample"])
+    ses = [curve[k].stderr for k in curve]
     assert ses == sorted(ses, reverse=True)
     # The formula is the expected SE^2 over random size-k subsamples: check it by subsampling.
     correct = np.array([o.correct for o in outs], dtype=float)
@@ -204,7 +207,7 @@ def test_se_vs_k_matches_subsampling_and_shrinks() -> None:
             idx = np.argsort(rng.random((q, K)), axis=1)[:, :k]
             sub = np.take_along_axis(correct, idx, axis=1).mean(axis=1)
             sims.append(np.var(sub, ddof=1) / q)
-        assert curve[str(k)]["stderr"] ** 2 == pytest.approx(np.mean(sims), rel=0.02)
+        assert curve[k].stderr ** 2 == pytest.approx(np.mean(sims), rel=0.02)
 
 
 def test_fast_for_500_problems_k64() -> None:
@@ -222,8 +225,14 @@ def test_fast_for_500_problems_k64() -> None:
         outs.append(outcome(str(i), classes, tokens=list(rng.integers(100, 5000, 64))))
     majority._maj_from_counts.cache_clear()
     start = time.process_time()
-    m = task_metrics(outs, 64)
+    m = task_metrics(outs, 64).to_json_dict()
     elapsed = time.process_time() - start
     assert len(m["pass_at_k"]) == 64 and list(m["maj_at_k"]) == ["1", "2", "4", "8", "16", "32", "64"]
     # ~0.3 s CPU on a 2-core dev box; the bound leaves room for slower machines.
     assert elapsed < 1.5, elapsed
+
+
+def test_task_metrics_round_trip_through_json() -> None:
+    outs = [outcome("a", [0, 1]), outcome("b", [1, 1], tokens=[5, 7])]
+    m = task_metrics(outs, 2)
+    assert TaskMetrics.from_json_dict(json.loads(json.dumps(m.to_json_dict()))) == m

@@ -56,10 +56,10 @@ def test_hub_layout_and_uniform_layout_agree(tmp_path: Path) -> None:
         for i, r in enumerate(hub_rows)])
     spec, from_hub = load_task("gpqa_diamond", data_dir=tmp_path / "hub")
     _, from_uni = load_task("gpqa_diamond", data_dir=tmp_path / "uni")
-    assert spec.kind == "choice"
+    assert spec.scoring.scorer == "choice" and spec.prompt == "choice"
     assert [(p.choices, p.answer, p.key) for p in from_hub] == [(p.choices, p.answer, p.key) for p in from_uni]
     p = from_hub[0]
-    assert p.kind == "choice" and p.choices is not None and len(p.choices) == 4
+    assert p.choices is not None and len(p.choices) == 4
     assert p.choices["ABCD".index(p.answer)] == "Nitrogen"
     assert p.metadata["source_id"] == "recFIXTURE0001"
 

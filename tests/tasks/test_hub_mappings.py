@@ -117,7 +117,7 @@ def test_pull_writes_cache_for_group(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert [p.name for p in paths] == ["aime24.jsonl", "amc23.jsonl", "gpqa_diamond.jsonl"]
     spec, probs = load_task("gpqa_diamond")
     assert spec.origin.startswith("cache:")
-    assert probs[0].kind == "choice" and probs[0].answer in "ABCD"
+    assert probs[0].choices and probs[0].answer in "ABCD"
     assert probs[0].choices is not None and probs[0].choices["ABCD".index(probs[0].answer)] == "Nitrogen"
 
 

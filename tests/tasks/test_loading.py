@@ -28,9 +28,9 @@ def test_registry_names_and_math_group() -> None:
                  "gsm8k", "gpqa_diamond", "limo", "arith"):
         assert name in TASKS
     assert GROUPS["math"] == ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench")
-    assert TASKS.get("gpqa_diamond").kind == "choice"
-    assert TASKS.get("minerva_math").rel_tol == 1e-2
-    assert TASKS.get("aime24").rel_tol is None
+    assert TASKS.get("gpqa_diamond").scoring.scorer == "choice"
+    assert TASKS.get("minerva_math").scoring.settings == {"rel_tol": 1e-2}
+    assert TASKS.get("aime24").scoring.settings == {}
     gsm = TASKS.get("gsm8k").hub
     assert gsm is not None and (gsm.dataset_id, gsm.config, gsm.split) == ("openai/gsm8k", "main", "test")
 
@@ -55,7 +55,7 @@ def test_loads_every_shared_benchmark(shared_data_dir: Path, monkeypatch: pytest
         assert spec.origin == f"data_dir:{shared_data_dir / (name + '.jsonl')}"
         assert [p.id for p in problems[:2]] == [f"{name}-0", f"{name}-1"]
         assert len({p.key for p in problems}) == n  # no duplicate problems within a file
-        assert all(p.task == name and p.kind == "math" and p.answer for p in problems)
+        assert all(p.task == name and p.choices is None and p.answer for p in problems)
     _, math500 = load_task("math500")
     assert math500[0].metadata["level"] in range(1, 6) and "subject" in math500[0].metadata
     _, aime = load_task("aime24")

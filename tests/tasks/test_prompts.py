@@ -13,8 +13,8 @@ from reasoneval.types import Problem
 
 LATEX = "Let $f(x)=\\frac{x^{2}}{\\{x\\}}$ and {problem} {choices} {0}. Find $f(2)$."
 MATH = Problem(task="t", id="t-0", problem=LATEX, answer="4", key=problem_key(LATEX, "4"))
-MC = Problem(task="g", id="g-0", problem="Which is a noble gas?", answer="B", key="k", kind="choice",
-             choices=("Oxygen", "Argon", "Nitrogen", "Hydrogen"))
+MC = Problem(task="g", id="g-0", problem="Which is a noble gas?", answer="B", key="k",
+             payload={"choices": ["Oxygen", "Argon", "Nitrogen", "Hydrogen"]})
 
 
 def test_default_chat_prompt_is_the_standard_wording() -> None:
@@ -30,7 +30,7 @@ def test_system_prompt_comes_first() -> None:
 
 
 def test_multiple_choice_prompt_has_lettered_choices_and_answer_line() -> None:
-    (msg,) = build_messages(MC, PromptConfig())
+    (msg,) = build_messages(MC, PromptConfig(style="choice"))
     text = msg["content"]
     assert text.startswith("Which is a noble gas?\n\nA) Oxygen\nB) Argon\nC) Nitrogen\nD) Hydrogen\n\n")
     assert "Answer: LETTER" in text and "A, B, C, D" in text
@@ -60,7 +60,7 @@ def test_completion_prompts() -> None:
     assert p.startswith(f"Problem: {LATEX}\n") and p.endswith("\n\nSolution:") and "\\boxed{}" in p
     assert build_prompt(MATH, PromptConfig(template="<q>{problem}</q>")) == f"<q>{LATEX}</q>"
     assert build_prompt(MATH, PromptConfig(system_prompt="SYS")).startswith("SYS\n\nProblem: ")
-    mc = build_prompt(MC, PromptConfig())
+    mc = build_prompt(MC, PromptConfig(style="choice"))
     assert "D) Hydrogen" in mc and "Answer: LETTER" in mc and mc.endswith("Solution:")
 
 
@@ -68,5 +68,5 @@ def test_read_template(tmp_path: Path) -> None:
     f = tmp_path / "t.txt"
     f.write_text("{problem}\nThink.")
     assert PromptConfig(template=read_template(f)).template == "{problem}\nThink."
-    with pytest.raises(UserError, match="cannot read prompt template"):
+    with pytest.raises(UserError, match="cannot read --prompt-template"):
         read_template(tmp_path / "missing.txt")

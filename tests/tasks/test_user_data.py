@@ -30,7 +30,7 @@ def write_all_formats(d: Path) -> dict[str, Path]:
 def test_every_format_loads_the_same_problems(tmp_path: Path, fmt: str) -> None:
     path = write_all_formats(tmp_path)[fmt]
     spec, probs = load_user_data(str(path), question_key="q", answer_key="a", id_key="qid")
-    assert spec.name == "mine" and spec.kind == "math" and spec.origin == str(path)
+    assert spec.name == "mine" and spec.scoring.scorer == "math" and spec.origin == str(path)
     assert [p.id for p in probs] == ["p1", "p2", "p3"]
     assert [p.answer for p in probs] == ["2", "\\frac{1}{2}", "7"]
     assert probs[1].problem == "Simplify $\\frac{2}{4}$."

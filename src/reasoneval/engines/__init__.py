@@ -1,15 +1,31 @@
 """Engines: one module each, registered by name in ENGINES.
 
-Entries are module paths, imported only when chosen, so an optional engine's heavy dependency
-(llama.cpp, vLLM, Ray) is needed only by the users of that engine.
+An engine module defines `Options` (a frozen dataclass of its own settings, each made with
+`base.option`), `CAPABILITIES`, and `create(common: CommonOptions, options: Options) -> Engine`.
+Modules import their heavy dependency (llama.cpp, vLLM, Ray) only when the engine starts, so the
+CLI can read every engine's options without them. `--engine-arg KEY=VALUE` sets any option; the
+fields marked as flags are also top-level CLI flags (e.g. --replicas). See docs/architecture.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import shlex
+import types
+import typing
+from typing import Any, Mapping
 
+from ..errors import UserError
 from ..registry import Registry
-from .base import Engine, EngineError, EngineInfo, EngineOptions
+from .base import (
+    Capabilities,
+    CommonOptions,
+    Engine,
+    EngineError,
+    EngineInfo,
+    check_supported,
+)
 
 ENGINES: Registry[str] = Registry("engine")
 ENGINES.add("openai", "reasoneval.engines.openai")
@@ -18,10 +34,94 @@ ENGINES.add("launch", "reasoneval.engines.launch")
 ENGINES.add("vllm", "reasoneval.engines.vllm")
 
 
-def create_engine(kind: str, opts: EngineOptions) -> Engine:
-    module = importlib.import_module(ENGINES.get(kind))
-    engine: Engine = module.create(opts)
+def engine_module(kind: str) -> types.ModuleType:
+    return importlib.import_module(ENGINES.get(kind))
+
+
+def options_class(kind: str) -> type:
+    cls: type = engine_module(kind).Options
+    return cls
+
+
+def capabilities(kind: str) -> Capabilities:
+    caps: Capabilities = engine_module(kind).CAPABILITIES
+    return caps
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _convert(engine: str, name: str, tp: Any, value: Any) -> Any:
+    """A value given on the command line (a string) or from Python, as the option's declared type."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "")):
+            return None
+        tp = next(a for a in args if a is not type(None))
+        args = typing.get_args(tp)
+    origin = typing.get_origin(tp)
+    try:
+        if origin is typing.Literal:
+            if value not in args:
+                raise ValueError(f"choose one of {', '.join(map(str, args))}")
+            return value
+        if origin is tuple:
+            if isinstance(value, str):
+                return tuple(shlex.split(value))
+            return tuple(str(v) for v in value)
+        if tp is bool:
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in ("1", "true", "yes", "on"):
+                return True
+            if str(value).lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError("use true or false")
+        if tp in (int, float, str):
+            if tp is int and isinstance(value, float) and not value.is_integer():
+                raise ValueError("not an integer")
+            return tp(value)
+    except (TypeError, ValueError) as e:
+        raise UserError(f"engine option {name}={value!r} of the {engine} engine is not valid ({e})") from None
+    return value
+
+
+def make_options(kind: str, args: Mapping[str, Any]) -> Any:
+    """The engine's Options from KEY=VALUE settings; an unknown key or a bad value is a one-line error."""
+    cls = options_class(kind)
+    hints = _field_types(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    values: dict[str, Any] = {}
+    for key, value in args.items():
+        name = key.replace("-", "_")
+        if name not in hints:
+            raise UserError(f"the {kind} engine has no option {key!r}; its options: {', '.join(names) or 'none'} "
+                            f"(`reasoneval engines` lists every engine's options)")
+        values[name] = _convert(kind, name, hints[name], value)
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as e:
+        raise UserError(f"{kind} engine options: {e}") from None
+
+
+def parse_engine_args(pairs: list[str]) -> dict[str, str]:
+    """`--engine-arg KEY=VALUE` strings -> {KEY: VALUE}."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--engine-arg {pair!r} is not KEY=VALUE (e.g. --engine-arg replicas=2)")
+        out[key.strip()] = value
+    return out
+
+
+def create_engine(kind: str, common: CommonOptions, args: Mapping[str, Any] | None = None) -> Engine:
+    module = engine_module(kind)
+    engine: Engine = module.create(common, make_options(kind, args or {}))
     return engine
 
 
-__all__ = ["ENGINES", "Engine", "EngineError", "EngineInfo", "EngineOptions", "create_engine"]
+__all__ = ["ENGINES", "Capabilities", "CommonOptions", "Engine", "EngineError", "EngineInfo", "capabilities",
+           "check_supported", "create_engine", "engine_module", "make_options", "options_class",
+           "parse_engine_args"]

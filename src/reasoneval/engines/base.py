@@ -7,10 +7,12 @@ retry counting live in one place (the runner) for every engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
-from ..types import Completion, Request
+from ..errors import UserError
+from ..types import Completion, Request, SamplingParams
 
 
 class EngineError(Exception):
@@ -61,7 +63,11 @@ class EngineInfo:
 
 @runtime_checkable
 class Engine(Protocol):
-    """An engine. `start` is awaited once before any `generate`, `close` once at the end."""
+    """An engine. `start` is awaited once before any `generate`, `close` once at the end.
+
+    `attach_run(run_dir)` is called once the run directory is known (a launched server moves its
+    log there); `describe()` says what served the run (recorded in config.json's engine_config).
+    """
 
     name: str
 
@@ -71,10 +77,14 @@ class Engine(Protocol):
 
     async def close(self) -> None: ...
 
+    def attach_run(self, run_dir: Path) -> None: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
 
 @dataclass(frozen=True)
-class EngineOptions:
-    """Everything the CLI / API knows that an engine may need. Each engine reads what applies."""
+class CommonOptions:
+    """What every engine gets from the common flags. Each engine's own options are its `Options` dataclass."""
 
     model: str | None = None
     base_url: str | None = None
@@ -84,21 +94,35 @@ class EngineOptions:
     api_key_env: str = "OPENAI_API_KEY"
     timeout_s: float = 3600.0
     concurrency: int = 64
-    # local (llama.cpp) engine
-    model_path: str | None = None
-    replicas: int = 1
-    n_ctx: int | None = None
-    # vllm / launch engines
-    tensor_parallel_size: int = 1
-    data_parallel_size: int = 1
-    max_model_len: int | None = None
-    dtype: str | None = None
-    gpu_memory_utilization: float | None = None
-    enable_prefix_caching: bool = False
-    server: str = "vllm"  # launch: "vllm" | "sglang" | "llamacpp"
-    port: int | None = None
-    server_args: tuple[str, ...] = ()
-    startup_timeout_s: float = 1800.0
-    # Where a launched server writes its log until the run directory is known (see Engine.set_run_dir).
+    # Where a launched server writes its log until the run directory is known (see Engine.attach_run).
     log_dir: str | None = None
-    logprobs: bool = False
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine supports; a run that asks for more stops at start with one line, on every engine."""
+
+    apis: frozenset[str] = frozenset({"chat", "completions"})
+    # --extra-body keys it honours; None: any (passed through to the server as is).
+    extra_body_keys: frozenset[str] | None = None
+
+
+def check_supported(engine: str, caps: Capabilities, api: str, sampling: SamplingParams) -> None:
+    if api not in caps.apis:
+        raise UserError(f"the {engine} engine does not support --api {api}; it supports: {', '.join(sorted(caps.apis))}")
+    if caps.extra_body_keys is not None:
+        unknown = sorted(set(sampling.extra_body) - caps.extra_body_keys)
+        if unknown:
+            raise UserError(f"--extra-body key(s) {', '.join(unknown)} are not supported by the {engine} engine "
+                            f"(supported: {', '.join(sorted(caps.extra_body_keys)) or 'none'})")
+
+
+def option(default: Any, help: str, *, flag: str | bool = False) -> Any:
+    """A field of an engine's Options dataclass: its default, one line of help, and whether it is also a
+    top-level CLI flag (True: --field-name; a string: that flag) besides `--engine-arg field=VALUE`."""
+    return field(default=default, metadata={"help": help, "flag": flag})
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """An engine without options of its own."""

@@ -33,7 +33,7 @@ import aiohttp
 
 from ..errors import UserError
 from ..types import Completion, Request
-from .base import EngineError, EngineInfo, EngineOptions
+from .base import Capabilities, CommonOptions, EngineError, EngineInfo, option
 
 SERVERS = ("vllm", "sglang", "llamacpp")
 HOST = "127.0.0.1"
@@ -83,21 +83,42 @@ def vllm_command() -> list[str]:
     return [shutil.which("vllm") or "vllm"]
 
 
-def build_plan(opts: EngineOptions, port: int) -> ServerPlan:
-    """The server command line for opts. Pure apart from locating executables and model files."""
+@dataclass(frozen=True)
+class Options:
+    server: str = option("vllm", f"the server to start: {', '.join(SERVERS)}", flag=True)
+    port: int | None = option(None, "its port (default: a free one)", flag=True)
+    model_path: str | None = option(None, "llamacpp: a GGUF file (default: the embedded SmolLM2-135M)", flag=True)
+    tensor_parallel_size: int = option(1, "GPUs per model (tensor parallel)", flag=True)
+    data_parallel_size: int = option(1, "model replicas (data parallel)", flag=True)
+    max_model_len: int | None = option(None, "context length (prompt + answer)", flag=True)
+    dtype: str | None = option(None, "weights dtype (auto, bfloat16, float16, ...)", flag=True)
+    gpu_memory_utilization: float | None = option(None, "share of GPU memory for weights + KV cache", flag=True)
+    enable_prefix_caching: bool = option(False, "vllm: share KV cache between requests with a common prefix",
+                                         flag=True)
+    server_args: tuple[str, ...] = option((), "extra arguments for the server command", flag="--server-arg")
+    startup_timeout: float = option(1800.0, "seconds to wait for the server to answer")
+
+    def __post_init__(self) -> None:
+        if self.server not in SERVERS:
+            raise UserError(f"unknown --server {self.server!r}; choose one of {', '.join(SERVERS)}")
+        if self.tensor_parallel_size < 1 or self.data_parallel_size < 1:
+            raise UserError("--tensor-parallel-size and --data-parallel-size must be at least 1")
+
+
+CAPABILITIES = Capabilities()  # an OpenAI-compatible server: extra_body goes through as is
+
+
+def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
+    """The server command line. Pure apart from locating executables and model files."""
     server = opts.server
-    if server not in SERVERS:
-        raise UserError(f"unknown --server {server!r}; choose one of {', '.join(SERVERS)}")
-    if opts.tensor_parallel_size < 1 or opts.data_parallel_size < 1:
-        raise UserError("--tensor-parallel-size and --data-parallel-size must be at least 1")
     extra = tuple(opts.server_args)
     if server == "llamacpp":
-        return _llamacpp_plan(opts, port, extra)
-    if not opts.model:
+        return _llamacpp_plan(model, opts, port, extra)
+    if not model:
         raise UserError(f"--engine launch --server {server} needs --model (a Hugging Face id or a checkpoint folder)")
     cmd: list[str]
     if server == "vllm":
-        cmd = [*vllm_command(), "serve", opts.model, "--host", HOST, "--port", str(port),
+        cmd = [*vllm_command(), "serve", model, "--host", HOST, "--port", str(port),
                "--tensor-parallel-size", str(opts.tensor_parallel_size)]
         if opts.data_parallel_size > 1:
             cmd += ["--data-parallel-size", str(opts.data_parallel_size)]
@@ -111,7 +132,7 @@ def build_plan(opts: EngineOptions, port: int) -> ServerPlan:
             cmd += ["--enable-prefix-caching"]
         return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"))
     # sglang
-    cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", opts.model, "--host", HOST,
+    cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--host", HOST,
            "--port", str(port), "--tp-size", str(opts.tensor_parallel_size)]
     if opts.data_parallel_size > 1:
         cmd += ["--dp-size", str(opts.data_parallel_size)]
@@ -126,13 +147,13 @@ def build_plan(opts: EngineOptions, port: int) -> ServerPlan:
     return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"))
 
 
-def _llamacpp_plan(opts: EngineOptions, port: int, extra: tuple[str, ...]) -> ServerPlan:
+def _llamacpp_plan(model: str | None, opts: Options, port: int, extra: tuple[str, ...]) -> ServerPlan:
     from .local import DEFAULT_N_CTX, resolve_model, threads_per_replica
 
     if opts.tensor_parallel_size > 1 or opts.data_parallel_size > 1:
         raise UserError("--server llamacpp runs one CPU process: drop --tensor-parallel-size/--data-parallel-size")
-    path, name = resolve_model(opts)
-    n_ctx = opts.n_ctx or opts.max_model_len or DEFAULT_N_CTX
+    path, name = resolve_model(model, opts.model_path)
+    n_ctx = opts.max_model_len or DEFAULT_N_CTX
     cmd = (sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", name,
            "--host", HOST, "--port", str(port), "--n_ctx", str(n_ctx),
            "--n_threads", str(threads_per_replica(1)))
@@ -313,9 +334,8 @@ class LaunchEngine:
 
     name = "launch"
 
-    def __init__(self, opts: EngineOptions) -> None:
-        if opts.server not in SERVERS:
-            raise UserError(f"unknown --server {opts.server!r}; choose one of {', '.join(SERVERS)}")
+    def __init__(self, common: CommonOptions, opts: Options) -> None:
+        self.common = common
         self.opts = opts
         self.plan: ServerPlan | None = None
         self.server: ServerProcess | None = None
@@ -327,13 +347,13 @@ class LaunchEngine:
         return self.server.log_path if self.server is not None else None
 
     async def start(self) -> EngineInfo:
-        opts = self.opts
+        opts, common = self.opts, self.common
         hint = _missing_server_hint(opts.server)
         if hint:
             raise UserError(hint)
-        plan = build_plan(opts, opts.port or free_port())
+        plan = build_plan(common.model, opts, opts.port or free_port())
         self.plan = plan
-        log_dir = Path(opts.log_dir) if opts.log_dir else Path(tempfile.mkdtemp(prefix="reasoneval-server-"))
+        log_dir = Path(common.log_dir) if common.log_dir else Path(tempfile.mkdtemp(prefix="reasoneval-server-"))
         t0 = time.perf_counter()
         self.server = ServerProcess.start(plan.command, log_dir / f"server-{plan.server}-{plan.port}.log")
         try:
@@ -341,8 +361,8 @@ class LaunchEngine:
             from .openai import OpenAIEngine
 
             # model=None: the server serves one model; take its name from /v1/models.
-            self.client = OpenAIEngine(base_url=plan.base_url, model=None, api=opts.api, api_key=None,
-                                       timeout_s=opts.timeout_s, max_connections=opts.concurrency)
+            self.client = OpenAIEngine(base_url=plan.base_url, model=None, api=common.api, api_key=None,
+                                       timeout_s=common.timeout_s, max_connections=common.concurrency)
             info = await self.client.start()
         except BaseException:  # also CancelledError / KeyboardInterrupt: never leave it running
             await self.close()
@@ -357,7 +377,7 @@ class LaunchEngine:
         return info
 
     async def _wait_ready(self, plan: ServerPlan, server: ServerProcess) -> None:
-        deadline = time.monotonic() + self.opts.startup_timeout_s
+        deadline = time.monotonic() + self.opts.startup_timeout
         timeout = aiohttp.ClientTimeout(total=5)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             while True:
@@ -375,14 +395,18 @@ class LaunchEngine:
                         pass
                 if time.monotonic() > deadline:
                     raise UserError(
-                        f"the {plan.server} server was not ready after {self.opts.startup_timeout_s:.0f} s "
-                        f"(raise --startup-timeout if it is still loading); last lines of "
+                        f"the {plan.server} server was not ready after {self.opts.startup_timeout:.0f} s "
+                        f"(raise --engine-arg startup_timeout=SECONDS if it is still loading); last lines of "
                         f"{server.log_path}: {log_tail(server.log_path)}")
                 await asyncio.sleep(0.5)
 
-    def set_run_dir(self, run_dir: Path) -> None:
+    def attach_run(self, run_dir: Path) -> None:
         if self.server is not None:
             self.server.move_log(Path(run_dir) / "server.log")
+
+    def describe(self) -> dict[str, Any]:
+        return {"command": list(self.plan.command) if self.plan is not None else None,
+                **{k: v for k, v in dataclasses.asdict(self.opts).items() if k != "server_args"}}
 
     async def generate(self, request: Request) -> Completion:
         if self.client is None or self.server is None:
@@ -412,5 +436,5 @@ class LaunchEngine:
         return self.server.pid if self.server is not None else None
 
 
-def create(opts: EngineOptions) -> LaunchEngine:
-    return LaunchEngine(opts)
+def create(common: CommonOptions, options: Options) -> LaunchEngine:
+    return LaunchEngine(common, options)

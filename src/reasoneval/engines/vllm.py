@@ -23,31 +23,57 @@ import io
 import inspect
 import itertools
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
 from ..types import Completion, Request
-from .base import EngineError, EngineInfo, EngineOptions
+from .base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from .sampling import VLLM_EXTRA_KEYS, vllm_fields
 
 INSTALL_HINT = "pip install 'reasoneval[vllm]'"
 # The runner is capped by --concurrency anyway; this only says "vLLM can take many at once".
 MAX_CONCURRENCY = 256
 # torch generators take 64-bit seeds; run seeds are already < 2**31, this only guards odd inputs.
 _SEED_MODULUS = 2**63 - 1
-# extra_body keys that map onto vLLM SamplingParams fields of the same name.
-_EXTRA_KEYS = ("repetition_penalty", "presence_penalty", "frequency_penalty", "min_tokens",
-               "ignore_eos", "stop_token_ids", "skip_special_tokens", "include_stop_str_in_output")
 
 
-def resolve_model(opts: EngineOptions) -> tuple[str, str, str]:
+@dataclass(frozen=True)
+class Options:
+    model_path: str | None = option(None, "a model folder or Hub id (default: --model, else the embedded "
+                                    "SmolLM2-135M converted to safetensors)", flag=True)
+    tensor_parallel_size: int = option(1, "GPUs per model (tensor parallel)", flag=True)
+    data_parallel_size: int = option(1, "model replicas (data parallel)", flag=True)
+    max_model_len: int | None = option(None, "context length (prompt + answer)", flag=True)
+    dtype: str | None = option(None, "weights dtype (auto, bfloat16, float16, ...)", flag=True)
+    gpu_memory_utilization: float | None = option(None, "share of GPU memory for weights + KV cache", flag=True)
+    enable_prefix_caching: bool = option(False, "share KV cache between requests with a common prefix", flag=True)
+    server_args: tuple[str, ...] = option((), "extra vLLM engine arguments as `vllm serve` flags "
+                                          "(e.g. --enforce-eager)", flag="--server-arg")
+
+    def __post_init__(self) -> None:
+        if self.tensor_parallel_size < 1:
+            raise UserError(f"--tensor-parallel-size must be at least 1, got {self.tensor_parallel_size}")
+        if self.data_parallel_size < 1:
+            raise UserError(f"--data-parallel-size must be at least 1, got {self.data_parallel_size}")
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise UserError(f"--gpu-memory-utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if self.max_model_len is not None and self.max_model_len < 1:
+            raise UserError(f"--max-model-len must be positive, got {self.max_model_len}")
+
+
+CAPABILITIES = Capabilities(extra_body_keys=VLLM_EXTRA_KEYS)
+
+
+def resolve_model(model: str | None, model_path: str | None) -> tuple[str, str, str]:
     """(what vLLM loads, model name for results, model identity).
 
     `--model` or `--model-path`: a Hugging Face id or a local model folder. Without either, the
     embedded SmolLM2-135M-Instruct, converted once from its GGUF to a safetensors folder (vLLM's
     CPU build cannot read GGUF).
     """
-    given = opts.model_path or opts.model
+    given = model_path or model
     if given is None:
         from .gguf_convert import embedded_model_dir
 
@@ -60,7 +86,7 @@ def resolve_model(opts: EngineOptions) -> tuple[str, str, str]:
                             "or a Hugging Face model id")
         resolved = str(path.resolve())
         # The name in results/<model>/ is what the user typed, so two paths to one folder agree.
-        return resolved, opts.model or path.name, resolved
+        return resolved, model or path.name, resolved
     if given.startswith(("/", ".", "~")) or given.lower().endswith(".gguf"):
         raise UserError(f"model path {given!r} does not exist: pass an existing model folder or a Hugging "
                         "Face model id")
@@ -77,7 +103,7 @@ def _import_vllm() -> Any:
     return vllm
 
 
-def _engine_args(model: str, opts: EngineOptions) -> Any:
+def _engine_args(model: str, opts: Options) -> Any:
     from vllm.engine.arg_utils import AsyncEngineArgs
 
     kwargs: dict[str, Any] = dict(
@@ -134,17 +160,10 @@ class VLLMEngine:
 
     name = "vllm"
 
-    def __init__(self, opts: EngineOptions) -> None:
-        if opts.tensor_parallel_size < 1:
-            raise UserError(f"--tensor-parallel-size must be at least 1, got {opts.tensor_parallel_size}")
-        if opts.data_parallel_size < 1:
-            raise UserError(f"--data-parallel-size must be at least 1, got {opts.data_parallel_size}")
-        if opts.gpu_memory_utilization is not None and not 0 < opts.gpu_memory_utilization <= 1:
-            raise UserError(f"--gpu-memory-utilization must be in (0, 1], got {opts.gpu_memory_utilization}")
-        if opts.max_model_len is not None and opts.max_model_len < 1:
-            raise UserError(f"--max-model-len must be positive, got {opts.max_model_len}")
+    def __init__(self, common: CommonOptions, opts: Options) -> None:
+        self.common = common
         self.opts = opts
-        self.model, self.model_name, self.identity = resolve_model(opts)
+        self.model, self.model_name, self.identity = resolve_model(common.model, opts.model_path)
         self._llm: Any = None
         self._tokenizer: Any = None
         self._sampling_cls: Any = None
@@ -192,25 +211,8 @@ class VLLMEngine:
         if self.max_model_len is not None:
             # vLLM stops at the context end anyway; asking for more is not an error here.
             max_tokens = min(max_tokens, self.max_model_len - prompt_len)
-        kwargs: dict[str, Any] = dict(
-            n=1,
-            temperature=p.temperature,
-            top_p=p.top_p,
-            max_tokens=max_tokens,
-            stop=list(p.stop) or None,
-            seed=request.seed % _SEED_MODULUS,
-            output_kind=self._final_only,
-        )
-        if p.top_k is not None:
-            kwargs["top_k"] = p.top_k
-        if p.min_p is not None:
-            kwargs["min_p"] = p.min_p
-        unknown = sorted(set(p.extra_body) - set(_EXTRA_KEYS))
-        if unknown:
-            raise EngineError(f"--extra-body key(s) {', '.join(unknown)} are not supported by the vllm engine "
-                              f"(supported: {', '.join(_EXTRA_KEYS)})", retryable=False, fatal=True)
-        kwargs.update({k: v for k, v in p.extra_body.items()})
-        return self._sampling_cls(**kwargs)
+        kwargs = vllm_fields(p, request.seed % _SEED_MODULUS, max_tokens)
+        return self._sampling_cls(output_kind=self._final_only, **kwargs)
 
     async def generate(self, request: Request) -> Completion:
         llm = self._llm
@@ -232,9 +234,9 @@ class VLLMEngine:
         t0 = time.perf_counter()
         try:
             final = await asyncio.wait_for(self._final_output(llm, {"prompt_token_ids": ids}, params, request_id),
-                                           timeout=self.opts.timeout_s)
+                                           timeout=self.common.timeout_s)
         except asyncio.TimeoutError:
-            raise EngineError(f"vLLM did not finish the request within {self.opts.timeout_s:.0f} s (--timeout)",
+            raise EngineError(f"vLLM did not finish the request within {self.common.timeout_s:.0f} s (--timeout)",
                               retryable=True) from None
         except EngineError:
             raise
@@ -277,9 +279,15 @@ class VLLMEngine:
             # between the engine process exiting and its cancellation (it would log a dead engine).
             llm.shutdown()
 
+    def attach_run(self, run_dir: Path) -> None:
+        pass
 
-def create(opts: EngineOptions) -> VLLMEngine:
-    return VLLMEngine(opts)
+    def describe(self) -> dict[str, Any]:
+        return {"model": self.model, **dataclasses.asdict(self.opts)}
+
+
+def create(common: CommonOptions, options: Options) -> VLLMEngine:
+    return VLLMEngine(common, options)
 
 
 __all__ = ["INSTALL_HINT", "MAX_CONCURRENCY", "VLLMEngine", "create", "resolve_model"]

@@ -6,7 +6,11 @@ The formulas and why they are what they are: docs/statistics.md.
 from reasoneval.metrics.majority import maj_at_k, maj_at_k_method, maj_ks
 from reasoneval.metrics.passk import pass_at_k, pass_at_k_curve, pass_at_k_matrix
 from reasoneval.metrics.summary import (
+    GroupMetrics,
     ProblemOutcome,
+    SEAtK,
+    TaskMetrics,
+    TokenStats,
     aggregate_metrics,
     breakdown,
     mean_stderr_ci,
@@ -16,7 +20,11 @@ from reasoneval.metrics.summary import (
 )
 
 __all__ = [
+    "GroupMetrics",
     "ProblemOutcome",
+    "SEAtK",
+    "TaskMetrics",
+    "TokenStats",
     "aggregate_metrics",
     "breakdown",
     "maj_at_k",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -26,6 +27,98 @@ class ProblemOutcome:
     completion_tokens: Sequence[int | None]
     finish_reasons: Sequence[str | None]
     num_missing: int = 0  # samples with index < K that are missing or failed
+
+
+@dataclass(frozen=True)
+class TokenStats:
+    """Completion lengths in tokens over the samples that report one."""
+
+    mean: float | None = None
+    median: float | None = None
+    p90: float | None = None
+    max: int | None = None
+
+
+@dataclass(frozen=True)
+class GroupMetrics:
+    """Mean accuracy of one group of problems (a subject, a level)."""
+
+    num_problems: int
+    mean: float
+    stderr: float | None
+
+
+@dataclass(frozen=True)
+class SEAtK:
+    """The standard errors had only k samples per problem been drawn (see `se_vs_k`)."""
+
+    stderr: float | None
+    stderr_resample: float | None
+
+
+@dataclass(frozen=True)
+class TaskMetrics:
+    """Every metric of one task, or of a pool of tasks (`macro_mean` is set for the pool).
+
+    Dict keys k are ints here and strings in summary.json. docs/statistics.md defines each figure.
+    """
+
+    num_problems: int
+    num_samples: int
+    num_missing: int
+    mean: float | None
+    stderr: float | None
+    ci95: tuple[float, float] | None
+    stderr_resample: float | None
+    pass_at_k: dict[int, float | None]
+    pass_at_k_stderr: dict[int, float | None]
+    maj_at_k: dict[int, float | None]
+    tokens: TokenStats
+    truncation_rate: float | None
+    no_answer_rate: float | None
+    macro_mean: float | None = None
+    # metadata field ("subject", "level") -> value -> accuracy of that group
+    breakdown: dict[str, dict[str, GroupMetrics]] = field(default_factory=dict)
+    se_vs_k: dict[int, SEAtK] = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "num_problems": self.num_problems, "num_samples": self.num_samples, "num_missing": self.num_missing,
+            "mean": self.mean, "stderr": self.stderr, "ci95": list(self.ci95) if self.ci95 is not None else None,
+            "stderr_resample": self.stderr_resample,
+            "pass_at_k": {str(k): v for k, v in self.pass_at_k.items()},
+            "pass_at_k_stderr": {str(k): v for k, v in self.pass_at_k_stderr.items()},
+            "maj_at_k": {str(k): v for k, v in self.maj_at_k.items()},
+            "tokens": dataclasses.asdict(self.tokens),
+            "truncation_rate": self.truncation_rate, "no_answer_rate": self.no_answer_rate,
+        }
+        if self.macro_mean is not None:
+            d["macro_mean"] = self.macro_mean
+        if self.breakdown:
+            d["breakdown"] = {f: {v: dataclasses.asdict(g) for v, g in groups.items()}
+                              for f, groups in self.breakdown.items()}
+        if self.se_vs_k:
+            d["se_vs_k"] = {str(k): dataclasses.asdict(v) for k, v in self.se_vs_k.items()}
+        return d
+
+    @classmethod
+    def from_json_dict(cls, d: Mapping[str, Any]) -> TaskMetrics:
+        def by_k(x: Any) -> dict[int, Any]:
+            return {int(k): v for k, v in (x or {}).items()}
+
+        ci = d.get("ci95")
+        return cls(
+            num_problems=int(d.get("num_problems") or 0), num_samples=int(d.get("num_samples") or 0),
+            num_missing=int(d.get("num_missing") or 0), mean=d.get("mean"), stderr=d.get("stderr"),
+            ci95=(float(ci[0]), float(ci[1])) if ci else None, stderr_resample=d.get("stderr_resample"),
+            pass_at_k=by_k(d.get("pass_at_k")), pass_at_k_stderr=by_k(d.get("pass_at_k_stderr")),
+            maj_at_k=by_k(d.get("maj_at_k")), tokens=TokenStats(**(d.get("tokens") or {})),
+            truncation_rate=d.get("truncation_rate"), no_answer_rate=d.get("no_answer_rate"),
+            macro_mean=d.get("macro_mean"),
+            breakdown={f: {v: GroupMetrics(**g) for v, g in groups.items()}
+                       for f, groups in (d.get("breakdown") or {}).items()},
+            se_vs_k={int(k): SEAtK(**v) for k, v in (d.get("se_vs_k") or {}).items()},
+        )
 
 
 def _check(outcomes: Sequence[ProblemOutcome], K: int) -> None:
@@ -102,8 +195,8 @@ def stderr_resample(per_problem: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.sqrt(np.sum(_per_sample_var(p, n) / n, axis=-1)) / p.shape[-1]
 
 
-def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> dict[str, Any]:
-    """All metrics of one task (or of any pool of problems), JSON-ready."""
+def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
+    """All metrics of one task (or of any pool of problems)."""
     _check(outcomes, K)
     scored = [o for o in outcomes if len(o.correct) > 0]
     n = np.array([len(o.correct) for o in scored], dtype=np.int64)
@@ -140,46 +233,45 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> dict[str, Any]:
     truncated = sum(1 for o in outcomes for r in o.finish_reasons if r == "length")
     no_answer = sum(1 for o in outcomes for cls in o.classes if cls is None)
 
-    return {
-        "num_problems": len(outcomes),
-        "num_samples": K,
-        "num_missing": int(sum(o.num_missing for o in outcomes)),
-        "mean": _f(mean),
-        "stderr": _f(se),
-        "ci95": ci95,
-        "stderr_resample": _f(se_resample),
-        "pass_at_k": pass_k,
-        "pass_at_k_stderr": pass_k_se,
-        "maj_at_k": maj,
-        "tokens": {
-            "mean": _f(tokens.mean()) if len(tokens) else None,
-            "median": _f(np.median(tokens)) if len(tokens) else None,
-            "p90": _f(np.percentile(tokens, 90)) if len(tokens) else None,
-            "max": int(tokens.max()) if len(tokens) else None,
-        },
-        "truncation_rate": truncated / total if total else None,
-        "no_answer_rate": no_answer / total if total else None,
-    }
+    return TaskMetrics(
+        num_problems=len(outcomes),
+        num_samples=K,
+        num_missing=int(sum(o.num_missing for o in outcomes)),
+        mean=_f(mean),
+        stderr=_f(se),
+        ci95=(ci95[0], ci95[1]) if ci95 is not None else None,
+        stderr_resample=_f(se_resample),
+        pass_at_k={int(k): v for k, v in pass_k.items()},
+        pass_at_k_stderr={int(k): v for k, v in pass_k_se.items()},
+        maj_at_k={int(k): v for k, v in maj.items()},
+        tokens=TokenStats(
+            mean=_f(tokens.mean()) if len(tokens) else None,
+            median=_f(np.median(tokens)) if len(tokens) else None,
+            p90=_f(np.percentile(tokens, 90)) if len(tokens) else None,
+            max=int(tokens.max()) if len(tokens) else None,
+        ),
+        truncation_rate=truncated / total if total else None,
+        no_answer_rate=no_answer / total if total else None,
+    )
 
 
-def aggregate_metrics(by_task: Mapping[str, Sequence[ProblemOutcome]], K: int) -> dict[str, Any]:
-    """Metrics over all tasks: micro (every problem pooled, same keys as a task) plus macro_mean."""
+def aggregate_metrics(by_task: Mapping[str, Sequence[ProblemOutcome]], K: int) -> TaskMetrics:
+    """Metrics over all tasks: micro (every problem pooled, same fields as a task) plus macro_mean."""
     pooled = [o for outcomes in by_task.values() for o in outcomes]
-    out = task_metrics(pooled, K)
     task_means = []
     for outcomes in by_task.values():
         ps = [sum(bool(x) for x in o.correct) / len(o.correct) for o in outcomes if len(o.correct) > 0]
         if ps:
             task_means.append(float(np.mean(ps)))
-    out["macro_mean"] = _f(np.mean(task_means)) if task_means else None
-    return out
+    return dataclasses.replace(task_metrics(pooled, K),
+                               macro_mean=_f(np.mean(task_means)) if task_means else None)
 
 
 def breakdown(
     outcomes: Sequence[ProblemOutcome],
     problems_metadata: Mapping[str, Mapping[str, Any]],
     key: str,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, GroupMetrics]:
     """Mean accuracy per value of a metadata field (e.g. "subject", "level").
 
     `problems_metadata` maps problem_key -> that problem's metadata. Problems without the field (or
@@ -191,10 +283,10 @@ def breakdown(
         if meta is None or meta.get(key) is None or len(o.correct) == 0:
             continue
         groups.setdefault(str(meta[key]), []).append(sum(bool(x) for x in o.correct) / len(o.correct))
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, GroupMetrics] = {}
     for value in sorted(groups, key=_natural):
         ps = np.array(groups[value])
-        out[value] = {"num_problems": len(ps), "mean": float(ps.mean()), "stderr": _f(_se(ps))}
+        out[value] = GroupMetrics(num_problems=len(ps), mean=float(ps.mean()), stderr=_f(_se(ps)))
     return out
 
 
@@ -207,7 +299,7 @@ def _natural(s: str) -> tuple[int, float, str]:
         return (1, float(digits) if digits else math.inf, s)
 
 
-def se_vs_k(outcomes: Sequence[ProblemOutcome], K: int) -> dict[str, dict[str, float | None]]:
+def se_vs_k(outcomes: Sequence[ProblemOutcome], K: int) -> dict[int, SEAtK]:
     """How the standard errors shrink with the samples per problem, for k in maj_ks(K).
 
     For each k: the expected `stderr` had only k of the samples been used, averaged over all size-k
@@ -217,9 +309,9 @@ def se_vs_k(outcomes: Sequence[ProblemOutcome], K: int) -> dict[str, dict[str, f
     _check(outcomes, K)
     scored = [o for o in outcomes if len(o.correct) > 0]
     q = len(scored)
-    out: dict[str, dict[str, float | None]] = {}
+    out: dict[int, SEAtK] = {}
     if q == 0:
-        return {str(k): {"stderr": None, "stderr_resample": None} for k in maj_ks(K)}
+        return {k: SEAtK(stderr=None, stderr_resample=None) for k in maj_ks(K)}
     n = np.array([len(o.correct) for o in scored], dtype=np.float64)
     p = np.array([sum(bool(x) for x in o.correct) for o in scored], dtype=np.float64) / n
     s2 = float(np.var(p, ddof=1)) if q >= 2 else math.nan
@@ -228,8 +320,5 @@ def se_vs_k(outcomes: Sequence[ProblemOutcome], K: int) -> dict[str, dict[str, f
         kk = np.minimum(n, k)  # a problem with fewer than k samples uses all it has
         extra = np.where(n >= 2, p * (1 - p) * (n - kk) / (kk * np.maximum(n - 1, 1)), 0.0)
         se = math.sqrt((s2 + float(extra.mean())) / q) if q >= 2 else None
-        out[str(k)] = {
-            "stderr": _f(se),
-            "stderr_resample": _f(math.sqrt(float(np.sum(var1 / kk))) / q),
-        }
+        out[k] = SEAtK(stderr=_f(se), stderr_resample=_f(math.sqrt(float(np.sum(var1 / kk))) / q))
     return out

@@ -1,6 +1,8 @@
-"""Reports: summary.json, results.parquet and the terminal table, all rebuilt from the store."""
+"""Renderers of a run's result: the terminal table and summary.json (from a `RunResult`), and
+results.parquet (one row per problem, written while the run is scored)."""
 
-from .summary import Summary, build_summary, load_config, select_problems, write_json_atomic
+from .parquet import ResultsWriter
+from .summary_json import write_summary
 from .table import render_table
 
-__all__ = ["Summary", "build_summary", "load_config", "select_problems", "write_json_atomic", "render_table"]
+__all__ = ["ResultsWriter", "render_table", "write_summary"]

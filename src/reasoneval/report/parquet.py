@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..types import Problem
+from ..scoring.stream import ScoredProblem
 
 SCHEMA = pa.schema([
     ("task", pa.string()),
@@ -35,17 +35,18 @@ class ResultsWriter:
         self._rows: list[dict[str, Any]] = []
         self.batch_rows = batch_rows
 
-    def add(self, p: Problem, records: Sequence[dict[str, Any]], grades: Sequence[Any]) -> None:
+    def add(self, scored: ScoredProblem) -> None:
+        p, records, scores = scored.problem, scored.samples, scored.scores
         self._rows.append({
             "task": p.task, "id": p.id, "problem_key": p.key, "problem": p.problem, "answer": p.answer,
-            "sample_indices": [r["index"] for r in records],
-            "responses": [r.get("text") or "" for r in records],
-            "extracted": [g.extracted for g in grades],
-            "correct": [bool(g.correct) for g in grades],
-            "grade_status": [g.status for g in grades],
-            "seeds": [r.get("seed") for r in records],
-            "completion_tokens": [r.get("completion_tokens") for r in records],
-            "finish_reasons": [r.get("finish_reason") for r in records],
+            "sample_indices": [r.index for r in records],
+            "responses": [r.text or "" for r in records],
+            "extracted": [s.answer for s in scores],
+            "correct": [bool(s.correct) for s in scores],
+            "grade_status": [s.status for s in scores],
+            "seeds": [r.seed for r in records],
+            "completion_tokens": [r.completion_tokens for r in records],
+            "finish_reasons": [r.finish_reason for r in records],
         })
         if len(self._rows) >= self.batch_rows:
             self._flush()

@@ -7,6 +7,7 @@ from typing import Sequence
 from ..errors import UserError
 from ..registry import Registry
 from . import arith, hub
+from ..scoring.base import TaskScoring
 from .spec import HubSource, TaskSpec
 
 TASKS: Registry[TaskSpec] = Registry("task")
@@ -32,13 +33,14 @@ _add(TaskSpec(
     # a few significant figures: a correct answer computed with slightly different constants or
     # rounding differs in the 2nd-3rd digit. 1% relative tolerance accepts those and still
     # rejects a wrong answer (typically off by far more, or by an order of magnitude).
-    rel_tol=1e-2,
+    scoring=TaskScoring("math", {"rel_tol": 1e-2}),
     hub=HubSource("math-ai/minervamath", "test", hub.map_minerva)))
 _add(TaskSpec("olympiadbench", "OlympiadBench OE_TO_maths_en_COMP", size=675,
               hub=HubSource("math-ai/olympiadbench", "test", hub.map_olympiadbench)))
 _add(TaskSpec("gsm8k", "GSM8K test", size=1319,
               hub=HubSource("openai/gsm8k", "test", hub.map_gsm8k, config="main")))
-_add(TaskSpec("gpqa_diamond", "GPQA Diamond (multiple choice, gated)", kind="choice", size=198,
+_add(TaskSpec("gpqa_diamond", "GPQA Diamond (multiple choice, gated)", size=198,
+              scoring=TaskScoring("choice"), prompt="choice",
               hub=HubSource("Idavidrein/gpqa", "train", hub.map_gpqa, config="gpqa_diamond", gated=True)))
 _add(TaskSpec("limo", "LIMO (817 curated training problems)", size=817,
               hub=HubSource("GAIR/LIMO", "train", hub.map_limo)))

@@ -190,6 +190,6 @@ def task_listing(data_dir: Path | None) -> list[dict[str, Any]]:
                 except UserError as e:
                     # A broken file must not hide the other tasks; the listing shows the error.
                     entry.update(size=None, error=str(e))
-        entry.update(kind=spec.kind, description=spec.description)
+        entry.update(scorer=spec.scoring.scorer, description=spec.description)
         out.append(entry)
     return out

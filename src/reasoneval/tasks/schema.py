@@ -131,7 +131,7 @@ def _is_hub_gpqa(row: Mapping[str, Any]) -> bool:
 
 
 def problem_from_row(spec: TaskSpec, where: str, row: Mapping[str, Any], default_id: str) -> Problem:
-    if spec.kind == "choice" and _is_hub_gpqa(row):
+    if spec.scoring.scorer == "choice" and _is_hub_gpqa(row):
         from .hub import map_gpqa  # the Hub layout allowed in a data dir for MC tasks
 
         mapped = map_gpqa(row)
@@ -144,15 +144,15 @@ def problem_from_row(spec: TaskSpec, where: str, row: Mapping[str, Any], default
         raise UserError(f"{where}: 'problem' is empty")
     answer = _get_answer(where, row)
     meta = metadata_of(where, row)
-    if spec.kind == "choice":
+    if spec.scoring.scorer == "choice":
         choices, letter = _choices_of(where, row, problem, answer)
         # The key covers what the model sees (text + choices in order) and the letter, so a
         # changed choice list never reuses old samples.
         key = problem_key(problem + "\n" + "\n".join(choices), letter)
         return Problem(task=spec.name, id=pid, problem=problem, answer=letter, key=key,
-                       kind="choice", choices=choices, metadata=meta)
+                       payload={"choices": list(choices)}, metadata=meta)
     return Problem(task=spec.name, id=pid, problem=problem, answer=answer,
-                   key=problem_key(problem, answer), kind="math", metadata=meta)
+                   key=problem_key(problem, answer), metadata=meta)
 
 
 def problems_from_rows(spec: TaskSpec, rows: Iterable[NumberedRow]) -> list[Problem]:

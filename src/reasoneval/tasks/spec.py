@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..types import AnswerKind
+from ..scoring.base import TaskScoring
 
 # A Hub row (the source's own columns) -> a uniform row without `id` (ids are assigned from
 # the row's position in the source, `<task>-<n>`), or None to skip the row.
@@ -32,8 +32,9 @@ class HubSource:
 class TaskSpec:
     """A registered benchmark (or a user's data set).
 
-    kind: "math" (free-form answer, graded for equivalence) or "choice" (answer is a letter).
-    rel_tol: relative tolerance for numeric answers; None means the grader's default.
+    scoring: how responses are scored: a registered scorer and its settings (`math` with an
+      optional `rel_tol`, `choice` for a letter answer; see reasoneval.scoring).
+    prompt: the registered prompt style (reasoneval.prompts.PROMPTS) the task is asked with.
     size: the expected number of problems (the source's row count) for listings before the
       data is loaded; the loaded count can differ (other copies of a benchmark differ).
     generate: for tasks generated in code (no file, no download): returns uniform rows.
@@ -42,10 +43,10 @@ class TaskSpec:
 
     name: str
     description: str
-    kind: AnswerKind = "math"
+    scoring: TaskScoring = field(default_factory=TaskScoring)
+    prompt: str = "boxed"
     hub: HubSource | None = None
     size: int | None = None
-    rel_tol: float | None = None
     generate: Callable[[], "list[dict[str, Any]]"] | None = None
     origin: str | None = None
 

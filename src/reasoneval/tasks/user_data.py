@@ -144,7 +144,7 @@ def _user_problem(task: str, where: str, row: Mapping[str, Any], question_key: s
     except UserError:
         meta = {}  # extra columns are the user's own; never fail a load over them
     return Problem(task=task, id=pid, problem=q, answer=normalize_answer(answer),
-                   key=problem_key(q, answer), kind="math", metadata=meta)
+                   key=problem_key(q, answer), metadata=meta)
 
 
 def load_user_data(source: str, *, question_key: str, answer_key: str, id_key: str | None = None,

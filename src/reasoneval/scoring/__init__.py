@@ -1,0 +1,23 @@
+"""Scorers: how a task's responses are scored, one module per scorer, registered in SCORERS.
+
+Entries: `math` and `choice` (scoring/math.py). A new scorer is a module that registers a factory
+`(context, **settings) -> Scorer` and is imported here. See docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from . import math as _math  # noqa: F401  (registers math, choice)
+from .base import (
+    SCORERS,
+    AnswerClusterer,
+    Score,
+    Scorer,
+    ScoringContext,
+    TaskScoring,
+    cluster,
+    cluster_by_text,
+    create_scorer,
+)
+
+__all__ = ["SCORERS", "AnswerClusterer", "Score", "Scorer", "ScoringContext", "TaskScoring", "cluster",
+           "cluster_by_text", "create_scorer"]

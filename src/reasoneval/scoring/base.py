@@ -1,0 +1,135 @@
+"""The scorer interface: a task names how its responses are scored; each scorer is one registered module.
+
+A scorer turns (problem, sample) pairs into `Score`s. `Score.correct` is what pass@k, the mean and
+maj@k use; `value` is the scorer's own figure (a flag, a float, or named sub-scores such as IFEval's
+instruction-level results) and `details` anything a report may show. Scorers that can tell when two
+answers are the same (math equivalence, choice letters) also implement `cluster_many`, which maj@k
+uses; for the others, answers are grouped by identical text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence, Union, runtime_checkable
+
+from ..errors import UserError
+from ..registry import Registry
+from ..types import Problem, SampleRecord
+
+ScoreValue = Union[bool, float, Mapping[str, float]]
+SCORE_STATUSES = ("ok", "no_answer", "timeout", "error")
+
+
+@dataclass(frozen=True)
+class Score:
+    """One sample's score."""
+
+    correct: bool
+    value: ScoreValue
+    # The answer the scorer extracted from the response (None: none found).
+    answer: str | None
+    # "ok" | "no_answer" | "timeout" | "error"
+    status: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Scores samples. `version` changes whenever a rule changes (it is recorded with the results)."""
+
+    name: str
+    version: str
+
+    def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
+        """Score sample i against problems[i]; returns one Score per sample, in order."""
+        ...
+
+
+@runtime_checkable
+class AnswerClusterer(Protocol):
+    """Optional: group a problem's answers into classes of equivalent answers (for maj@k)."""
+
+    def cluster_many(self, groups: Sequence[tuple[Problem, Sequence[str | None]]]) -> list[list[int | None]]:
+        """Per (problem, answers): a class id per answer (equal ids = equivalent), None for no answer."""
+        ...
+
+
+@dataclass(frozen=True)
+class TaskScoring:
+    """How a task's responses are scored: a registered scorer and its settings (e.g. rel_tol)."""
+
+    scorer: str = "math"
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"scorer": self.scorer, "settings": dict(self.settings)}
+
+    @classmethod
+    def from_json_dict(cls, d: Mapping[str, Any]) -> TaskScoring:
+        return cls(scorer=str(d.get("scorer", "math")), settings=dict(d.get("settings") or {}))
+
+
+class ScoringContext:
+    """Shared resources of the scorers of one scoring pass: worker pools, the grade cache, limits.
+
+    Pools start on first use and stop in `close()`, so a pass that scores nothing starts nothing.
+    """
+
+    def __init__(self, *, workers: int | None = None, timeout_s: float = 5.0,
+                 cache_dir: Path | None = None) -> None:
+        self.workers = workers
+        self.timeout_s = timeout_s
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._resources: dict[str, Any] = {}
+
+    def resource(self, name: str, make: Callable[[], Any]) -> Any:
+        """The shared resource `name` (e.g. the grading pool), made by `make()` on first use.
+
+        A resource with a `close()` method is closed with the context.
+        """
+        if name not in self._resources:
+            self._resources[name] = make()
+        return self._resources[name]
+
+    def close(self) -> None:
+        resources, self._resources = self._resources, {}
+        for r in resources.values():
+            close = getattr(r, "close", None)
+            if close is not None:
+                close()
+
+    def __enter__(self) -> ScoringContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# name -> factory(context, **settings) -> Scorer
+ScorerFactory = Callable[..., Scorer]
+SCORERS: Registry[ScorerFactory] = Registry("scorer")
+
+
+def create_scorer(scoring: TaskScoring, context: ScoringContext) -> Scorer:
+    """The scorer a task names, with its settings; a setting the scorer does not take is a one-line error."""
+    factory = SCORERS.get(scoring.scorer)
+    try:
+        return factory(context, **dict(scoring.settings))
+    except TypeError as e:
+        raise UserError(f"scorer {scoring.scorer!r} does not take settings {dict(scoring.settings)}: {e}") from None
+
+
+def cluster_by_text(groups: Sequence[tuple[Problem, Sequence[str | None]]]) -> list[list[int | None]]:
+    """Answer classes by identical (stripped) text: the default for scorers without a notion of equivalence."""
+    out: list[list[int | None]] = []
+    for _, answers in groups:
+        ids: dict[str, int] = {}
+        out.append([None if a is None else ids.setdefault(a.strip(), len(ids)) for a in answers])
+    return out
+
+
+def cluster(scorer: Scorer, groups: Sequence[tuple[Problem, Sequence[str | None]]]) -> list[list[int | None]]:
+    if isinstance(scorer, AnswerClusterer):
+        return scorer.cluster_many(groups)
+    return cluster_by_text(groups)

@@ -1,0 +1,118 @@
+"""Score a run directory's samples a chunk of problems at a time, streaming the journal.
+
+Memory stays flat as the journal grows: a first pass keeps only each sample's byte offset; then
+problems are scored a chunk at a time and handed, with their samples and scores, to a sink
+(results.parquet's writer) before the next chunk is read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Callable, Mapping, Sequence
+
+from ..metrics import ProblemOutcome
+from ..store import iter_jsonl
+from ..store.sample_store import SAMPLES_FILE
+from ..types import Problem, SampleRecord
+from .base import Score, Scorer, cluster
+
+CHUNK_PROBLEMS = 64
+# Responses held at once (scored together, then handed to the sink): bounds memory when responses
+# are long (64 samples x 64 KB is 4 MB per problem), whatever the store's size.
+CHUNK_BYTES = 16 << 20
+
+
+@dataclass(frozen=True)
+class ScoredProblem:
+    """One problem with its present samples (index < K, ordered by index) and their scores."""
+
+    problem: Problem
+    samples: Sequence[SampleRecord]
+    scores: Sequence[Score]
+    outcome: ProblemOutcome
+
+
+# Called once per chunk with that chunk's scored problems and its response bytes.
+ChunkSink = Callable[[Sequence[ScoredProblem], int], None]
+
+
+def _index_samples(run_dir: Path, wanted: set[tuple[str, str]], K: int) -> dict[tuple[str, str], dict[int, int]]:
+    """(task, key) -> {sample index: byte offset of its ok line}, for indices < K."""
+    index: dict[tuple[str, str], dict[int, int]] = {}
+    for offset, d in iter_jsonl(run_dir / SAMPLES_FILE, with_offsets=True):
+        if d.get("status") != "ok":
+            continue
+        pk = (d.get("task"), d.get("problem_key"))
+        i = d.get("index")
+        if pk not in wanted or not isinstance(i, int) or i >= K:
+            continue
+        index.setdefault(pk, {}).setdefault(i, offset)  # type: ignore[arg-type]
+    return index
+
+
+def _read_at(f: IO[bytes], offset: int) -> SampleRecord:
+    f.seek(offset)
+    return SampleRecord.from_json_dict(json.loads(f.readline()))
+
+
+def score_store(run_dir: Path, problems: Sequence[Problem], K: int, scorers: Mapping[str, Scorer],
+                sink: ChunkSink | None = None) -> dict[str, list[ProblemOutcome]]:
+    """Score samples 0..K-1 of each problem with its task's scorer; per task, one outcome per problem."""
+    wanted = {(p.task, p.key) for p in problems}
+    index = _index_samples(Path(run_dir), wanted, K)
+    outcomes: dict[str, list[ProblemOutcome]] = {p.task: [] for p in problems}
+    samples_path = Path(run_dir) / SAMPLES_FILE
+    with open(samples_path, "rb") if samples_path.exists() else open(os.devnull, "rb") as f:
+        pos = 0
+        while pos < len(problems):
+            # A chunk: up to CHUNK_PROBLEMS problems or CHUNK_BYTES of responses, at least one problem.
+            chunk: list[tuple[Problem, list[SampleRecord]]] = []
+            size = 0
+            while pos < len(problems) and len(chunk) < CHUNK_PROBLEMS and (not chunk or size < CHUNK_BYTES):
+                p = problems[pos]
+                pos += 1
+                recs = [_read_at(f, off) for _, off in sorted(index.get((p.task, p.key), {}).items())]
+                size += sum(len(r.text or "") for r in recs)
+                chunk.append((p, recs))
+            scored = _score_chunk(chunk, K, scorers)
+            for sp in scored:
+                outcomes[sp.problem.task].append(sp.outcome)
+            if sink is not None:
+                sink(scored, size)
+    return outcomes
+
+
+def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int,
+                 scorers: Mapping[str, Scorer]) -> list[ScoredProblem]:
+    # One batch per scorer, so each scorer's workers see the whole chunk at once.
+    by_scorer: dict[str, list[int]] = {}
+    for i, (p, _) in enumerate(chunk):
+        by_scorer.setdefault(p.task, []).append(i)
+    scores: list[list[Score]] = [[] for _ in chunk]
+    classes: list[list[int | None]] = [[] for _ in chunk]
+    for task, idxs in by_scorer.items():
+        scorer = scorers[task]
+        flat_p = [chunk[i][0] for i in idxs for _ in chunk[i][1]]
+        flat_s = [s for i in idxs for s in chunk[i][1]]
+        flat = scorer.score_many(flat_p, flat_s)
+        pos = 0
+        for i in idxs:
+            n = len(chunk[i][1])
+            scores[i] = flat[pos:pos + n]
+            pos += n
+        groups = [(chunk[i][0], [s.answer for s in scores[i]]) for i in idxs]
+        for i, row in zip(idxs, cluster(scorer, groups)):
+            classes[i] = row
+    out = []
+    for (p, recs), sc, cl in zip(chunk, scores, classes):
+        outcome = ProblemOutcome(
+            task=p.task, problem_key=p.key, correct=[s.correct for s in sc], classes=list(cl),
+            correct_classes=frozenset(c for c, s in zip(cl, sc) if c is not None and s.correct),
+            completion_tokens=[r.completion_tokens for r in recs],
+            finish_reasons=[r.finish_reason for r in recs],
+            num_missing=max(0, K - len(recs)))
+        out.append(ScoredProblem(problem=p, samples=recs, scores=sc, outcome=outcome))
+    return out
