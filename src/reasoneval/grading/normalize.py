@@ -173,8 +173,8 @@ def normalize_answer(s: str) -> str:
 @functools.lru_cache(maxsize=1 << 16)
 def answer_key(s: str) -> str:
     """The string used for exact comparison and caching: normalised, no whitespace, plain text lower-cased."""
-    # ", " stays distinct from "," so a list "32, 349" never shares a cache key with the number "32,349".
-    k = re.sub(r",\s+", ",\x1f", normalize_answer(s)).replace(" ", "").replace("\x1f", " ")
+    # ", " between digits stays distinct from "," so a list "32, 349" never shares a key with the number "32,349".
+    k = re.sub(r"(?<=\d),\s+(?=\d)", ",\x1f", normalize_answer(s)).replace(" ", "").replace("\x1f", " ")
     if "\\" not in k and re.fullmatch(r"[A-Za-z][A-Za-z'\-]+", k):
         k = k.lower()  # plain words compare case-insensitively; single letters stay (variables)
     return k

@@ -14,6 +14,7 @@ approximation, by the digits it writes.
 from __future__ import annotations
 
 import functools
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -82,13 +83,32 @@ def _has_float(x: Any) -> bool:
         return False
 
 
+_DECIMAL_LITERAL_RE = re.compile(r"(?<![\d.])\d*\.\d+(?:[eE][+-]?\d+)?")
+_written: dict[Fraction, Num] = {}
+
+
+def _note_written_decimals(*texts: str) -> None:
+    """The decimals as written in this pair (a parsed Float forgets trailing zeros: 1.7320 has 5 digits)."""
+    _written.clear()
+    for t in texts:
+        for lit in _DECIMAL_LITERAL_RE.findall(t):
+            n = decimal_num(lit)
+            if n is not None and (n.value not in _written or n.sig > _written[n.value].sig):
+                _written[n.value] = n
+
+
 def _float_num(f: Any) -> Num | None:
-    """A sympy Float as the decimal it was written as (digits from its own precision)."""
+    """A sympy Float as the decimal it was written as (its digits, or the literal in the pair's text)."""
     import mpmath.libmp as mlib
     from sympy.core.evalf import prec_to_dps
 
     text = mlib.to_str(f._mpf_, max(1, prec_to_dps(f._prec)))
-    return decimal_num(text)
+    n = decimal_num(text)
+    if n is not None:
+        w = _written.get(abs(n.value))
+        if w is not None and w.sig > n.sig:
+            return w if n.value >= 0 else w.scaled(Fraction(-1))
+    return n
 
 
 def _as_num(x: Any) -> Num | None:
@@ -301,6 +321,7 @@ def symbolic_equal(pred: str, ref: str, rel_tol: float | None, max_chars: int,
         return False
     _math_verify()
     _policy = pol
+    _note_written_decimals(pred, ref)
     # A reference meets many predictions in a run: its parse is cached (sympy objects are immutable).
     # Both sides as normalised and as given: each form rescues cases the other misses.
     golds = [list(_parse_cached(v)) for v in _variants(ref)]
