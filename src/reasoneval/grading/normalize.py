@@ -80,7 +80,8 @@ _LATEX_CMDS = (
     "alpha|beta|gamma|delta|theta|lambda|mu|sigma|omega|phi|displaystyle|quad|qquad|approx|lfloor|rfloor|"
     "lceil|rceil|binom|dots|ldots|cdots|emptyset|varnothing|mathbb|overline|vec|hat|angle|triangle"
 )
-_DOUBLE_BS_RE = re.compile(r"\\\\(?=(?:" + _LATEX_CMDS + r")(?![a-zA-Z]))")
+_DOUBLE_BS_RE = re.compile(r"(?<!\\)\\\\(?=(?:" + _LATEX_CMDS + r")(?![a-zA-Z]))")
+_SINGLE_BS_CMD_RE = re.compile(r"(?<!\\)\\[a-zA-Z]")
 _DOUBLE_BS_DELIM_RE = re.compile(r"\\\\([{}$%!,;:()\[\]])")
 _TRAILING_BS_RE = re.compile(r"(?:\s*\\+\s*)+$")
 _UNBRACED_SCRIPT_RE = re.compile(
@@ -105,8 +106,8 @@ _WS_RE = re.compile(r"\s+")
 
 def _undouble_backslashes(s: str) -> str:
     """JSON-escaped text written twice: `\\\\frac` -> `\\frac` (only before a known command or a delimiter)."""
-    if "\\\\" not in s or not _DOUBLE_BS_RE.search(s):
-        return s
+    if "\\\\" not in s or not _DOUBLE_BS_RE.search(s) or _SINGLE_BS_CMD_RE.search(s):
+        return s  # a single-backslash command is written too: the text is not escaped twice
     return _DOUBLE_BS_DELIM_RE.sub(r"\\\1", _DOUBLE_BS_RE.sub(r"\\", s))
 
 
@@ -136,6 +137,13 @@ def _unwrap_text(s: str) -> str:
             break
         s = s2
     return s
+
+
+def repair_latex(s: str) -> str:
+    """Only the repairs of broken LaTeX (the form "as given" that the workers parse beside the normalised one)."""
+    s = _undouble_backslashes(s.strip())
+    s = _TRAILING_BS_RE.sub("", s)
+    return _UNBRACED_SCRIPT_RE.sub(r"\1{\2}", s)
 
 
 # (name, function): the conventions every answer goes through, in order. docs/grading.md lists them.
@@ -386,8 +394,9 @@ def trailing_unit(s: str) -> str | None:
 _TIME_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:(a|p)\.?\s*m\.?)?$", re.IGNORECASE)
 
 
-def parse_time(s: str) -> tuple[int, int, bool, bool] | None:
-    """(hour 0-23 as written or from am/pm, seconds in the hour, has am/pm, has a clock marker)."""
+def parse_time(s: str) -> tuple[int, int, bool, bool, bool] | None:
+    """(hour 0-23 as written or from am/pm, seconds in the hour, has am/pm, has a clock marker, hour written
+    with a leading zero: a 24-hour clock)."""
     t = normalize_answer(s).replace(" ", "").replace("\\", "")
     m = _TIME_RE.match(t)
     if not m:
@@ -401,17 +410,17 @@ def parse_time(s: str) -> tuple[int, int, bool, bool] | None:
             return None
         h = h % 12 + (12 if ampm.lower() == "p" else 0)
     marker = bool(ampm) or m.group(3) is not None or m.group(1).startswith("0")
-    return h % 24, mi * 60 + se, bool(ampm), marker
+    return h % 24, mi * 60 + se, bool(ampm), marker, m.group(1).startswith("0")
 
 
-def times_equal(p: tuple[int, int, bool, bool], r: tuple[int, int, bool, bool]) -> bool:
+def times_equal(p: tuple[int, int, bool, bool, bool], r: tuple[int, int, bool, bool, bool]) -> bool:
     if p[1] != r[1]:
         return False
     if p[0] == r[0]:
         return True
     if p[2] != r[2]:  # one side 12-hour with am/pm, the other bare: 9:05 = 9:05 p.m. read on a 12-hour clock
         bare = r if p[2] else p
-        return 1 <= bare[0] <= 12 and p[0] % 12 == r[0] % 12
+        return 1 <= bare[0] <= 12 and not bare[4] and p[0] % 12 == r[0] % 12
     return False
 
 

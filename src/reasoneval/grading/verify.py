@@ -25,6 +25,7 @@ from reasoneval.grading.normalize import (
     decimal_num,
     normalize_answer,
     numbers_equal,
+    repair_latex,
     trailing_unit,
     units_conflict,
 )
@@ -53,7 +54,7 @@ def _math_verify() -> Any:
 
 def _variants(s: str) -> list[str]:
     out = []
-    for v in (normalize_answer(s), s.strip()):
+    for v in (normalize_answer(s), repair_latex(s)):
         if v and v not in out:
             out.append(v)
     return out
