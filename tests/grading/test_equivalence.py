@@ -80,12 +80,82 @@ RULES = [
     ("symbolic", "x^2+2x+1", "(x+1)^2", True),
     ("symbolic", "\\frac{\\sqrt{3}}{3}", "\\frac{1}{\\sqrt{3}}", True),
     ("symbolic", "x^2+1", "(x+1)^2", False),
+    # exact values compare exactly (never by a tolerance)
+    ("exactness", "12345678", "12345679", False),
+    ("exactness", "\\frac{5^{300}+1}{4\\cdot 5^{299}}", "\\frac{5^{301}+1}{4\\cdot 5^{300}}", False),
+    ("exactness", "\\frac{5^{300}+1}{4\\cdot 5^{299}}", "\\frac{5^{301}+5}{4\\cdot 5^{300}}", True),
+    ("exactness", "\\binom{30}{15}\\binom{20}{10}", "\\binom{30}{15}\\binom{20}{10}+1", False),
+    ("exactness", "2^{100}", "1267650600228229401496703205377", False),
+    ("exactness", "1267650600228229401496703205376.5", "2^{100}", False),
+    ("exactness", "(0, 1]", "(0, 1+10^{-30}]", False),
+    # a decimal approximation matches an exact value to the digits it writes (at least 4 significant)
+    ("decimal approximations", "1.414", "\\sqrt{2}", True),
+    ("decimal approximations", "1.415", "\\sqrt{2}", False),
+    ("decimal approximations", "37.699", "12\\pi", True),
+    ("decimal approximations", "2.718, 2.236", "e, \\sqrt{5}", True),
+    ("decimal approximations", "2.718, 2.237", "e, \\sqrt{5}", False),
+    ("decimal approximations", "1.7320", "\\sqrt{3}", False),  # the written 0 counts: 1.7321
+    ("decimal approximations", "\\begin{pmatrix} 1.4142 \\\\ 3.1416 \\end{pmatrix}",
+     "\\begin{pmatrix} \\sqrt{2} \\\\ \\pi \\end{pmatrix}", True),
+    ("decimal approximations", "1.2676506002282294e30", "2^{100}", True),
+    ("decimal approximations", "3.14", "\\pi", False),  # 3 significant digits are too few
+    # forms
+    ("complex numbers", "3+i", "(1+i)(2-i)", True),
+    ("complex numbers", "3+I", "3+i", True),
+    ("complex numbers", "3-i", "(1+i)(2-i)", False),
+    ("mixed numbers", "2 3/4", "\\frac{11}{4}", True),
+    ("mixed numbers", "2\\frac{3}{4}", "2.75", True),
+    ("mixed numbers", "2 3/4", "\\frac{3}{2}", False),
+    ("clock times", "9:05", "09:05:00", True),
+    ("clock times", "9:05 A.M.", "09:05", True),
+    ("clock times", "9:05 p.m.", "21:05", True),
+    ("clock times", "9:05 p.m.", "09:05", False),
+    ("degrees in trigonometry", "\\cos(90^\\circ - x)", "\\sin x", True),
+    ("degrees in trigonometry", "\\sin 30^\\circ", "\\frac{1}{2}", True),
+    ("matrix vs list", "\\begin{matrix}1 & 2\\end{matrix}", "[1, 2]", True),
+    ("matrix vs list", "\\begin{pmatrix}1 \\\\ 2 \\\\ 3\\end{pmatrix}", "[1, 2, 3]", True),
+    ("matrix vs list", "\\begin{pmatrix}1 \\\\ 2 \\\\ 3\\end{pmatrix}", "[1, 3, 2]", False),
+    # LaTeX robustness
+    ("trailing backslash", "5\\", "5", True),
+    ("thousands mark in a list", "4,\\!500, 3", "4500, 3", True),
+    ("thousands mark in a list", "4,\\!500, 3", "4501, 3", False),
+    ("unbraced exponent", "3^\\frac{2}{3}", "3^{2/3}", True),
+    ("unbraced exponent", "3^\\frac{2}{3}", "\\frac{2}{3}", False),
+    ("doubled backslashes", "\\\\frac{1}{2}", "0.5", True),
+    ("doubled backslashes", "\\\\sqrt{2}", "\\sqrt{2}", True),
+    ("e-notation", "4.4e7", "4.4\\times 10^{7}", True),
+    ("e-notation", "1e11", "10^{11}", True),
 ]
 
 
 @pytest.mark.parametrize(("rule", "pred", "ref", "equal"), RULES, ids=[f"{r[0]}:{r[1]}~{r[2]}" for r in RULES])
 def test_equivalence_rule(rule: str, pred: str, ref: str, equal: bool) -> None:
     assert is_equivalent(pred, ref) is equal
+
+
+def test_policies_per_task() -> None:
+    from reasoneval.grading import GradeItem, GradingPool
+
+    items = [
+        GradeItem("\\boxed{5 \\text{ m}}", "5"),                          # units ignored (default)
+        GradeItem("\\boxed{5 \\text{ m}}", "5", units="strict"),          # a unit the reference lacks
+        GradeItem("\\boxed{5}", "5 \\text{ m}", units="strict"),          # leaving a unit out is fine
+        GradeItem("\\boxed{5\\text{ cm}}", "5 \\text{ m}", units="strict"),  # a different unit
+        GradeItem("\\boxed{99}", "100", rel_tol=1e-2),                      # exact values: no tolerance
+        GradeItem("\\boxed{99}", "100", rel_tol=1e-2, approx="measured"),   # every number is a measurement
+        GradeItem("\\boxed{1.414}", "\\sqrt{2}", approx="exact"),          # no decimal approximations
+        GradeItem("\\boxed{1.414}", "\\sqrt{2}"),
+    ]
+    with GradingPool(workers=1) as pool:
+        got = [g.correct for g in pool.grade_many(items)]
+    assert got == [True, False, True, False, False, True, False, True]
+
+
+def test_unknown_policy_is_an_error() -> None:
+    from reasoneval.grading.normalize import Policy
+
+    with pytest.raises(ValueError):
+        Policy.make(None, "loose", None)
 
 
 def test_per_task_relative_tolerance() -> None:
@@ -101,6 +171,10 @@ def test_cheap_checks_decide_numbers_in_the_parent() -> None:
     assert cheap_compare("3", "4") is False
     # Anything symbolic is left to the workers.
     assert cheap_compare("\\sqrt{2}", "1.41421356") is None
+    # Two exact numbers are equal or not, never close; a decimal meets an exact value by its digits.
+    assert cheap_compare("12345678", "12345679") is False
+    assert cheap_compare("0.3333", "\\frac{1}{3}") is True
+    assert cheap_compare("0.3334", "\\frac{1}{3}") is False
 
 
 def test_a_side_with_a_box_is_extracted_first() -> None:

@@ -107,7 +107,43 @@ def test_choice_letter_in_usual_phrasings(response: str, letter: str) -> None:
 
 def test_choice_without_a_chosen_letter_has_no_answer() -> None:
     assert extract_answer("I am not sure which option applies to this question at all.", "choice") is None
-    assert extract_answer("The answer is K", "choice") is None  # K is not a choice letter
+    assert extract_answer("The answer is a number we have not found yet.", "choice") is None  # prose "a"
+
+
+@pytest.mark.parametrize(
+    ("response", "letter"),
+    [
+        ("The answer is K", "K"),
+        ("After checking all 26 options, the answer is (P).", "P"),
+        ("Final: $\\boxed{\\text{(Z)}}$", "Z"),
+        ("**T**", "T"),
+        ("M. the last of them", "M"),
+        ("so I choose Q", "Q"),
+    ],
+)
+def test_choice_letters_k_to_z(response: str, letter: str) -> None:
+    assert extract_answer(response, "choice") == letter
+
+
+def test_a_capital_letter_in_prose_is_not_a_choice() -> None:
+    assert extract_answer("I think it is not clear which option is right.", "choice") is None
+    assert extract_answer("We Then Compare The Options Carefully.", "choice") is None
+
+
+def test_boxed_answer_inside_answer_tags() -> None:
+    assert extract_answer("Reasoning that is long enough to matter here.\n<answer>\\boxed{5}</answer>") == "5"
+    assert extract_answer("<think>x</think><answer>The final answer is $\\boxed{\\frac{1}{2}}$</answer>") == "\\frac{1}{2}"
+    assert extract_answer("<answer> 42 </answer>") == "42"
+    assert extract_answer("<answer>The answer is (K)</answer>", "choice") == "K"
+
+
+def test_last_boxed_is_the_one_public_box_parser() -> None:
+    from reasoneval.grading.extract import last_boxed
+
+    assert last_boxed("a \\boxed{1}. Then we see \\boxed{\\frac{1}{2}}") == "\\frac{1}{2}"
+    assert last_boxed("\\boxed{1} and \\boxed{2}") == "1, 2"
+    assert last_boxed("no box here") is None
+    assert last_boxed("\\boxed{unclosed") is None
 
 
 def test_extraction_is_linear_on_a_huge_response() -> None:

@@ -16,8 +16,9 @@ _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_ANSWER_TAG_RE = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
 _ANSWER_PHRASE_RE = re.compile(
-    r"(?:final\s+answer\s*(?:is|:)?|the\s+answer\s+is|answer\s*(?:is|:)|\banswer\b|"
+    r"(?<![</])(?:final\s+answer\s*(?:is|:)?|the\s+answer\s+is|answer\s*(?:is|:)|\banswer\b|"
     r"réponse\s*(?:finale\s*)?(?:est|:)|respuesta\s*(?:final\s*)?(?:es|:)|antwort\s*(?:ist|:)|"
     r"ответ\s*:?|答案\s*(?:是|为|:|：)?|最终答案\s*(?:是|为|:|：)?|答\s*[:：]|उत्तर\s*(?:है|:)?|الإجابة\s*(?:هي|:)?)",
     re.IGNORECASE,
@@ -53,17 +54,20 @@ def extract_answer(response: str, kind: str = "math", *, truncated: bool = False
 
 
 def final_section(response: str) -> str | None:
-    """Text after the last </think>; None when the response is cut off inside its think block."""
+    """Text after the last </think>; None when the response is cut off inside its think block. When that text
+    has <answer>...</answer> tags, the content of the last non-empty pair (an unclosed one runs to the end)."""
     close = response.rfind(_THINK_CLOSE)
     if close >= 0:
-        return response[close + len(_THINK_CLOSE):]
-    if _THINK_OPEN in response:
+        text = response[close + len(_THINK_CLOSE):]
+    elif _THINK_OPEN in response:
         return None
-    return response
-
-
-def has_box(text: str) -> bool:
-    return _BOX_RE.search(text) is not None
+    else:
+        text = response
+    if "<answer>" in text or "<ANSWER>" in text or "<Answer>" in text:
+        tagged = [m.group(1) for m in _ANSWER_TAG_RE.finditer(text) if m.group(1).strip()]
+        if tagged:
+            return tagged[-1]
+    return text
 
 
 def has_answer_phrase(text: str, kind: str = "math") -> bool:
@@ -97,6 +101,12 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
             return out
         out.append((m.start(), i, text[m.end():i - 1]))
         pos = m.end()  # nested boxes are found too; the outermost last one wins below
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last complete \\boxed{...} / \\fbox{...} (boxes joined only by connectors form one
+    answer, joined with ", "), or None when there is no complete box."""
+    return _last_boxed(text)
 
 
 def _last_boxed(text: str, boxes: list[tuple[int, int, str]] | None = None) -> str | None:
@@ -243,7 +253,10 @@ def _extract_math(text: str, truncated: bool = False) -> str | None:
 
 # ----- multiple choice -----
 
-_LETTER = r"\(?\s*\**([A-J])\**\s*\)?"
+# Choice letters: A-Z (a data file may have up to 26 options). In the case-insensitive phrase patterns the
+# letter itself stays case-sensitive (A-Z; a-j only in parentheses), so "the answer is a number" is no choice.
+CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LETTER = r"\(?\s*\**((?-i:[A-Z])|(?<=\()(?-i:[a-j])(?=\)))\**\s*\)?"
 _CHOICE_PHRASE_RE = re.compile(
     r"(?:answer|option|choice|réponse|respuesta|antwort|risposta|resposta|ответ|答案|选项|答|उत्तर|الإجابة)"
     r"(?:\s+(?:is|est|es|ist|è|é|would\s+be|should\s+be|must\s+be))?\s*(?:[:：是为]\s*)?"
@@ -254,16 +267,16 @@ _CHOICE_PHRASE_RE = re.compile(
 _CHOICE_IT_IS_RE = re.compile(r"\b(?:it'?s|it\s+is|choose|pick|select|go\s+with)\s+" + _LETTER + r"(?![A-Za-z])")
 # A leading letter: "D. it can't be", "B。不是 A", "(C) Cecile", "C Cecile" -- but not the word "I am".
 _CHOICE_LEADING_RE = re.compile(
-    r"^\s*[\(\[]?\s*\**([A-J])\**\s*(?:[\)\]\.:。．、,，]|$|(?=[^\sA-Za-z])|\s+(?=[A-Z\n]))"
+    r"^\s*[\(\[]?\s*\**([A-Z])\**\s*(?:[\)\]\.:。．、,，]|$|(?=[^\sA-Za-z])|\s+(?=[A-Z\n]))"
 )
 
 
 def extract_choice(text: str, truncated: bool = False) -> str | None:
-    """The chosen letter A-J (see docs/grading.md, "Multiple choice")."""
+    """The chosen letter A-Z (see docs/grading.md, "Multiple choice")."""
     boxed = _last_boxed(text)
     if boxed is not None:
         inner = re.sub(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}", r"\1", boxed)
-        m = re.match(r"^\s*[\(\[]?\s*([A-Ja-j])\s*[\)\]]?(?:\s|$|[.:])", inner + " ")
+        m = re.match(r"^\s*[\(\[]?\s*([A-Za-z])\s*[\)\]]?(?:\s|$|[.:])", inner + " ")
         if m:
             return m.group(1).upper()
     cands: list[tuple[int, str]] = []
@@ -274,15 +287,10 @@ def extract_choice(text: str, truncated: bool = False) -> str | None:
         return max(cands)[1].upper()
     bolds = [b.group(1).strip() for b in _BOLD_RE.finditer(text)]
     for b in reversed(bolds):
-        m = re.fullmatch(r"[\(\[]?([A-J])[\)\]\.]?(?:\s.*)?", b)
+        m = re.fullmatch(r"[\(\[]?([A-Z])[\)\]\.]?(?:\s.*)?", b)
         if m:
             return m.group(1)
     m = None if truncated else _CHOICE_LEADING_RE.match(text)
     if m:
         return m.group(1)
     return None
-
-
-def find_boxed(text: str) -> bool:
-    """Whether `text` holds a complete \\boxed{} / \\fbox{} (a whole solution rather than a bare answer)."""
-    return bool(boxed_contents(text))

@@ -13,16 +13,17 @@ import sys
 from typing import Any, Sequence
 
 from reasoneval.grading.extract import (
+    CHOICE_LETTERS,
     SHORT_RESPONSE_CHARS,
     extract_answer,
     extract_choice,
-    find_boxed,
     has_answer_phrase,
+    last_boxed,
 )
-from reasoneval.grading.normalize import DEFAULT_REL_TOL, answer_key, cheap_compare
+from reasoneval.grading.normalize import DEFAULT_APPROX, DEFAULT_UNITS, Policy, answer_key, cheap_compare
 
 # Bump when any grading rule changes: cache entries written under another version are ignored.
-GRADER_VERSION = "2"
+GRADER_VERSION = "3"
 DEFAULT_MAX_SYMBOLIC_CHARS = 1000
 _PRESTART_ITEMS = 256
 
@@ -43,6 +44,10 @@ class GradeItem:
     kind: str = "math"
     finish_reason: str | None = None
     rel_tol: float | None = None
+    # Per-task conventions (normalize.py, docs/grading.md "Policy"): how a decimal approximation meets an exact
+    # value ("digits" | "measured" | "exact") and whether units count ("ignore" | "strict"); None = default.
+    approx: str | None = None
+    units: str | None = None
 
 
 class _Worker:
@@ -121,7 +126,7 @@ class _Worker:
 _PKG_ROOT = str(pathlib.Path(__file__).resolve().parents[2])
 
 
-CacheKey = tuple[str, str, str, float]
+CacheKey = tuple[str, str, str, float | None, str, str]  # pred key, ref, kind, rel_tol, approx, units
 
 
 class GradingPool:
@@ -169,7 +174,9 @@ class GradingPool:
                     d = json.loads(line)
                     if d.get("grader_version") != GRADER_VERSION:
                         continue
-                    key = (d["pred"], d["ref"], d["kind"], float(d["rel_tol"]))
+                    tol = d["rel_tol"]
+                    key = (d["pred"], d["ref"], d["kind"], None if tol is None else float(tol),
+                           str(d.get("approx", DEFAULT_APPROX)), str(d.get("units", DEFAULT_UNITS)))
                     self._cache[key] = bool(d["equal"])
                 except (ValueError, KeyError, TypeError, AttributeError):
                     continue  # a torn last line (crash mid-write) or a foreign line is skipped
@@ -181,9 +188,10 @@ class GradingPool:
             return
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         lines = []
-        for (pred, ref, kind, tol), eq in entries:
+        for (pred, ref, kind, tol, approx, units), eq in entries:
             lines.append(json.dumps({"grader_version": GRADER_VERSION, "pred": pred, "ref": ref, "kind": kind,
-                                     "rel_tol": tol, "equal": eq}, ensure_ascii=False))
+                                     "rel_tol": tol, "approx": approx, "units": units, "equal": eq},
+                                    ensure_ascii=False))
         with open(self.cache_path, "a", encoding="utf-8") as f:
             # If the previous writer died mid-line, start on a fresh line so only that line is lost.
             if f.tell() > 0:
@@ -314,14 +322,17 @@ class GradingPool:
             pass
 
     # -- equivalence -------------------------------------------------------------------------
-    def equivalent_many(self, pairs: Sequence[tuple[str, str, str, float | None]]) -> list[tuple[bool, str]]:
-        """(pred, ref, kind, rel_tol) answer pairs -> (equal, status); each distinct pair verified once."""
+    def equivalent_many(self, pairs: Sequence[tuple[Any, ...]]) -> list[tuple[bool, str]]:
+        """(pred, ref, kind, rel_tol[, approx[, units]]) answer pairs -> (equal, status); each distinct pair
+        verified once. approx and units (optional, None = default) are the per-task policies of GradeItem."""
         out: list[tuple[bool, str] | None] = [None] * len(pairs)
         todo: dict[CacheKey, list[int]] = {}
         raw: dict[CacheKey, tuple[str, str]] = {}
         cheap_entries: list[tuple[CacheKey, bool]] = []
-        for i, (pred, ref, kind, tol) in enumerate(pairs):
-            t = DEFAULT_REL_TOL if tol is None else float(tol)
+        for i, pair in enumerate(pairs):
+            pred, ref, kind, tol = pair[:4]
+            policy = Policy.make(tol, *pair[4:6])
+            t = policy.rel_tol
             if kind == "choice":
                 out[i] = (_choice_equal(pred, ref), "ok")
                 continue
@@ -330,7 +341,7 @@ class GradingPool:
                 # Too long to normalise or parse: only an identical string counts (never sent to a worker).
                 out[i] = (pred.strip() == ref.strip(), "ok")
                 continue
-            key = (answer_key(pred), ref, kind, t)
+            key = (answer_key(pred), ref, kind, t, policy.approx, policy.units)
             if key in self._cache:
                 self.stats["cache_hits"] += 1
                 out[i] = (self._cache[key], "ok")
@@ -338,7 +349,7 @@ class GradingPool:
             if key in todo:
                 todo[key].append(i)
                 continue
-            c = cheap_compare(pred, ref, t)
+            c = cheap_compare(pred, ref, policy=policy)
             if c is not None:
                 self.stats["cheap"] += 1
                 self._cache[key] = c
@@ -350,7 +361,8 @@ class GradingPool:
         # Cheap verdicts are cached in memory only: recomputing them costs less than a cache line.
         keys = list(todo)
         self.stats["symbolic"] += len(keys)
-        res = self.run_jobs([("verify", (raw[k][0], raw[k][1], k[3], self.max_symbolic_chars)) for k in keys])
+        res = self.run_jobs([("verify", (raw[k][0], raw[k][1], k[3], self.max_symbolic_chars, k[4], k[5]))
+                             for k in keys])
         stored: list[tuple[CacheKey, bool]] = []
         for k, (status, value) in zip(keys, res):
             if status == "ok":
@@ -369,7 +381,7 @@ class GradingPool:
     def grade_many(self, items: Sequence[GradeItem]) -> list[Grade]:
         """Grade items in parallel; results in the same order as items."""
         extracted: list[str | None] = []
-        pairs: list[tuple[str, str, str, float | None]] = []
+        pairs: list[tuple[Any, ...]] = []
         where: list[int] = []
         ref_cache: dict[tuple[str, str], str] = {}
         if len(items) >= _PRESTART_ITEMS:
@@ -385,7 +397,7 @@ class GradingPool:
             rk = (it.reference, it.kind)
             if rk not in ref_cache:
                 ref_cache[rk] = prepare_reference(it.reference, it.kind)
-            pairs.append((ans, ref_cache[rk], it.kind, it.rel_tol))
+            pairs.append((ans, ref_cache[rk], it.kind, it.rel_tol, it.approx, it.units))
             where.append(i)
         verdicts = self.equivalent_many(pairs)
         grades: list[Grade] = [Grade(False, None, "no_answer") if e is None else Grade(False, e, "error") for e in extracted]
@@ -464,7 +476,7 @@ def _check_kind(kind: str) -> None:
 
 def _choice_letter(s: str) -> str | None:
     t = s.strip()
-    if len(t) == 1 and t.upper() in "ABCDEFGHIJ":
+    if len(t) == 1 and t.upper() in CHOICE_LETTERS:
         return t.upper()
     return extract_choice(t)
 
@@ -478,7 +490,7 @@ def prepare_reference(reference: str, kind: str) -> str:
     """A reference that is a whole solution (a \\boxed{}, or a long text with "final answer is") is extracted
     like a response; a short reference is the answer itself."""
     if kind == "math" and (
-        find_boxed(reference) or (len(reference) > SHORT_RESPONSE_CHARS and has_answer_phrase(reference))
+        last_boxed(reference) is not None or (len(reference) > SHORT_RESPONSE_CHARS and has_answer_phrase(reference))
     ):
         ans = extract_answer(reference, "math")
         if ans is not None:
