@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -340,3 +341,32 @@ def test_tasks_command_lists_sizes_sources_and_local_data(tmp_path: Path, data: 
     assert "yes" in lines["aime24"] and " 3 " in lines["aime24"]  # our 3-row file is what would load
     assert "Idavidrein/gpqa" in lines["gpqa_diamond"] and "no" in lines["gpqa_diamond"]
     assert "group math = aime24, aime25, amc23, math500, minerva_math, olympiadbench" in r.stdout
+
+
+def test_two_runs_side_by_side_in_one_event_loop_keep_their_own_logs(make_openai_server: Any, tmp_path: Path,
+                                                                     data: Path) -> None:
+    """evaluate_async inside a running loop; each run's run.log holds its own run's lines only."""
+    server = make_openai_server(script={"x+1=5": "\\boxed{4}", "2 \\cdot 5": "\\boxed{10}", "3^2": "\\boxed{9}"})
+    opts: dict[str, Any] = dict(base_url=server.base_url, model="test-model", data_dir=str(data), tasks=["aime24"],
+                                output_dir=str(tmp_path / "results"), grading_workers=1, progress=False,
+                                print_table=False, n=2)
+
+    async def both() -> tuple[Any, Any]:
+        return await asyncio.gather(reasoneval.evaluate_async(**opts, seed=1),
+                                    reasoneval.evaluate_async(**opts, seed=2))
+
+    a, b = asyncio.run(both())
+    assert a.run_dir != b.run_dir and a.tasks["aime24"].mean == b.tasks["aime24"].mean == 1.0
+    log_a, log_b = (a.run_dir / "run.log").read_text(), (b.run_dir / "run.log").read_text()
+    assert str(a.run_dir) in log_a and str(b.run_dir) not in log_a
+    assert str(b.run_dir) in log_b and str(a.run_dir) not in log_b
+
+
+def test_engine_flags_belong_to_their_engine(make_openai_server: Any, tmp_path: Path, data: Path) -> None:
+    server = make_openai_server()
+    r = cli(*base_args(server, tmp_path, "--tasks", "aime24", "--replicas", "2"))
+    assert r.returncode == 2 and "--replicas is an option of the local engine(s), not of --engine openai" in r.stderr
+    r = cli(*base_args(server, tmp_path, "--tasks", "aime24", "--engine-arg", "replicas=2"))
+    assert r.returncode == 2 and "the openai engine has no option 'replicas'" in r.stderr
+    r = cli("engines")
+    assert r.returncode == 0 and "--engine launch" in r.stdout and "startup_timeout" in r.stdout

@@ -73,6 +73,7 @@ def setup_logging(debug: bool = False) -> None:
     root.propagate = False
 
 
+_OPEN_RUN_LOGS: list[int] = []  # the logger's level before each open run log (restored when the last closes)
 _CURRENT_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar("reasoneval_run", default=None)
 
 
@@ -91,9 +92,16 @@ def run_log(run_dir: Path) -> Iterator[None]:
     token = _CURRENT_RUN.set(tag)
     logger = logging.getLogger("reasoneval")
     logger.addHandler(handler)
+    # run.log gets INFO lines also when the caller configured no logging (the Python API).
+    _OPEN_RUN_LOGS.append(logger.level)
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
     try:
         yield
     finally:
         logger.removeHandler(handler)
         handler.close()
         _CURRENT_RUN.reset(token)
+        level = _OPEN_RUN_LOGS.pop()
+        if not _OPEN_RUN_LOGS:
+            logger.setLevel(level)

@@ -12,13 +12,14 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .errors import UserError
 from .result import RunConfig, RunResult, write_config
 from .scoring import SCORERS, TaskScoring
 from .store import SampleStore, add_problems
 from .tasks import problem_key
+from .tasks.user_data import iter_rows
 from .types import Problem, SampleRecord
 
 PROBLEM_KEYS = ("problem", "question", "prompt", "input", "query")
@@ -60,39 +61,6 @@ def _responses(value: Any, where: str) -> list[str]:
     raise UserError(f"{where}: the response field must be a string or a list of strings")
 
 
-def _rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        n = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
-            for row in batch.to_pylist():
-                n += 1
-                yield f"{path} row {n}", row
-    elif suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as e:
-            raise UserError(f"{path}: not valid JSON ({e})") from None
-        if not isinstance(data, list):
-            raise UserError(f"{path}: expected a JSON list of objects")
-        for i, row in enumerate(data, 1):
-            yield f"{path} item {i}", row
-    else:
-        with open(path, encoding="utf-8") as f:
-            for i, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    raise UserError(f"{path}:{i}: not valid JSON") from None
-                if not isinstance(row, dict):
-                    raise UserError(f"{path}:{i}: expected a JSON object")
-                yield f"{path}:{i}", row
-
-
 def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, problem_key_name: str | None,
                        answer_key: str | None, response_key: str | None) -> int:
     """Write `out_dir` as a run directory holding the file's problems and responses; returns K."""
@@ -103,7 +71,7 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
         if store.path.stat().st_size if store.path.exists() else 0:
             store.path.write_bytes(b"")  # re-import from scratch: the file is the source of truth
         seen: set[str] = set()
-        for n, (where, row) in enumerate(_rows(path)):
+        for n, (where, row) in enumerate(iter_rows(str(path))[0]):
             if "doc" in row and "resps" in row and isinstance(row["doc"], dict):  # lm-evaluation-harness
                 doc = row["doc"]
                 q = _pick(doc, problem_key_name, PROBLEM_KEYS, "problem", where)

@@ -29,7 +29,7 @@ def test_registry_names_and_math_group() -> None:
         assert name in TASKS
     assert GROUPS["math"] == ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench")
     assert TASKS.get("gpqa_diamond").scoring.scorer == "choice"
-    assert TASKS.get("minerva_math").scoring.settings == {"rel_tol": 1e-2}
+    assert TASKS.get("minerva_math").scoring.settings == {"rel_tol": 1e-2, "approx": "measured"}
     assert TASKS.get("aime24").scoring.settings == {}
     gsm = TASKS.get("gsm8k").hub
     assert gsm is not None and (gsm.dataset_id, gsm.config, gsm.split) == ("openai/gsm8k", "main", "test")

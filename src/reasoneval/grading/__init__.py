@@ -45,9 +45,11 @@ def _side(s: str, kind: str) -> str:
     return prepare_reference(s, kind) if kind == "math" else s
 
 
-def is_equivalent(pred: str, reference: str, kind: str = "math", rel_tol: float | None = None) -> bool:
-    """Whether two answers are equivalent; a side that still contains \\boxed{} is extracted first."""
-    eq, _ = _pool().equivalent_many([(_side(pred, kind), _side(reference, kind), kind, rel_tol)])[0]
+def is_equivalent(pred: str, reference: str, kind: str = "math", rel_tol: float | None = None,
+                  approx: str | None = None, units: str | None = None) -> bool:
+    """Whether two answers are equivalent; a side that still contains \\boxed{} is extracted first.
+    approx / units: the per-task policy (docs/grading.md, "Policy"); None = the default."""
+    eq, _ = _pool().equivalent_many([(_side(pred, kind), _side(reference, kind), kind, rel_tol, approx, units)])[0]
     return eq
 
 
@@ -57,6 +59,8 @@ def grade(
     kind: str = "math",
     finish_reason: str | None = None,
     rel_tol: float | None = None,
+    approx: str | None = None,
+    units: str | None = None,
 ) -> Grade:
     """Grade one response; for many, use GradingPool.grade_many (parallel, deduplicated, cached)."""
-    return _pool().grade_many([GradeItem(response, reference, kind, finish_reason, rel_tol)])[0]
+    return _pool().grade_many([GradeItem(response, reference, kind, finish_reason, rel_tol, approx, units)])[0]

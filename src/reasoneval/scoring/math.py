@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..grading import GRADER_VERSION, GradeItem, GradingPool
+from ..grading.normalize import Policy
+from ..errors import UserError
 from ..types import Problem, SampleRecord
 from .base import SCORERS, Score, ScoringContext
 
@@ -31,13 +33,19 @@ class _AnswerScorer:
     kind = ""
     version = GRADER_VERSION
 
-    def __init__(self, context: ScoringContext, rel_tol: float | None = None) -> None:
+    def __init__(self, context: ScoringContext, rel_tol: float | None = None, approx: str | None = None,
+                 units: str | None = None) -> None:
+        try:
+            Policy.make(rel_tol, approx, units)  # a bad setting fails here, once, with one line
+        except ValueError as e:
+            raise UserError(f"{self.name} scorer: {e}") from None
         self.context = context
-        self.rel_tol = rel_tol
+        self.rel_tol, self.approx, self.units = rel_tol, approx, units
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
         items = [GradeItem(response=s.text or "", reference=p.answer, kind=self.kind, finish_reason=s.finish_reason,
-                           rel_tol=self.rel_tol) for p, s in zip(problems, samples)]
+                           rel_tol=self.rel_tol, approx=self.approx, units=self.units)
+                 for p, s in zip(problems, samples)]
         return [Score(correct=g.correct, value=g.correct, answer=g.extracted, status=g.status)
                 for g in grading_pool(self.context).grade_many(items)]
 
@@ -49,7 +57,8 @@ class _AnswerScorer:
 class MathScorer(_AnswerScorer):
     """A free-form answer (the last \\boxed{}, or an answer phrase), equal to the reference as mathematics.
 
-    rel_tol: relative tolerance for decimal answers (None: the grader's default).
+    Settings (docs/grading.md, "Policy"): rel_tol, the relative tolerance for decimal answers; approx, how a
+    decimal meets an exact value ("digits" | "measured" | "exact"); units ("ignore" | "strict").
     """
 
     name = "math"

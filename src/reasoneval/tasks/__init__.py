@@ -7,13 +7,13 @@
 from __future__ import annotations
 
 from .catalog import GROUPS, TASKS, resolve_task_names
-from .keys import dataset_hash, normalize_answer, problem_key
+from .keys import dataset_hash, reference_text, problem_key
 from .loading import cache_dir, load_task, pull, resolve_data_dir, task_listing
 from .spec import HubSource, TaskSpec
 from .user_data import load_user_data
 
 __all__ = [
     "GROUPS", "TASKS", "HubSource", "TaskSpec", "cache_dir", "dataset_hash", "load_task",
-    "load_user_data", "normalize_answer", "problem_key", "pull", "resolve_data_dir",
+    "load_user_data", "reference_text", "problem_key", "pull", "resolve_data_dir",
     "resolve_task_names", "task_listing",
 ]

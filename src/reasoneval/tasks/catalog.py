@@ -29,11 +29,12 @@ _add(TaskSpec("math500", "MATH-500 (PRM800K test subset of MATH)", size=500,
               hub=HubSource("HuggingFaceH4/MATH-500", "test", hub.map_math500)))
 _add(TaskSpec(
     "minerva_math", "Minerva MIT OCW STEM problems", size=272,
-    # References are rounded physical quantities (e.g. "1.6", "4.5e33") and the problems ask for
-    # a few significant figures: a correct answer computed with slightly different constants or
-    # rounding differs in the 2nd-3rd digit. 1% relative tolerance accepts those and still
-    # rejects a wrong answer (typically off by far more, or by an order of magnitude).
-    scoring=TaskScoring("math", {"rel_tol": 1e-2}),
+    # References are rounded physical quantities (e.g. "1.6", "4.5e33", even "100") and the problems
+    # ask for a few significant figures: a correct answer computed with slightly different constants
+    # or rounding differs in the 2nd-3rd digit. 1% relative tolerance, applied to references written
+    # as integers too ("measured"), accepts those and still rejects a wrong answer (typically off by
+    # far more, or by an order of magnitude). docs/grading.md, "Policy".
+    scoring=TaskScoring("math", {"rel_tol": 1e-2, "approx": "measured"}),
     hub=HubSource("math-ai/minervamath", "test", hub.map_minerva)))
 _add(TaskSpec("olympiadbench", "OlympiadBench OE_TO_maths_en_COMP", size=675,
               hub=HubSource("math-ai/olympiadbench", "test", hub.map_olympiadbench)))

@@ -12,7 +12,8 @@ import re
 from typing import Any, Mapping
 
 from ..errors import UserError
-from .keys import normalize_answer
+from ..grading.extract import last_boxed
+from .keys import reference_text
 
 Row = Mapping[str, Any]
 _YEAR_IN_URL = re.compile(r"/((?:19|20)\d\d)_")
@@ -56,7 +57,7 @@ def map_aime24(row: Row) -> dict[str, Any]:
     """HuggingFaceH4/aime_2024: id, problem, solution, answer (str, some zero-padded), url, year (str)."""
     return _clean({
         "problem": _col(row, "problem"),
-        "answer": normalize_answer(_col(row, "answer")),
+        "answer": reference_text(_col(row, "answer")),
         "solution": _opt_str(row, "solution"),
         "year": _year(row),
         "source_id": _opt_str(row, "id"),
@@ -68,7 +69,7 @@ def map_aime25(row: Row) -> dict[str, Any]:
     """math-ai/aime25: problem, answer (str), id (str)."""
     return _clean({
         "problem": _col(row, "problem"),
-        "answer": normalize_answer(_col(row, "answer")),
+        "answer": reference_text(_col(row, "answer")),
         "year": 2025,
         "source_id": _opt_str(row, "id"),
     })
@@ -78,7 +79,7 @@ def map_amc23(row: Row) -> dict[str, Any]:
     """math-ai/amc23: id, question, answer (float, e.g. 27.0), url."""
     return _clean({
         "problem": _col(row, "question", "problem"),
-        "answer": normalize_answer(_col(row, "answer")),
+        "answer": reference_text(_col(row, "answer")),
         "year": _year(row) or 2023,
         "source_id": _opt_str(row, "id"),
         "url": _opt_str(row, "url"),
@@ -89,7 +90,7 @@ def map_amc(row: Row) -> dict[str, Any]:
     """AI-MO/aimo-validation-amc: id, problem, answer (float), url (year from the AoPS URL)."""
     return _clean({
         "problem": _col(row, "problem"),
-        "answer": normalize_answer(_col(row, "answer")),
+        "answer": reference_text(_col(row, "answer")),
         "year": _year(row),
         "source_id": _opt_str(row, "id"),
         "url": _opt_str(row, "url"),
@@ -100,29 +101,12 @@ def map_math500(row: Row) -> dict[str, Any]:
     """HuggingFaceH4/MATH-500: problem, solution, answer, subject, level (int), unique_id."""
     return _clean({
         "problem": _col(row, "problem"),
-        "answer": normalize_answer(_col(row, "answer")),
+        "answer": reference_text(_col(row, "answer")),
         "solution": _opt_str(row, "solution"),
         "subject": _opt_str(row, "subject"),
         "level": row.get("level"),
         "source_id": _opt_str(row, "unique_id"),
     })
-
-
-def last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} in text, brace-balanced (None if there is none)."""
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    i = start + len("\\boxed{")
-    depth = 1
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
 
 
 def map_minerva(row: Row) -> dict[str, Any]:
@@ -135,7 +119,7 @@ def map_minerva(row: Row) -> dict[str, Any]:
         raise UserError("minerva_math Hub row has neither 'answer' nor a \\boxed{} answer in 'solution'")
     return _clean({
         "problem": _col(row, "question", "problem"),
-        "answer": normalize_answer(answer),
+        "answer": reference_text(answer),
         "solution": solution,
         "subject": _opt_str(row, "type") or _opt_str(row, "subject"),
         "source_id": _opt_str(row, "idx") or _opt_str(row, "id"),
@@ -158,7 +142,7 @@ def map_olympiadbench(row: Row) -> dict[str, Any]:
         sol = "\n\n".join(s for s in sol if isinstance(s, str)) or None
     return _clean({
         "problem": _col(row, "question"),
-        "answer": normalize_answer(str(fa).strip().strip("$").strip()),
+        "answer": reference_text(str(fa).strip().strip("$").strip()),
         "solution": sol if isinstance(sol, str) and sol else None,
         "subject": _opt_str(row, "subfield"),
         "source_id": _opt_str(row, "id"),
@@ -171,7 +155,7 @@ def map_gsm8k(row: Row) -> dict[str, Any]:
     if "####" not in full:
         raise UserError("gsm8k Hub row's answer has no '#### N' final line")
     final = full.rsplit("####", 1)[1].strip().replace(",", "")  # "2,125" -> "2125"
-    return {"problem": _col(row, "question"), "answer": normalize_answer(final), "solution": full}
+    return {"problem": _col(row, "question"), "answer": reference_text(final), "solution": full}
 
 
 def map_gpqa(row: Row) -> dict[str, Any]:
@@ -196,6 +180,6 @@ def map_limo(row: Row) -> dict[str, Any]:
     """GAIR/LIMO: question, solution, answer."""
     return _clean({
         "problem": _col(row, "question"),
-        "answer": normalize_answer(_col(row, "answer")),
+        "answer": reference_text(_col(row, "answer")),
         "solution": _opt_str(row, "solution"),
     })

@@ -28,7 +28,7 @@ def problem_key(problem_text: str, answer: str) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def normalize_answer(value: str | int | float) -> str:
+def reference_text(value: str | int | float) -> str:
     """Reference answer as a string; integers without leading zeros or a trailing `.0`.
 
     AIME copies store "055", AMC copies store 27.0: both would otherwise differ from the

@@ -69,23 +69,31 @@ def _how_to_get(spec: TaskSpec) -> str:
             f"(or REASONEVAL_DATA_DIR) at a folder holding {spec.name}.jsonl")
 
 
-def download_rows(src: HubSource) -> list[dict[str, Any]]:
-    """The raw rows of a Hub source, via `datasets` (network)."""
+def load_hub_rows(dataset_id: str, config: str | None, split: str | None, hint: str = "") -> list[dict[str, Any]]:
+    """The raw rows of a Hub dataset split, via `datasets` (network); one-line errors."""
     try:
         import datasets  # imported late: slow, and not needed when data is local
     except ImportError:
-        raise UserError("the `datasets` package is needed to download benchmarks; pip install datasets") from None
+        raise UserError("the `datasets` package is needed to load Hub datasets; pip install datasets") from None
+    cfg = f" ({config})" if config else ""
     try:
-        ds = datasets.load_dataset(src.dataset_id, src.config, split=src.split)
+        ds = datasets.load_dataset(dataset_id, config, split=split)
     except Exception as e:  # datasets raises many types (HTTP, auth, FileNotFound, ...)
         msg = (str(e).strip().splitlines() or [""])[0][:200]
-        hint = ""
-        if src.gated:
-            hint = (f" (gated: accept the terms at https://huggingface.co/datasets/{src.dataset_id} "
-                    "and set HF_TOKEN)")
-        raise UserError(f"could not load {src.describe()} from the Hugging Face Hub: "
+        raise UserError(f"could not load {dataset_id}{cfg} from the Hugging Face Hub: "
                         f"{type(e).__name__}: {msg}{hint}") from None
+    if isinstance(ds, datasets.DatasetDict):
+        if len(ds) != 1:
+            raise UserError(f"{dataset_id}{cfg} has splits {', '.join(ds)}; choose one with --split")
+        ds = next(iter(ds.values()))
     return [dict(r) for r in ds]
+
+
+def download_rows(src: HubSource) -> list[dict[str, Any]]:
+    """The raw rows of a task's Hub source."""
+    hint = (f" (gated: accept the terms at https://huggingface.co/datasets/{src.dataset_id} and set HF_TOKEN)"
+            if src.gated else "")
+    return load_hub_rows(src.dataset_id, src.config, src.split, hint)
 
 
 def convert_hub_rows(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..errors import UserError
 from ..types import Problem
 from .choice import LETTERS, shuffle_choices
-from .keys import normalize_answer, problem_key
+from .keys import reference_text, problem_key
 from .spec import TaskSpec
 
 STR_META = ("solution", "subject", "source_id", "url")
@@ -30,26 +30,30 @@ META_KEYS = ("subject", "level", "year", "source_id", "url", "solution")
 NumberedRow = tuple[str, Mapping[str, Any]]  # (where: "file:line", row)
 
 
-def read_jsonl(path: Path) -> list[NumberedRow]:
-    """Rows of a JSONL file, each tagged with "file:line" for error messages; blank lines skipped."""
+def iter_jsonl_rows(path: Path) -> Iterator[NumberedRow]:
+    """Rows of a JSONL file as they are read, each tagged with "file:line"; blank lines skipped."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise UserError(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno}); "
+                                    "each line must be one JSON object") from None
+                if not isinstance(row, dict):
+                    raise UserError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+                yield f"{path}:{n}", row
     except UnicodeDecodeError as e:
         raise UserError(f"{path}: not UTF-8 text ({e.reason}); save it as UTF-8 JSONL") from None
     except OSError as e:
         raise UserError(f"cannot read {path}: {e.strerror}") from None
-    rows: list[NumberedRow] = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno}); "
-                            "each line must be one JSON object") from None
-        if not isinstance(row, dict):
-            raise UserError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
-        rows.append((f"{path}:{n}", row))
+
+
+def read_jsonl(path: Path) -> list[NumberedRow]:
+    """All rows of a JSONL file (see iter_jsonl_rows); an empty file is an error."""
+    rows = list(iter_jsonl_rows(path))
     if not rows:
         raise UserError(f"{path}: file is empty; expected one JSON object per line")
     return rows
@@ -78,7 +82,7 @@ def _get_answer(where: str, row: Mapping[str, Any], key: str = "answer") -> str:
     v = row[key]
     if isinstance(v, bool) or not isinstance(v, (str, int, float)):
         raise UserError(f"{where}: {key!r} must be a string or a number, got {_type_name(v)}")
-    ans = normalize_answer(v)
+    ans = reference_text(v)
     if not ans:
         raise UserError(f"{where}: {key!r} is empty")
     return ans

@@ -11,13 +11,13 @@ import csv
 import json
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..errors import UserError
 from ..types import Problem
-from .keys import normalize_answer, problem_key
-from .loading import _check_limit, hub_offline
-from .schema import NumberedRow, _get_answer, metadata_of, read_jsonl
+from .keys import reference_text, problem_key
+from .loading import _check_limit, hub_offline, load_hub_rows
+from .schema import NumberedRow, _get_answer, iter_jsonl_rows, metadata_of
 from .spec import TaskSpec
 
 FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
@@ -48,17 +48,21 @@ def _read_json(path: Path) -> list[NumberedRow]:
     return rows
 
 
-def _read_parquet(path: Path) -> list[NumberedRow]:
+def _iter_parquet(path: Path) -> Iterator[NumberedRow]:
+    """Rows of a Parquet file, a batch at a time (a large file of generations is never held whole)."""
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        batches = pq.ParquetFile(path).iter_batches(batch_size=256)
+        n = 0
+        for batch in batches:
+            for r in batch.to_pylist():
+                yield f"{path}: row {n}", r
+                n += 1
+    except UserError:
+        raise
     except Exception as e:  # pyarrow raises ArrowInvalid/OSError for non-parquet files
         raise UserError(f"{path}: not a readable Parquet file ({type(e).__name__}: {str(e)[:150]})") from None
-    rows = [(f"{path}: row {i}", r) for i, r in enumerate(table.to_pylist())]
-    if not rows:
-        raise UserError(f"{path}: file is empty (no rows)")
-    return rows
 
 
 def _read_csv(path: Path) -> list[NumberedRow]:
@@ -82,37 +86,36 @@ def _read_hub(source: str, split: str | None) -> list[NumberedRow]:
         raise UserError(f"{source!r} is not a local file and the Hub is off (offline mode); "
                         "give a path to a JSONL/JSON/Parquet/CSV file")
     dataset_id, _, config = source.partition(":")
-    try:
-        import datasets
-    except ImportError:
-        raise UserError("the `datasets` package is needed to load Hub datasets; pip install datasets") from None
-    try:
-        loaded = datasets.load_dataset(dataset_id, config or None, split=split)
-    except Exception as e:
-        msg = (str(e).strip().splitlines() or [""])[0][:200]
-        raise UserError(f"could not load {source!r} from the Hugging Face Hub: {type(e).__name__}: {msg}") from None
-    if isinstance(loaded, datasets.DatasetDict):
-        if len(loaded) != 1:
-            raise UserError(f"{source!r} has splits {', '.join(loaded)}; choose one with --split")
-        loaded = next(iter(loaded.values()))
     label = f"{source}[{split}]" if split else source
-    return [(f"{label}: row {i}", dict(r)) for i, r in enumerate(loaded)]
+    return [(f"{label}: row {i}", r) for i, r in enumerate(load_hub_rows(dataset_id, config or None, split))]
 
 
-def read_rows(source: str, split: str | None = None) -> tuple[list[NumberedRow], str]:
+def iter_rows(source: str, split: str | None = None) -> tuple[Iterator[NumberedRow], str]:
+    """The rows of a JSONL/JSON/Parquet/CSV file (read lazily where the format allows) or of a Hub
+    dataset `owner/name[:config]`, each tagged with where it came from; and the source's origin."""
     path = Path(source).expanduser()
     if path.is_file():
         suffix = path.suffix.lower()
-        readers = {".jsonl": read_jsonl, ".json": _read_json, ".parquet": _read_parquet, ".csv": _read_csv}
+        readers: dict[str, Callable[[Path], Iterable[NumberedRow]]] = {
+            ".jsonl": iter_jsonl_rows, ".json": _read_json, ".parquet": _iter_parquet, ".csv": _read_csv}
         if suffix not in readers:
             raise UserError(f"{path}: unsupported file type {suffix or '(none)'}; use one of {', '.join(FILE_SUFFIXES)}")
-        return readers[suffix](path), str(path)
+        return iter(readers[suffix](path)), str(path)
     looks_local = (path.suffix.lower() in FILE_SUFFIXES or source.startswith((".", "/", "~"))
                    or path.exists() or not re.fullmatch(r"[\w.-]+/[\w.-]+(:[\w.-]+)?", source))
     if looks_local:
         raise UserError(f"data file {source} not found (or not a file); give a JSONL/JSON/Parquet/CSV "
                         "file or a Hub dataset id like owner/name")
-    return _read_hub(source, split), f"hf:{source}"
+    return iter(_read_hub(source, split)), f"hf:{source}"
+
+
+def read_rows(source: str, split: str | None = None) -> tuple[list[NumberedRow], str]:
+    """All rows of `source` (see iter_rows); no rows is an error."""
+    rows_iter, origin = iter_rows(source, split)
+    rows = list(rows_iter)
+    if not rows:
+        raise UserError(f"{source}: file is empty (no rows)")
+    return rows, origin
 
 
 def _user_problem(task: str, where: str, row: Mapping[str, Any], question_key: str, answer_key: str,
@@ -143,7 +146,7 @@ def _user_problem(task: str, where: str, row: Mapping[str, Any], question_key: s
         meta = metadata_of(where, meta_row)
     except UserError:
         meta = {}  # extra columns are the user's own; never fail a load over them
-    return Problem(task=task, id=pid, problem=q, answer=normalize_answer(answer),
+    return Problem(task=task, id=pid, problem=q, answer=reference_text(answer),
                    key=problem_key(q, answer), metadata=meta)
 
 
