@@ -85,11 +85,11 @@ class OpenAIEngine:
             if len(served) > 1:
                 await self.close()
                 raise UserError(f"the server at {self.base_url} serves several models; choose one with --model: "
-                                + ", ".join(served))
-            self.model = served[0]
+                                + ", ".join(map(str, served)))
+            self.model = str(served[0])
         if self.model not in served:
             await self.close()
-            raise UserError(f"model {self.model!r} is not served at {self.base_url}; served: {', '.join(served)}")
+            raise UserError(f"model {self.model!r} is not served at {self.base_url}; served: {', '.join(map(str, served))}")
         entry = next(m for m in models if m.get("id") == self.model)
         root = entry.get("root")
         max_len = entry.get("max_model_len")

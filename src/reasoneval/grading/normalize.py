@@ -232,7 +232,8 @@ def decimal_num(text: str) -> Num | None:
         d = Decimal(t)
     except InvalidOperation:
         return None
-    if not d.is_finite() or abs(d.as_tuple().exponent) > 400:  # type: ignore[operator]
+    exponent = d.as_tuple().exponent  # an int for a finite decimal
+    if not d.is_finite() or abs(int(exponent)) > 400:
         return None
     value = Fraction(d)
     if "." not in t and "e" not in t.lower():

@@ -243,7 +243,7 @@ class GradingPool:
                 now = time.monotonic()
                 wait_s = min((w.deadline for w in busy), default=now + 60.0) - now
                 for key, _ in sel.select(timeout=max(0.0, wait_s)):
-                    w = registered[key.fd]  # type: ignore[index]
+                    w = registered[int(key.fd)]
                     msgs = w.read_lines()
                     if msgs is None:  # the worker died (e.g. killed by the kernel at its memory limit)
                         if not w.ready:

@@ -179,7 +179,7 @@ def _exact(cc: tuple[int, ...], wc: tuple[int, ...], u: int, k: int) -> float:
             dp[:, 0] = 1.0
             for m in rivals:
                 wm = W[m]
-                new = np.convolve(dp.ravel(), wm[:t])[: dp.size].reshape(dp.shape)  # draws < t
+                new: np.ndarray = np.convolve(dp.ravel(), wm[:t])[: dp.size].reshape(dp.shape)  # draws < t
                 new[:, rest + 1 :] = 0.0
                 new[:, t : rest + 1] += (wm[t] * z)[:, None] * dp[:, : rest + 1 - t]  # a tie
                 dp = new

@@ -206,7 +206,7 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
 
     if q:
         m_arr, se_arr, lo_arr, hi_arr = mean_stderr_ci(p)
-        mean, se = float(m_arr), _f(se_arr)
+        mean, se = float(m_arr), _f(float(se_arr))
         ci95 = [float(lo_arr), float(hi_arr)] if se is not None else None
     else:
         mean, se, ci95 = None, None, None

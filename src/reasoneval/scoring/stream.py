@@ -49,7 +49,7 @@ def _index_samples(run_dir: Path, wanted: set[tuple[str, str]], K: int) -> dict[
         i = d.get("index")
         if pk not in wanted or not isinstance(i, int) or i >= K:
             continue
-        index.setdefault(pk, {}).setdefault(i, offset)  # type: ignore[arg-type]
+        index.setdefault(pk, {}).setdefault(i, offset)
     return index
 
 
