@@ -190,11 +190,11 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
     data_dir = a.data_dir or os.environ.get("REASONEVAL_DATA_DIR")
     rows = task_listing(Path(data_dir) if data_dir else None)
     table = Table(title="tasks")
-    for col in ("name", "size", "source", "local"):
+    for col in ("name", "size", "source", "scorer", "local"):
         table.add_column(col, justify="right" if col == "size" else "left")
     for r in rows:
         table.add_row(str(r["name"]), "" if r.get("size") is None else str(r["size"]), str(r["source"]),
-                      "yes" if r.get("local") else "no")
+                      str(r.get("scorer", "")), "yes" if r.get("local") else "no")
     console = Console()
     console.print(table)
     for g, members in GROUPS.items():
@@ -207,16 +207,20 @@ def _cmd_engines(a: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal:  # a pipe or a file: no wrapping at 80 columns
+        console = Console(width=160)
+    flags = _engine_flags()
     for kind in ENGINES:
         module = engine_module(kind)
         caps = capabilities(kind)
-        table = Table(title=f"--engine {kind}: {(module.__doc__ or '').strip().splitlines()[0]}", title_justify="left")
+        console.print(f"[bold]--engine {kind}[/bold]: {(module.__doc__ or '').strip().splitlines()[0]}")
+        table = Table()
         for col in ("option (--engine-arg KEY=VALUE)", "flag", "default", "help"):
             table.add_column(col)
-        flags = _engine_flags()
-        for f in dataclasses.fields(options_class(kind)):
+        fields = dataclasses.fields(options_class(kind))
+        for f in fields:
             table.add_row(f.name, flags[f.name][0] if f.name in flags else "", repr(f.default), f.metadata.get("help", ""))
-        console.print(table)
+        console.print(table if fields else "  no options of its own (the common flags: --model, --base-url, ...)")
         extra = "any" if caps.extra_body_keys is None else ", ".join(sorted(caps.extra_body_keys)) or "none"
         console.print(f"  APIs: {', '.join(sorted(caps.apis))}; --extra-body keys: {extra}\n")
     return 0

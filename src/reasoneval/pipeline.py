@@ -196,7 +196,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         add_problems(run_dir, [p for t in tasks for p in t.problems])
         the_plan = plan(tasks, n=cfg.n, seed=cfg.seed, sampling=sampling, api=cfg.api, prompt=prompt,
                         done=store.scan().ok)
-        old = load_config(run_dir) if (run_dir / "config.json").exists() else None
+        old = _previous_config(run_dir)
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         kind = cfg.engine_kind()
         config = RunConfig(
@@ -227,6 +227,15 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         config = dataclasses.replace(config, last_generation=timing_of(stats))
         write_config(run_dir, config)
     return run_dir, config, stats
+
+
+def _previous_config(run_dir: Path) -> RunConfig | None:
+    """The config an earlier run of this directory wrote (for its creation time); None if none is readable:
+    config.json is rewritten whole below."""
+    try:
+        return load_config(run_dir)
+    except UserError:
+        return None
 
 
 def timing_of(stats: GenerationStats) -> GenerationTiming:
