@@ -1,0 +1,40 @@
+"""plan(): the missing samples, sample-index-major, each with its own seed and its task's prompt style."""
+
+from __future__ import annotations
+
+from reasoneval.config import sample_seed
+from reasoneval.plan import LoadedTask, plan
+from reasoneval.prompts import PromptConfig
+from reasoneval.scoring import TaskScoring
+from reasoneval.tasks import TaskSpec
+from reasoneval.types import Problem, SamplingParams
+
+MATH = TaskSpec("m", "math task")
+MC = TaskSpec("c", "choice task", scoring=TaskScoring("choice"), prompt="choice")
+
+
+def problem(task: str, i: int, **payload: object) -> Problem:
+    return Problem(task=task, id=f"{task}-{i}", problem=f"question {i}", answer="A", key=f"{task}{i}", payload=payload)
+
+
+def test_plan_orders_by_sample_index_skips_done_and_seeds_each_sample() -> None:
+    tasks = [LoadedTask(MATH, [problem("m", 0), problem("m", 1)])]
+    p = plan(tasks, n=3, seed=7, sampling=SamplingParams(), api="chat", prompt=PromptConfig(), done={("m", "m0", 0)})
+    assert [(r.problem_key, r.index) for r in p.requests] == [("m1", 0), ("m0", 1), ("m1", 1), ("m0", 2), ("m1", 2)]
+    assert all(r.seed == sample_seed(7, "m", r.problem_key, r.index) for r in p.requests)
+    assert p.total == 6
+    # Raising K adds only the new indices, with the same seeds for the old ones.
+    more = plan(tasks, n=4, seed=7, sampling=SamplingParams(), api="chat", prompt=PromptConfig(),
+                done={(r.task, r.problem_key, r.index) for r in p.requests} | {("m", "m0", 0)})
+    assert [(r.problem_key, r.index) for r in more.requests] == [("m0", 3), ("m1", 3)]
+
+
+def test_each_task_is_asked_in_its_own_prompt_style() -> None:
+    tasks = [LoadedTask(MATH, [problem("m", 0)]), LoadedTask(MC, [problem("c", 0, choices=["Argon", "Neon"])])]
+    p = plan(tasks, n=1, seed=0, sampling=SamplingParams(), api="chat", prompt=PromptConfig(system_prompt="S"))
+    math_msgs, mc_msgs = (r.messages for r in p.requests)
+    assert math_msgs is not None and mc_msgs is not None
+    assert math_msgs[0] == {"role": "system", "content": "S"} and "\\boxed{}" in math_msgs[1]["content"]
+    assert "A) Argon" in mc_msgs[1]["content"] and "Answer: LETTER" in mc_msgs[1]["content"]
+    completions = plan(tasks, n=1, seed=0, sampling=SamplingParams(), api="completions", prompt=PromptConfig())
+    assert all(r.prompt is not None and r.messages is None for r in completions.requests)
