@@ -17,6 +17,7 @@ import pytest
 from reasoneval.engines.base import EngineError, EngineOptions
 from reasoneval.engines.local import (
     DEFAULT_MODEL_NAME,
+    DEFAULT_PARALLEL,
     LocalEngine,
     create,
     default_model_path,
@@ -142,7 +143,7 @@ def test_engine_info() -> None:
         info = await engine.start()
         try:
             assert info.model == DEFAULT_MODEL_NAME
-            assert info.max_concurrency == 2
+            assert info.max_concurrency == 2 * DEFAULT_PARALLEL  # replicas x sequences per batch
             assert info.max_model_len == 1024  # rounded up to llama.cpp's multiple of 256
             assert info.model_identity == file_identity(default_model_path())
             assert len(set(engine.worker_pids())) == 2
@@ -263,22 +264,27 @@ def test_event_loop_stays_responsive_while_generating() -> None:
 
 
 @needs_model
-def test_a_dead_worker_is_a_retryable_error_and_is_replaced() -> None:
+def test_a_dead_worker_is_a_retryable_engine_failure_and_is_replaced() -> None:
     async def go() -> None:
         engine = create(EngineOptions())
         await engine.start()
         try:
             (pid,) = engine.worker_pids()
-            task = asyncio.create_task(engine.generate(req(seed=2, max_tokens=400)))
+            tasks = [asyncio.create_task(engine.generate(req(seed=s, max_tokens=400))) for s in (2, 3)]
             await asyncio.sleep(0.3)
             os.kill(pid, signal.SIGKILL)
-            with pytest.raises(EngineError) as e:
-                await task
-            assert e.value.retryable and not e.value.fatal
+            errors = await asyncio.gather(*tasks, return_exceptions=True)
+            assert all(isinstance(e, EngineError) for e in errors), errors
+            for e in errors:
+                assert isinstance(e, EngineError)
+                assert e.retryable and not e.fatal and e.engine_failure
+                assert "killed by SIGKILL" in str(e) and "\n" not in str(e)
+            # Both requests were in the same worker's batch: one incident for the runner.
+            assert len({getattr(e, "incident") for e in errors}) == 1
+            out = await engine.generate(req(seed=2, max_tokens=5))  # waits for the replacement
+            assert out.completion_tokens == 5
             (new_pid,) = engine.worker_pids()
             assert new_pid != pid
-            out = await engine.generate(req(seed=2, max_tokens=5))
-            assert out.completion_tokens == 5
         finally:
             await engine.close()
 
