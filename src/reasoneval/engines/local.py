@@ -721,7 +721,16 @@ class _Worker:
     def stderr_tail(self, n: int = STDERR_TAIL_LINES, limit: int = 1500) -> str:
         if self._stderr_thread is not None:
             self._stderr_thread.join(2.0)  # the process is gone: let the reader drain the pipe
-        kept = [ln.strip() for ln in list(self._stderr) if ln.strip()][-n:]
+        lines = [ln.strip() for ln in list(self._stderr) if ln.strip()]
+        fatal = [i for i, ln in enumerate(lines) if ln.startswith("Fatal Python error")]
+        if fatal:
+            # faulthandler's dump: what was printed before it, the error, and the innermost frames
+            # (not its list of extension modules).
+            i = fatal[-1]
+            frames = [ln for ln in lines[i + 1:] if ln.startswith("File ")][:2]
+            kept = lines[max(0, i - 3):i + 1] + frames
+        else:
+            kept = lines[-n:]
         out = " | ".join(kept)
         return out[-limit:] if out else "(nothing on stderr)"
 
