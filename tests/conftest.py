@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -30,3 +31,21 @@ def make_openai_server() -> Iterator[Callable[..., OpenAIServer]]:
     yield make
     for server in servers:
         server.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Collect garbage before pytest renders a failure, not while it renders it.
+
+    pytest keeps the last failure's exception in `sys.last_value`; the next failure replaces it, and
+    the old exception's frames become cyclic garbage. If they hold an asyncio Task or Future whose
+    exception was never retrieved, its finalizer logs a traceback, and on CPython 3.11 a traceback
+    is formatted with `ast.parse`. When the cyclic GC runs that finalizer in the middle of pytest's
+    own `ast.parse` of the failing test's source, the two parses share one AST recursion counter
+    (CPython gh-106905) and pytest dies with `INTERNALERROR ... SystemError: AST constructor
+    recursion depth mismatch`, ending the whole session. Collecting first runs those finalizers
+    at a safe point, so a failing test fails alone.
+    """
+    if call.excinfo is not None:
+        gc.collect()
+    return (yield)

@@ -1,15 +1,18 @@
 """The generation loop against a real loopback server: concurrency kept full, retries, failures."""
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from reasoneval.engines.base import EngineError, EngineInfo
 from reasoneval.engines.openai import OpenAIEngine
+from reasoneval.errors import EngineDown
 from reasoneval.runner import RetryPolicy, ServerDown, generate
 from reasoneval.store import SampleStore
-from reasoneval.types import Request, SamplingParams
+from reasoneval.types import Completion, Request, SamplingParams
 
 FAST = RetryPolicy(max_retries=8, backoff_base_s=0.01, backoff_cap_s=0.05)
 
@@ -104,3 +107,117 @@ def test_server_down_stops_the_run_keeping_finished_samples(make_openai_server: 
         asyncio.run(go())
     st = SampleStore(tmp_path).scan()
     assert len(st.ok) == 4 and 1 <= len(st.failed) <= 6
+
+
+# ------------------------------------------------------------------ engine failures (a fake engine)
+
+
+class FlakyEngine:
+    """Serves `healthy` requests, then fails every request as a dead engine would: each call one
+    new incident, or all calls of one "batch" the same incident."""
+
+    name = "flaky"
+
+    def __init__(self, healthy: int, *, delay_s: float = 0.01, same_incident: bool = False,
+                 hang_after: int | None = None, fatal: bool = False) -> None:
+        self.healthy = healthy
+        self.delay_s = delay_s
+        self.same_incident = same_incident
+        self.fatal = fatal
+        self.calls = 0
+        self.served = 0
+        self.cancelled = 0
+
+    async def start(self) -> EngineInfo:
+        return EngineInfo(model="flaky")
+
+    async def generate(self, request: Request) -> Completion:
+        self.calls += 1
+        call = self.calls
+        try:
+            await asyncio.sleep(self.delay_s)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        if self.served < self.healthy:
+            self.served += 1
+            return Completion(text="ok", finish_reason="stop", prompt_tokens=3, completion_tokens=1, latency_s=0.01)
+        err = EngineError(f"the worker (pid {1000 + call}) was killed by SIGSEGV while generating; last lines of "
+                          "its stderr: Fatal Python error: Segmentation fault | simulated; try cpu_repack=off",
+                          retryable=not self.fatal, fatal=self.fatal, engine_failure=True)
+        err.incident = "one" if self.same_incident else f"death-{call}"  # type: ignore[attr-defined]
+        raise err
+
+    async def close(self) -> None:
+        pass
+
+
+def run_engine(engine: Any, tmp_path: Path, reqs: list[Request], concurrency: int,
+               policy: RetryPolicy = FAST) -> Any:
+    async def go() -> Any:
+        with SampleStore(tmp_path) as store:
+            return await generate(engine, reqs, store, concurrency=concurrency, policy=policy)
+
+    return asyncio.run(go())
+
+
+def test_a_dead_engine_stops_the_run_fast_with_exit_status_4_keeping_finished_samples(tmp_path: Path) -> None:
+    engine = FlakyEngine(healthy=5)
+    t0 = time.monotonic()
+    with pytest.raises(EngineDown) as e:
+        run_engine(engine, tmp_path, requests(40), concurrency=1)
+    assert time.monotonic() - t0 < 5
+    msg = str(e.value)
+    assert e.value.exit_code == 4 and "\n" not in msg
+    assert "3 times in a row" in msg and "killed by SIGSEGV" in msg and "Segmentation fault" in msg
+    assert "cpu_repack=off" in msg and "re-run the same command" in msg
+    # 3 failed attempts, not 7 attempts of every remaining sample.
+    assert engine.calls == 5 + 3
+    st = SampleStore(tmp_path).scan()
+    assert len(st.ok) == 5 and not st.failed  # the sample in flight is not journaled as failed
+
+
+def test_requests_in_flight_at_the_stop_are_cancelled_not_journaled(tmp_path: Path) -> None:
+    engine = FlakyEngine(healthy=8, delay_s=0.05)
+    with pytest.raises(EngineDown):
+        run_engine(engine, tmp_path, requests(60), concurrency=8)
+    st = SampleStore(tmp_path).scan()
+    assert len(st.ok) == 8 and not st.failed
+    assert engine.cancelled > 0  # the others were stopped, not left to fail one by one
+
+
+def test_one_death_that_fails_a_whole_batch_counts_once(tmp_path: Path) -> None:
+    # 8 requests in flight all fail with one incident (one worker death), then the engine recovers.
+    class OneDeath(FlakyEngine):
+        async def generate(self, request: Request) -> Completion:
+            if self.calls >= 16:
+                self.healthy = 10**9
+            return await super().generate(request)
+
+    engine = OneDeath(healthy=8, same_incident=True)
+    stats = run_engine(engine, tmp_path, requests(30), concurrency=8)
+    assert stats.done == 30 and stats.failed == 0
+
+
+def test_a_finished_sample_resets_the_count(tmp_path: Path) -> None:
+    class Alternating(FlakyEngine):
+        async def generate(self, request: Request) -> Completion:
+            self.healthy = self.served + (self.calls % 3 == 0)  # two failures, then one success
+            return await super().generate(request)
+
+    engine = Alternating(healthy=0)
+    stats = run_engine(engine, tmp_path, requests(10), concurrency=1)
+    assert stats.done == 10 and stats.failed == 0 and stats.retries >= 10  # 2 failures before most samples
+
+
+def test_a_fatal_engine_failure_stops_at_once_and_a_rerun_resumes(tmp_path: Path) -> None:
+    reqs = requests(20)
+    with pytest.raises(EngineDown, match="cannot serve"):
+        run_engine(FlakyEngine(healthy=6, fatal=True), tmp_path, reqs, concurrency=2)
+    done = SampleStore(tmp_path).scan().ok
+    assert len(done) == 6
+    missing = [r for r in reqs if (r.task, r.problem_key, r.index) not in done]
+    stats = run_engine(FlakyEngine(healthy=100), tmp_path, missing, concurrency=2)
+    assert stats.done == 14
+    st = SampleStore(tmp_path).scan()
+    assert len(st.ok) == 20 and not st.failed

@@ -22,3 +22,13 @@ class RunIncomplete(Exception):
         super().__init__(f"{missing} sample(s) are missing or failed (see run.log); summary.json has "
                          f"\"complete\": false. Re-run the same command to generate them: {summary.run_dir}")
         self.summary = summary
+
+
+class EngineDown(UserError):
+    """The engine itself cannot serve (a worker or server died, the engine is dead): the run stopped.
+
+    The message is one line: what died, how, the last lines of its stderr or log, and what to try.
+    Every finished sample is kept; re-running the same command resumes.
+    """
+
+    exit_code = 4

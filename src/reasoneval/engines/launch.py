@@ -31,9 +31,10 @@ from typing import Any, Callable
 
 import aiohttp
 
-from ..errors import UserError
+from ..errors import EngineDown, UserError
 from ..types import Completion, Request
 from .base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from .local import exit_description
 
 SERVERS = ("vllm", "sglang", "llamacpp")
 HOST = "127.0.0.1"
@@ -383,9 +384,9 @@ class LaunchEngine:
             while True:
                 code = server.exited()
                 if code is not None:
-                    raise UserError(
-                        f"the {plan.server} server exited with code {code} before it was ready; "
-                        f"last lines of {server.log_path}: {log_tail(server.log_path)}")
+                    raise EngineDown(
+                        f"the {plan.server} server (pid {server.pid}) {exit_description(code)} before it was ready; "
+                        f"last lines of {server.log_path}: {log_tail(server.log_path)}; {_try_hint(server)}")
                 for path in plan.health_paths:
                     try:
                         async with session.get(f"http://{HOST}:{plan.port}{path}") as r:
@@ -417,10 +418,11 @@ class LaunchEngine:
             code = self.server.exited()
             if code is None:
                 raise
+            # The server is gone: the engine itself failed, not this request. The runner stops the run.
             raise EngineError(
-                f"the {self.opts.server} server exited with code {code}; last lines of "
-                f"{self.server.log_path}: {log_tail(self.server.log_path)}",
-                retryable=False, fatal=True) from e
+                f"the {self.opts.server} server (pid {self.server.pid}) {exit_description(code)}; last lines of "
+                f"{self.server.log_path}: {log_tail(self.server.log_path)}; {_try_hint(self.server)}",
+                retryable=False, fatal=True, engine_failure=True) from e
 
     async def close(self) -> None:
         client, self.client = self.client, None
@@ -434,6 +436,15 @@ class LaunchEngine:
 
     def server_pid(self) -> int | None:
         return self.server.pid if self.server is not None else None
+
+
+def _try_hint(server: ServerProcess) -> str:
+    code = server.exited()
+    if code == -signal.SIGKILL:
+        return ("a SIGKILL is often the out-of-memory killer: try a smaller --max-model-len or "
+                "--gpu-memory-utilization; the whole log is in " + str(server.log_path))
+    return (f"run the command on the log's first line by hand to see why, and fix it or its --server-arg "
+            f"options (whole log: {server.log_path})")
 
 
 def create(common: CommonOptions, options: Options) -> LaunchEngine:

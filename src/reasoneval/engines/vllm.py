@@ -263,8 +263,10 @@ class VLLMEngine:
     def _error(self, e: BaseException) -> EngineError:
         msg = f"{type(e).__name__}: {e}"
         if _is(e, "EngineDeadError"):
-            return EngineError(f"vLLM's engine died: {msg} (see the log above for the cause)", retryable=False,
-                               fatal=True)
+            # The engine itself is gone: the runner stops the run with exit status 4.
+            return EngineError(f"vLLM's engine died: {msg} (see the log above for the cause; try a smaller "
+                               "--max-model-len or --gpu-memory-utilization if it ran out of memory)",
+                               retryable=False, fatal=True, engine_failure=True)
         if _is(e, "VLLMClientError", "ValueError", "TypeError"):
             # A request vLLM rejects (validation) fails the same way when retried.
             limit = self.max_model_len if "model length" in str(e) else None

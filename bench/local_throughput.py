@@ -1,0 +1,162 @@
+"""Output tokens/s of the `local` engine against a plain one-sequence llama-cpp-python loop.
+
+    PYTHONPATH=src python bench/local_throughput.py [--requests 24] [--max-tokens 96] [--rounds 3]
+
+Every configuration runs in its own process on the same chat requests (arith-like questions,
+temperature 0.7, top_p 0.95, one seed each), the configurations interleaved and their order rotated
+in every round, because the machine is shared and its speed drifts. Each figure is output tokens
+over wall time from the first request to the last answer (model loading excluded); the ratio to the
+plain loop is taken within each round and the median over rounds is reported.
+
+Configurations (`--configs`, comma-separated):
+  plain          `Llama.create_chat_completion` in a loop, one request at a time (what the old worker ran)
+  engine:P:MODE  `LocalEngine` with parallel=P and cpu_repack=MODE (auto|on|off), P requests in flight
+  baseline       `create(EngineOptions())` of the reasoneval found on --baseline-src (e.g. the code before
+                 batched decoding, from `git worktree add`), one request in flight per replica
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIGS = "plain,engine:1:auto,engine:1:off,engine:4:auto,engine:8:auto,engine:16:auto,engine:8:off"
+
+
+def questions(n: int) -> list[str]:
+    return [f"What is {17 + 7 * i} + {25 + 11 * i}? Think step by step, then give the answer." for i in range(n)]
+
+
+def child(config: str, n: int, max_tokens: int, threads: int | None) -> dict[str, Any]:
+    """Runs one configuration in this process; returns tokens, seconds and the texts."""
+    qs = questions(n)
+    if config == "plain":
+        import llama_cpp
+
+        from reasoneval.engines.local import default_model_path, threads_per_replica
+
+        t = threads or threads_per_replica(1)
+        llm = llama_cpp.Llama(model_path=str(default_model_path()), n_ctx=4096, n_threads=t, n_threads_batch=t,
+                              verbose=False)
+        texts, tokens = [], 0
+        t0 = time.perf_counter()
+        for seed, q in enumerate(qs):
+            llm.reset()
+            out = llm.create_chat_completion(messages=[{"role": "user", "content": q}], temperature=0.7,
+                                             top_p=0.95, top_k=0, min_p=0.0, max_tokens=max_tokens, seed=seed)
+            texts.append(out["choices"][0]["message"]["content"])
+            tokens += out["usage"]["completion_tokens"]
+        return {"tokens": tokens, "seconds": time.perf_counter() - t0, "texts": texts}
+
+    from reasoneval.types import Request, SamplingParams
+
+    params = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=max_tokens)
+    reqs = [Request(task="bench", problem_key=f"k{i}", problem_id=f"p{i}", index=0, seed=i, params=params,
+                    messages=({"role": "user", "content": q},)) for i, q in enumerate(qs)]
+    if config == "baseline":  # the reasoneval of --baseline-src, from before per-engine options
+        from reasoneval.engines.base import EngineOptions  # type: ignore[attr-defined]
+        from reasoneval.engines.local import create
+
+        engine = create(EngineOptions())
+    else:
+        from reasoneval.engines.base import CommonOptions
+        from reasoneval.engines.local import LocalEngine, Options
+
+        _, parallel, mode = config.split(":")
+        engine = LocalEngine(CommonOptions(), Options(parallel=int(parallel), cpu_repack=mode, threads=threads))
+
+    async def go() -> dict[str, Any]:
+        info = await engine.start()
+        slots = asyncio.Semaphore(info.max_concurrency or 1)
+
+        async def one(r: Request) -> Any:
+            async with slots:
+                return await engine.generate(r)
+
+        try:
+            t0 = time.perf_counter()
+            outs = await asyncio.gather(*(one(r) for r in reqs))
+            seconds = time.perf_counter() - t0
+        finally:
+            await engine.close()
+        described = engine.describe() if hasattr(engine, "describe") else {}
+        return {"tokens": sum(o.completion_tokens or 0 for o in outs), "seconds": seconds,
+                "texts": [o.text for o in outs], "cpu_repack": described.get("cpu_repack")}
+
+    return asyncio.run(go())
+
+
+def run_child(config: str, args: argparse.Namespace) -> dict[str, Any]:
+    src = args.baseline_src if config == "baseline" else str(ROOT / "src")
+    env = dict(os.environ, PYTHONPATH=src)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", config, "--requests", str(args.requests),
+           "--max-tokens", str(args.max_tokens)]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"{config} failed:\n{proc.stderr[-3000:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=24)
+    ap.add_argument("--max-tokens", type=int, default=96)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS)
+    ap.add_argument("--baseline-src", default=None, help="a src/ folder holding another reasoneval")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.requests, args.max_tokens, args.threads)))
+        return
+    configs = [c for c in args.configs.split(",") if c]
+    if args.baseline_src:
+        configs.append("baseline")
+    if "plain" not in configs:
+        configs.insert(0, "plain")
+    print(f"{args.requests} chat requests x <= {args.max_tokens} tokens, {args.rounds} rounds; "
+          f"cores: {len(os.sched_getaffinity(0))}; load average before: {loadavg()}", flush=True)
+    results: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
+    for r in range(args.rounds):
+        order = configs[r % len(configs):] + configs[:r % len(configs)]
+        for c in order:
+            out = run_child(c, args)
+            out["tok_s"] = out["tokens"] / out["seconds"]
+            results[c].append(out)
+            print(f"  round {r + 1} {c:>16}: {out['tok_s']:7.1f} tok/s ({out['tokens']} tokens in "
+                  f"{out['seconds']:.1f} s; load {loadavg()})", flush=True)
+    plain_texts = results["plain"][0]["texts"]
+    print(f"\nload average after: {loadavg()}\n")
+    print("| configuration | tokens/s (median) | × plain loop (median of per-round ratios) | "
+          "texts equal to the plain loop's |")
+    print("| --- | --- | --- | --- |")
+    for c in configs:
+        tok_s = statistics.median(o["tok_s"] for o in results[c])
+        ratio = statistics.median(o["tok_s"] / p["tok_s"] for o, p in zip(results[c], results["plain"]))
+        same = sum(a == b for a, b in zip(results[c][0]["texts"], plain_texts))
+        repack = results[c][0].get("cpu_repack")
+        label = c + (f" (cpu_repack={repack})" if repack and c.startswith("engine") else "")
+        print(f"| {label} | {tok_s:.1f} | {ratio:.2f}× | {same}/{len(plain_texts)} |")
+
+
+if __name__ == "__main__":
+    main()
