@@ -32,7 +32,7 @@ class ServerProcess:
         with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/_stats") as r:
             return dict(json.loads(r.read()))
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -21,11 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ServerProcess, write_problems
-
 import aiohttp
 
 import reasoneval
+from _common import ServerProcess, write_problems
 
 
 async def raw_loop(base_url: str, count: int, concurrency: int) -> float:

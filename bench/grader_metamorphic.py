@@ -16,8 +16,9 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from reasoneval.grading import GradingPool  # noqa: E402
-from tests.grading.metamorphic import data_dir, generate, references, table  # noqa: E402
+from tests.grading.metamorphic import data_dir, generate, references, table
+
+from reasoneval.grading import GradingPool
 
 
 def main() -> None:

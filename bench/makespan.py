@@ -25,11 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ServerProcess, write_problems
-
 import aiohttp
 
 import reasoneval
+from _common import ServerProcess, write_problems
 
 
 def service_times(seed: int, count: int, median_s: float, sigma: float) -> list[float]:

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 from _common import ROOT
-
 from reasoneval.config import sample_seed
 from reasoneval.result import write_json_atomic
 from reasoneval.store import SampleStore, add_problems

@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from reasoneval.engines.gguf_convert import convert_gguf  # noqa: E402
-from reasoneval.engines.local import default_model_path  # noqa: E402
-from reasoneval.errors import UserError  # noqa: E402
+from reasoneval.engines.gguf_convert import convert_gguf
+from reasoneval.engines.local import default_model_path
+from reasoneval.errors import UserError
 
 
 def main(argv: list[str] | None = None) -> int:

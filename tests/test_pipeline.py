@@ -16,7 +16,7 @@ import pytest
 
 import reasoneval
 from reasoneval.config import sample_seed
-from reasoneval.errors import RunIncomplete, UserError
+from reasoneval.errors import RunIncomplete
 from reasoneval.store import SampleStore, iter_jsonl
 from reasoneval.tasks import problem_key
 from tests.fixtures.openai_server import Reply

@@ -54,7 +54,7 @@ def test_progress_counts_busy_slots_in_flight(make_openai_server: Any, tmp_path:
     for concurrency in (1, 4):
         seen: list[tuple[int, int]] = []
         stats = run_gen(server, tmp_path / str(concurrency), requests(20), concurrency=concurrency,
-                        on_progress=lambda s: seen.append((s.done, s.in_flight)))
+                        on_progress=lambda s, seen=seen: seen.append((s.done, s.in_flight)))
         assert stats.done == 20 and len(seen) == 20
         assert all(f == concurrency for done, f in seen if done <= 20 - concurrency), seen
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .version import __version__
-
 from typing import TYPE_CHECKING, Any
+
+from .version import __version__
 
 if TYPE_CHECKING:
     from .pipeline import EvalConfig, evaluate, evaluate_async, score_run

@@ -9,9 +9,9 @@ import logging
 import sys
 from typing import Any, Sequence
 
-from .version import __version__
 from .engines import ENGINES, capabilities, engine_module, options_class, parse_engine_args
 from .errors import RunIncomplete, UserError
+from .version import __version__
 
 log = logging.getLogger("reasoneval")
 
@@ -178,14 +178,13 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_tasks(a: argparse.Namespace) -> int:
+    import os
     from pathlib import Path
 
     from rich.console import Console
     from rich.table import Table
 
     from .tasks import GROUPS, task_listing
-
-    import os
 
     data_dir = a.data_dir or os.environ.get("REASONEVAL_DATA_DIR")
     rows = task_listing(Path(data_dir) if data_dir else None)

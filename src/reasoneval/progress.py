@@ -29,7 +29,7 @@ class ProgressReporter:
         self._progress: Progress | None = None
         self._task: Any = None
 
-    def __enter__(self) -> "ProgressReporter":
+    def __enter__(self) -> ProgressReporter:
         if self.live:
             self._progress = Progress(
                 TextColumn("[bold]generating"), BarColumn(), MofNCompleteColumn(),

@@ -9,6 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+
 @dataclass(frozen=True)
 class Problem:
     """One benchmark item in the uniform schema.
@@ -113,6 +114,6 @@ class SampleRecord:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json_dict(cls, d: Mapping[str, Any]) -> "SampleRecord":
+    def from_json_dict(cls, d: Mapping[str, Any]) -> SampleRecord:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})

@@ -19,13 +19,13 @@ from typing import Any, Callable
 
 import pytest
 
-from reasoneval.engines.base import EngineError
-
-from ._options import make_engine, split_options
 from reasoneval.engines import launch
+from reasoneval.engines.base import EngineError
 from reasoneval.engines.launch import HOST, build_plan, free_port, log_tail, vllm_command
 from reasoneval.errors import UserError
 from reasoneval.types import Request, SamplingParams
+
+from ._options import make_engine, split_options
 
 HAVE_SERVER = (importlib.util.find_spec("llama_cpp") is not None
                and importlib.util.find_spec("fastapi") is not None

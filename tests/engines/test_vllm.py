@@ -26,12 +26,12 @@ from typing import Any, Iterator
 import pytest
 
 from reasoneval.engines.base import EngineError
-
-from ._options import make_engine
 from reasoneval.engines.gguf_convert import convert_gguf, converted_dir, embedded_model_dir, is_converted
 from reasoneval.engines.vllm import INSTALL_HINT, MAX_CONCURRENCY, VLLMEngine, resolve_model
 from reasoneval.errors import UserError
 from reasoneval.types import Completion, Request, SamplingParams
+
+from ._options import make_engine
 
 REQUIRED = os.environ.get("REASONEVAL_REQUIRE_VLLM") == "1"
 HAVE_VLLM = all(importlib.util.find_spec(m) is not None for m in ("vllm", "transformers", "gguf", "accelerate"))

@@ -29,7 +29,8 @@ def test_boxes_joined_only_by_connectors_form_one_answer() -> None:
 
 
 def test_final_answer_phrase() -> None:
-    r = "Lots of reasoning here that is long enough to be a real response.\nFinal Answer: The final answer is $28\\%$. I hope it is correct."
+    r = ("Lots of reasoning here that is long enough to be a real response.\n"
+         "Final Answer: The final answer is $28\\%$. I hope it is correct.")
     assert extract_answer(r) == "28\\%"
     r2 = "Lots of reasoning here that is long enough to be a real response. Therefore, the answer is 12,000,023."
     assert extract_answer(r2) == "12,000,023"

@@ -11,8 +11,7 @@ from typing import Sequence
 import pytest
 
 from reasoneval.errors import UserError
-from reasoneval.metrics import maj_at_k, maj_at_k_method, maj_ks
-from reasoneval.metrics import majority
+from reasoneval.metrics import maj_at_k, maj_at_k_method, maj_ks, majority
 
 
 def brute_force(classes: Sequence[int | None], correct: set[int], k: int) -> Fraction:

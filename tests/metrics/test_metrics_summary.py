@@ -12,10 +12,10 @@ import pytest
 
 from reasoneval.errors import UserError
 from reasoneval.metrics import (
-    ProblemOutcome,
-    aggregate_metrics,
     GroupMetrics,
+    ProblemOutcome,
     TaskMetrics,
+    aggregate_metrics,
     breakdown,
     maj_at_k,
     pass_at_k,

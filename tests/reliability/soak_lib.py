@@ -19,10 +19,18 @@ from typing import Any
 
 from reasoneval.config import sample_seed
 from reasoneval.tasks import problem_key
-
 from tests.fixtures.openai_server import OpenAIServer, RequestRecord
-from tests.reliability._helpers import (arith_reply, arith_rows, cli, journal, journal_lines, ok_keys, popen_cli,
-                                        run_args, write_data)
+from tests.reliability._helpers import (
+    arith_reply,
+    arith_rows,
+    cli,
+    journal,
+    journal_lines,
+    ok_keys,
+    popen_cli,
+    run_args,
+    write_data,
+)
 
 
 @dataclass
@@ -138,7 +146,7 @@ def _check_round(res: SoakResult, results: Path, requests: list[RequestRecord],
         if d.get("status") == "ok" and seed_of.get((d["task"], d["problem_key"], d["index"])) != d["seed"]:
             res.violations.append(f"sample {d['task']}/{d['problem_id']}#{d['index']} has the wrong seed")
             break
-    for i, (t_kill, journaled) in enumerate(snapshots, 1):
+    for t_kill, journaled in snapshots:
         again = {q.seed for q in requests if q.received_at > t_kill and q.seed in journaled}
         if again:
             res.violations.append(f"after a kill, {len(again)} journaled sample(s) were requested again, "

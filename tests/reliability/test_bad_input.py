@@ -10,8 +10,15 @@ from typing import Callable
 import pytest
 
 from tests.fixtures.openai_server import OpenAIServer
-from tests.reliability._helpers import (ERROR_PREFIX, arith_reply, assert_clean_error, cli, cli_inprocess, run_args,
-                                        write_data)
+from tests.reliability._helpers import (
+    ERROR_PREFIX,
+    arith_reply,
+    assert_clean_error,
+    cli,
+    cli_inprocess,
+    run_args,
+    write_data,
+)
 
 GOOD = json.dumps({"id": "a", "problem": "What is $3 + 1$?", "answer": "4"})
 

@@ -17,8 +17,16 @@ import reasoneval
 from reasoneval.errors import UserError
 from reasoneval.store import SampleStore
 from tests.fixtures.openai_server import OpenAIServer
-from tests.reliability._helpers import (arith_reply, assert_clean_error, cli, journal, journal_lines, ok_keys,
-                                        run_args, write_data)
+from tests.reliability._helpers import (
+    arith_reply,
+    assert_clean_error,
+    cli,
+    journal,
+    journal_lines,
+    ok_keys,
+    run_args,
+    write_data,
+)
 
 TOTAL = 160  # 10 problems x 16 samples
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from reasoneval.pipeline import score_run
 from reasoneval import pipeline
-from reasoneval.scoring import stream
+from reasoneval.pipeline import score_run
 from reasoneval.result import write_json_atomic
+from reasoneval.scoring import stream
 from reasoneval.store import SampleStore, add_problems
 from reasoneval.tasks import problem_key
 from reasoneval.types import Problem, SampleRecord

@@ -9,8 +9,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tests.fixtures.openai_server import OpenAIServer
-from tests.reliability._helpers import (assert_clean_error, arith_reply, cli, journal, journal_lines, ok_keys,
-                                        popen_cli, run_args, write_data)
+from tests.reliability._helpers import (
+    arith_reply,
+    assert_clean_error,
+    cli,
+    journal,
+    journal_lines,
+    ok_keys,
+    popen_cli,
+    run_args,
+    write_data,
+)
 
 TASKS = {"aime24": 10, "math500": 5}
 

@@ -1,11 +1,8 @@
 import json
-import multiprocessing as mp
-import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest

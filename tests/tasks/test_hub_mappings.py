@@ -10,8 +10,7 @@ import datasets
 import pytest
 
 from reasoneval.errors import UserError
-from reasoneval.tasks import TASKS, load_task
-from reasoneval.tasks import loading
+from reasoneval.tasks import TASKS, load_task, loading
 from reasoneval.tasks.loading import convert_hub_rows
 
 from .conftest import HUB_FIXTURES

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from reasoneval.tasks import reference_text, problem_key
+from reasoneval.tasks import problem_key, reference_text
 
 
 @pytest.mark.parametrize("raw, want", [

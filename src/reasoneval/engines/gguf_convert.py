@@ -48,10 +48,10 @@ def convert_gguf(gguf: str | Path, out: str | Path | None = None, *, dtype: str 
     if is_converted(dest):
         return dest
     try:
-        import torch
-        import transformers
         import accelerate  # noqa: F401  (transformers needs both to load GGUF: fail early and clearly)
         import gguf as _gguf_package  # noqa: F401
+        import torch
+        import transformers
     except ImportError as e:
         raise UserError(f"converting a GGUF model needs transformers, gguf, accelerate and torch ({e.name} is missing): "
                         f"run {INSTALL_HINT}") from None

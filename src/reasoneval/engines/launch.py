@@ -208,7 +208,7 @@ class ServerProcess:
         self._lock = threading.Lock()
 
     @classmethod
-    def start(cls, command: tuple[str, ...], log_path: Path) -> "ServerProcess":
+    def start(cls, command: tuple[str, ...], log_path: Path) -> ServerProcess:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log:
             log.write(f"$ {shlex.join(command)}\n".encode())

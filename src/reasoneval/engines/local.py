@@ -670,7 +670,7 @@ class _Worker:
     error from the exit status and stderr, fails the requests in flight and starts a new process.
     """
 
-    def __init__(self, engine: "LocalEngine", index: int) -> None:
+    def __init__(self, engine: LocalEngine, index: int) -> None:
         self.engine = engine
         self.index = index
         self.proc: subprocess.Popen[bytes] | None = None

@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import io
 import inspect
+import io
 import itertools
 import time
 from dataclasses import dataclass

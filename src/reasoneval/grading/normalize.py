@@ -62,7 +62,7 @@ class Policy:
     units: str = DEFAULT_UNITS
 
     @staticmethod
-    def make(rel_tol: float | None = None, approx: str | None = None, units: str | None = None) -> "Policy":
+    def make(rel_tol: float | None = None, approx: str | None = None, units: str | None = None) -> Policy:
         a = DEFAULT_APPROX if approx is None else approx
         u = DEFAULT_UNITS if units is None else units
         if a not in APPROX_POLICIES:
@@ -221,7 +221,7 @@ class Num:
     pct: bool = False
     unit: str | None = None
 
-    def scaled(self, k: Fraction) -> "Num":
+    def scaled(self, k: Fraction) -> Num:
         return Num(self.value * k, self.approx, self.half_ulp * abs(k), self.sig, self.pct, self.unit)
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import time
-from dataclasses import dataclass
 import selectors
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from reasoneval.grading.extract import (
@@ -168,7 +168,7 @@ class GradingPool:
         assert self.cache_path is not None
         if not self.cache_path.exists():
             return
-        with open(self.cache_path, "r", encoding="utf-8", errors="replace") as f:
+        with open(self.cache_path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 try:
                     d = json.loads(line)
@@ -223,7 +223,7 @@ class GradingPool:
         try:
             registered: dict[int, _Worker] = {}
             while remaining:
-                for i, w in enumerate(self._workers):
+                for w in self._workers:
                     if w.fd not in registered:
                         sel.register(w.fd, selectors.EVENT_READ)
                         registered[w.fd] = w
@@ -309,7 +309,7 @@ class GradingPool:
             w.stop()
         self._workers = []
 
-    def __enter__(self) -> "GradingPool":
+    def __enter__(self) -> GradingPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -438,7 +438,7 @@ class GradingPool:
         for reps, idx, start, kind in plans:
             parent = list(range(len(reps)))
 
-            def find(x: int) -> int:
+            def find(x: int, parent: list[int] = parent) -> int:
                 while parent[x] != x:
                     parent[x] = parent[parent[x]]
                     x = parent[x]

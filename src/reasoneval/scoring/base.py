@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import UserError
 from ..registry import Registry
 from ..types import Problem, SampleRecord
 
-ScoreValue = Union[bool, float, Mapping[str, float]]
+ScoreValue = bool | float | Mapping[str, float]
 SCORE_STATUSES = ("ok", "no_answer", "timeout", "error")
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..errors import UserError
 from ..grading import GRADER_VERSION, GradeItem, GradingPool
 from ..grading.normalize import Policy
-from ..errors import UserError
 from ..types import Problem, SampleRecord
 from .base import SCORERS, Score, ScoringContext
 

@@ -87,7 +87,7 @@ class SampleStore:
 
     # -- writer ----------------------------------------------------------------------------
 
-    def open(self) -> "SampleStore":
+    def open(self) -> SampleStore:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         lock_f = open(self.run_dir / LOCK_FILE, "a+")
         try:
@@ -201,7 +201,7 @@ class SampleStore:
             self._lock_f.close()
             self._lock_f = None
 
-    def __enter__(self) -> "SampleStore":
+    def __enter__(self) -> SampleStore:
         return self.open() if self._f is None else self
 
     def __exit__(self, *exc: object) -> None:

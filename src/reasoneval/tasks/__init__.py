@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from .catalog import GROUPS, TASKS, resolve_task_names
-from .keys import dataset_hash, reference_text, problem_key
+from .keys import dataset_hash, problem_key, reference_text
 from .loading import cache_dir, load_task, pull, resolve_data_dir, task_listing
 from .spec import HubSource, TaskSpec
 from .user_data import load_user_data

@@ -6,8 +6,8 @@ from typing import Sequence
 
 from ..errors import UserError
 from ..registry import Registry
-from . import arith, hub
 from ..scoring.base import TaskScoring
+from . import arith, hub
 from .spec import HubSource, TaskSpec
 
 TASKS: Registry[TaskSpec] = Registry("task")

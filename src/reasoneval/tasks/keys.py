@@ -55,5 +55,5 @@ def dataset_hash(problems: Sequence[Problem]) -> str:
     """Hash of a loaded problem list (order matters: `limit` takes the first N), for config.json."""
     h = hashlib.sha256()
     for p in problems:
-        h.update(f"{p.task}\x1f{p.id}\x1f{p.key}\n".encode("utf-8"))
+        h.update(f"{p.task}\x1f{p.id}\x1f{p.key}\n".encode())
     return h.hexdigest()[:16]

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from ..errors import UserError
 from ..types import Problem
 from .choice import LETTERS, shuffle_choices
-from .keys import reference_text, problem_key
+from .keys import problem_key, reference_text
 from .spec import TaskSpec
 
 STR_META = ("solution", "subject", "source_id", "url")

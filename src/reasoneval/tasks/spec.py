@@ -47,7 +47,7 @@ class TaskSpec:
     prompt: str = "boxed"
     hub: HubSource | None = None
     size: int | None = None
-    generate: Callable[[], "list[dict[str, Any]]"] | None = None
+    generate: Callable[[], list[dict[str, Any]]] | None = None
     origin: str | None = None
 
     @property

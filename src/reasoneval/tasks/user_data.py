@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..errors import UserError
 from ..types import Problem
-from .keys import reference_text, problem_key
+from .keys import problem_key, reference_text
 from .loading import _check_limit, hub_offline, load_hub_rows
 from .schema import NumberedRow, _get_answer, iter_jsonl_rows, metadata_of
 from .spec import TaskSpec
