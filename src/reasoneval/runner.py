@@ -79,7 +79,7 @@ class _EngineHealth:
             raise EngineDown(f"the engine cannot serve, so the run stopped: {_one_line(e)}. Finished samples "
                              "are kept; re-run the same command to resume")
         # An engine may fail every request of one batch with one death: it tags them with one incident.
-        key = getattr(e, "incident", None) or object()
+        key = e.incident or object()
         if key not in self.incidents:
             self.incidents.append(key)
         if len(self.incidents) >= self.policy.engine_down_after:

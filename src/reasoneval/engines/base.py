@@ -26,7 +26,8 @@ class EngineError(Exception):
 
     def __init__(self, message: str, *, retryable: bool, context_limit: int | None = None,
                  prompt_tokens: int | None = None, retry_after: float | None = None,
-                 fatal: bool = False, connection: bool = False, engine_failure: bool = False) -> None:
+                 fatal: bool = False, connection: bool = False, engine_failure: bool = False,
+                 incident: str | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.context_limit = context_limit
@@ -44,6 +45,9 @@ class EngineError(Exception):
         # the in-process engine is dead. A few in a row with no sample finished between them
         # stop the run with the cause (exit status 4) instead of retrying every sample.
         self.engine_failure = engine_failure
+        # Engine failures with the same incident are one failure (one worker death fails every request
+        # of its batch); None: each counts on its own.
+        self.incident = incident
 
 
 @dataclass(frozen=True)

@@ -863,10 +863,8 @@ class _Worker:
         pending, self.pending = self.pending, {}
         for fut in pending.values():
             if not fut.done():
-                err = EngineError(message, retryable=True, engine_failure=True)
                 # One worker death fails every request it was serving: one incident for the runner.
-                err.incident = incident  # type: ignore[attr-defined]
-                fut.set_exception(err)
+                fut.set_exception(EngineError(message, retryable=True, engine_failure=True, incident=incident))
         self.engine._notify()
 
     def _on_ready(self) -> None:
