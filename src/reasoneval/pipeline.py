@@ -33,7 +33,7 @@ from .report import ResultsWriter, render_table, write_summary
 from .result import GenerationTiming, RunConfig, RunResult, load_config, write_config
 from .runner import GenerationStats, RetryPolicy, generate
 from .scoring import ScoringContext, TaskScoring, create_scorer
-from .scoring.stream import ScoredProblem, score_store
+from .scoring.stream import ChunkSink, ScoredProblem, score_store
 from .store import SampleStore, add_problems, read_problems
 from .tasks import dataset_hash, load_task, load_user_data, resolve_task_names
 from .types import SamplingParams
@@ -348,7 +348,7 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
     return result
 
 
-def _parquet_sink(writer: ResultsWriter) -> Any:
+def _parquet_sink(writer: ResultsWriter) -> ChunkSink:
     written = {"bytes": 0, "rows": 0}
 
     def sink(scored: Sequence[ScoredProblem], size: int) -> None:

@@ -133,7 +133,7 @@ def _parse_server_args(engine_args_cls: Any, model: str, server_args: tuple[str,
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:  # vLLM before 0.11
-        from vllm.utils import FlexibleArgumentParser
+        from vllm.utils import FlexibleArgumentParser  # type: ignore[attr-defined,no-redef,unused-ignore]
     parser = engine_args_cls.add_cli_args(FlexibleArgumentParser(prog="--server-arg", exit_on_error=False))
     err = io.StringIO()
     try:

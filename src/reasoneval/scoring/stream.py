@@ -87,13 +87,13 @@ def score_store(run_dir: Path, problems: Sequence[Problem], K: int, scorers: Map
 
 def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int,
                  scorers: Mapping[str, Scorer]) -> list[ScoredProblem]:
-    # One batch per scorer, so each scorer's workers see the whole chunk at once.
-    by_scorer: dict[str, list[int]] = {}
+    # One batch per task (each task has its scorer), so the scorer's workers see its whole share at once.
+    by_task: dict[str, list[int]] = {}
     for i, (p, _) in enumerate(chunk):
-        by_scorer.setdefault(p.task, []).append(i)
+        by_task.setdefault(p.task, []).append(i)
     scores: list[list[Score]] = [[] for _ in chunk]
     classes: list[list[int | None]] = [[] for _ in chunk]
-    for task, idxs in by_scorer.items():
+    for task, idxs in by_task.items():
         scorer = scorers[task]
         flat_p = [chunk[i][0] for i in idxs for _ in chunk[i][1]]
         flat_s = [s for i in idxs for s in chunk[i][1]]
