@@ -557,7 +557,7 @@ class _Decoder:
     def self_test(self) -> None:
         """A short greedy generation: one sequence alone, then `parallel` together, so the kernels
         of both shapes (one row, a batch of rows) run once before the worker says it is ready."""
-        params = {"temperature": 0.0, "top_p": 1.0, "top_k": None, "min_p": None, "max_tokens": 2,
+        params: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "top_k": None, "min_p": None, "max_tokens": 2,
                   "stop": [], "extra_body": {}}
         jobs = [{"params": params, "seed": 0, "messages": None, "prompt": "Hello"}]
         jobs += [{"params": params, "seed": i, "messages": None, "prompt": "Hi"}
