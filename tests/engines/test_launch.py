@@ -284,7 +284,7 @@ def test_a_server_that_exits_at_once_stops_the_cli_with_exit_status_4(tmp_path: 
          "--server-arg=--n_ctx", "--server-arg=lots", "--tasks", "arith", "--limit", "2", "--n", "2",
          "--max-tokens", "8", "--output-dir", str(tmp_path / "results")],
         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=120, cwd=tmp_path)
-    assert time.monotonic() - t0 < 60
+    assert time.monotonic() - t0 < 120  # about 5 s on a quiet machine
     assert proc.returncode == 4, proc.stderr[-2000:]
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("reasoneval: error:")]
     assert len(errors) == 1 and "exited with code" in errors[0] and "lots" in errors[0], proc.stderr[-2000:]

@@ -441,7 +441,9 @@ def test_repacked_kernels_that_crash_fall_back_to_the_safe_configuration(
     t0 = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="reasoneval"):
         out = asyncio.run(run_engine(engine, [req(seed=8, max_tokens=12), req(seed=9, max_tokens=12)]))
-    assert time.monotonic() - t0 < 60
+    # Seconds on a quiet machine; the bound leaves room for a shared one, where llama.cpp's threads
+    # wait for each other and a start takes 10-20 s.
+    assert time.monotonic() - t0 < 180
     d = engine.describe()
     assert d["cpu_repack"] == "off" and d["cpu_repack_requested"] == "auto"
     assert "killed by SIGSEGV" in d["cpu_repack_fallback"] and "simulated crash" in d["cpu_repack_fallback"]
@@ -465,7 +467,7 @@ def test_a_worker_that_cannot_even_start_fails_fast_with_the_cause(monkeypatch: 
     t0 = time.monotonic()
     with pytest.raises(EngineDown) as e:
         asyncio.run(run_engine(local_engine(), [req(seed=1)]))
-    assert time.monotonic() - t0 < 60
+    assert time.monotonic() - t0 < 180  # two crashed starts: seconds on a quiet machine
     msg = str(e.value)
     assert e.value.exit_code == 4 and "\n" not in msg
     assert "killed by SIGSEGV" in msg and "simulated crash" in msg and "Segmentation fault" in msg
@@ -497,7 +499,7 @@ def test_a_worker_that_dies_on_its_first_token_stops_the_run_within_seconds(
     elapsed = time.monotonic() - t0
     msg = str(e.value)
     print(f"\nstopped after {elapsed:.1f} s: reasoneval: error: {msg}")
-    assert elapsed < 60
+    assert elapsed < 120  # 3-9 s on a quiet machine (3 worker restarts)
     assert e.value.exit_code == 4 and "\n" not in msg
     assert "3 times in a row" in msg and "killed by SIGSEGV" in msg and "Segmentation fault" in msg
     assert "cpu_repack=off" in msg and "re-run the same command" in msg
@@ -525,7 +527,7 @@ def test_the_readme_run_survives_crashing_repacked_kernels(tmp_path: Path) -> No
 def test_the_readme_run_stops_with_exit_status_4_when_every_token_crashes(tmp_path: Path) -> None:
     t0 = time.monotonic()
     proc = run_cli(tmp_path, "segv-request")
-    assert time.monotonic() - t0 < 120
+    assert time.monotonic() - t0 < 240  # about 6 s on a quiet machine
     assert proc.returncode == 4, proc.stderr[-3000:]
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("reasoneval: error:")]
     assert len(errors) == 1, proc.stderr[-3000:]
