@@ -142,9 +142,8 @@ def _engine_args(a: argparse.Namespace, kind: str) -> dict[str, Any]:
 def _cmd_run(a: argparse.Namespace) -> int:
     from .pipeline import EvalConfig, evaluate
 
-    engine = a.engine or ("openai" if (a.model or a.base_url) else "local")
     cfg = EvalConfig(
-        tasks=_csv(a.tasks), model=a.model, engine=a.engine, engine_args=_engine_args(a, engine), base_url=a.base_url,
+        tasks=_csv(a.tasks), model=a.model, engine=a.engine, base_url=a.base_url,
         api=a.api, api_key_env=a.api_key_env, n=a.n, seed=a.seed, temperature=a.temperature, top_p=a.top_p,
         top_k=a.top_k, min_p=a.min_p, max_tokens=a.max_tokens, stop=a.stop, extra_body=a.extra_body,
         system_prompt=a.system_prompt, prompt_template=a.prompt_template, concurrency=a.concurrency,
@@ -152,6 +151,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         data_dir=a.data_dir, data=a.data, question_key=a.question_key, answer_key=a.answer_key, id_key=a.id_key,
         split=a.split, output_dir=a.output_dir, grading_workers=a.grading_workers,
         grading_timeout=a.grading_timeout, progress=False if a.no_progress else None, print_table=not a.json)
+    cfg.engine_args = _engine_args(a, cfg.engine_kind())
     try:
         summary = evaluate(cfg)
     except RunIncomplete as e:
