@@ -1,0 +1,420 @@
+"""The sandbox: bubblewrap + rlimits + a wall-clock kill, or rlimits + `unshare -n` where bwrap cannot run.
+
+One program per fresh process tree. The harness never imports, evals or execs the program: it writes
+the source to a host temp file that becomes the sandboxed interpreter's stdin, and reads back capped
+stdout/stderr files. When the harness runs as root, the sandboxed process runs as `nobody` (65534):
+RLIMIT_NPROC is not enforced for root, and a root-owned process could undo the read-only binds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import UserError
+
+log = logging.getLogger(__name__)
+
+# Bump when the sandbox's rules (limits, environment, pass criterion) change: cached code grades are keyed on it.
+SANDBOX_VERSION = "1"
+NOBODY = 65534
+# As root, sandbox slot i runs as uid/gid SLOT_UID_BASE + i (no account needed): RLIMIT_NPROC counts per uid, so
+# a fork bomb in one sandbox cannot starve the sandboxes running beside it.
+SLOT_UID_BASE = 620000
+OUTPUT_CAP = 64 << 10  # bytes of stdout/stderr kept per program (the files themselves are capped by RLIMIT_FSIZE)
+MODES = ("auto", "bwrap", "rlimits")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-program limits. cpu_s None: the wall-clock timeout rounded up, plus one second."""
+
+    timeout_s: float = 5.0
+    memory_mb: int = 1024  # address space (RLIMIT_AS)
+    file_size_mb: int = 16  # largest file the program may write (RLIMIT_FSIZE), stdout/stderr included
+    nproc: int = 32  # processes of the sandbox user (RLIMIT_NPROC): bounds a fork bomb
+    nofile: int = 128  # open files
+    tmp_mb: int = 64  # size of the private writable tmpfs (bwrap mode)
+    cpu_s: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_s", "memory_mb", "file_size_mb", "nproc", "nofile", "tmp_mb"):
+            if not getattr(self, name) > 0:
+                raise UserError(f"sandbox limit {name} must be positive, got {getattr(self, name)!r}")
+
+    @property
+    def cpu_seconds(self) -> int:
+        return self.cpu_s if self.cpu_s is not None else math.ceil(self.timeout_s) + 1
+
+    def key(self) -> str:
+        return (f"t{self.timeout_s}:m{self.memory_mb}:f{self.file_size_mb}:p{self.nproc}:n{self.nofile}:"
+                f"d{self.tmp_mb}:c{self.cpu_seconds}")
+
+
+@dataclass(frozen=True)
+class ProgramResult:
+    """status: "ok" (exit 0), "failed" (non-zero exit or killed by a limit signal), "timeout" (wall clock),
+    "error" (the sandbox itself could not run the program)."""
+
+    status: str
+    returncode: int | None
+    stdout: str
+    stderr: str
+    wall_s: float
+
+    @property
+    def signal(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return str(-self.returncode)
+        return None
+
+
+def _world_traversable(path: str) -> bool:
+    """Every directory from / down to `path` is searchable by others (the sandbox user can reach it)."""
+    p = Path(path).resolve()
+    for d in [p, *p.parents]:
+        try:
+            if not os.stat(d).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _default_python(as_root: bool) -> str:
+    # The harness's own interpreter when the sandbox user can reach it; as root with the interpreter under
+    # a private home (/root/.pyenv...), the system's python3. The programs need the standard library only.
+    own = os.path.realpath(sys.executable)
+    if not as_root or _world_traversable(sys.base_prefix):
+        return own
+    for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if os.access(cand, os.X_OK) and _world_traversable(os.path.dirname(cand)):
+            return os.path.realpath(cand)
+    raise UserError("running as root, the sandbox needs a python3 that user nobody can run (e.g. /usr/bin/python3); "
+                    "install Debian's python3 or run as a normal user")
+
+
+def _prefix_of(python: str) -> str:
+    # .../bin/python3.11 -> ... (the installation's prefix, bound read-only in the sandbox)
+    return str(Path(python).resolve().parent.parent)
+
+
+class Sandbox:
+    """Builds the command that runs one program; `mode` is "bwrap" or "rlimits" (the fallback)."""
+
+    def __init__(self, mode: str = "auto", python: str | None = None) -> None:
+        if mode not in MODES:
+            raise UserError(f"sandbox mode {mode!r} is not one of {', '.join(MODES)}")
+        self.as_root = os.geteuid() == 0
+        self.python = python or _default_python(self.as_root)
+        self.warning: str | None = None
+        self.unshare_net = True
+        if mode == "auto":
+            reason = self._probe_bwrap()
+            if reason is None:
+                mode = "bwrap"
+            else:
+                mode = "rlimits"
+                self.warning = (f"bubblewrap unavailable ({reason}); generated code runs with rlimits and an unshared "
+                                "network namespace only, NOT isolated from the file system (docs/sandbox.md); "
+                                "install bubblewrap (apt-get install bubblewrap)")
+        elif mode == "bwrap":
+            reason = self._probe_bwrap()
+            if reason is not None:
+                raise UserError(f"sandbox mode bwrap: {reason}; install bubblewrap (apt-get install bubblewrap) "
+                                "or allow unprivileged user namespaces")
+        self.mode = mode
+        if mode == "rlimits":
+            probe = self.run("print('ok')", Limits(timeout_s=10))
+            if probe.stdout.strip() != "ok":
+                self.unshare_net = False
+                self.warning = (self.warning or "sandbox mode rlimits") + \
+                    f"; the network namespace could not be unshared either ({probe.stderr.strip()[-200:]})"
+        if self.warning:
+            log.warning(self.warning)
+
+    def _probe_bwrap(self) -> str | None:
+        if shutil.which("bwrap") is None:
+            return "no bwrap on PATH"
+        _become_subreaper()
+        self.mode = "bwrap"
+        r = self.run("print('ok')", Limits(timeout_s=10))
+        if r.status == "ok" and r.stdout.strip() == "ok":
+            return None
+        return f"bwrap failed: {(r.stderr.strip() or r.status)[-300:]}"
+
+    def _bwrap_args(self, limits: Limits) -> list[str]:
+        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                "--ro-bind", "/usr", "/usr"]
+        for top in ("bin", "sbin", "lib", "lib32", "lib64"):
+            host = f"/{top}"
+            if os.path.islink(host):
+                args += ["--symlink", os.readlink(host), host]
+            elif os.path.isdir(host):
+                args += ["--ro-bind", host, host]
+        prefix = _prefix_of(self.python)
+        if not prefix.startswith("/usr"):
+            args += ["--ro-bind", prefix, prefix]
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
+                 # bwrap's root is a tmpfs of its own, writable and unbounded: make it read-only
+                 "--remount-ro", "/",
+                 "--chdir", "/tmp", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+                 "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0",
+                 "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
+        return args
+
+    def command(self, limits: Limits, uid: int = NOBODY) -> list[str]:
+        rl = ["prlimit", f"--cpu={limits.cpu_seconds}", f"--as={limits.memory_mb << 20}",
+              f"--fsize={limits.file_size_mb << 20}", f"--nproc={limits.nproc}", f"--nofile={limits.nofile}",
+              "--core=0", "--"]
+        py = [self.python, "-I", "-"]
+        if self.mode == "bwrap":
+            return rl + self._bwrap_args(limits) + py
+        if not self.unshare_net:
+            net: list[str] = []
+        elif self.as_root:
+            # unshare the network as root, then become nobody (so that RLIMIT_NPROC applies)
+            net = ["unshare", "-n", f"--setgid={uid}", f"--setuid={uid}", "--"]
+        else:
+            net = ["unshare", "-r", "-n", "--"]
+        return rl + net + py
+
+    def run(self, source: str, limits: Limits | None = None, slot: int = 0) -> ProgramResult:
+        """Run `source` (Python) in a fresh sandboxed process; never raises for anything the program does.
+
+        slot: which concurrent sandbox this is (0 .. workers-1); as root, it picks the sandbox's uid.
+        """
+        limits = limits or Limits()
+        for attempt in range(3):
+            host_tmp = tempfile.mkdtemp(prefix="reasoneval-sbx-")
+            try:
+                r = self._run(source, limits, Path(host_tmp), slot)
+            finally:
+                shutil.rmtree(host_tmp, ignore_errors=True)
+            # A namespace or process limit hit while the kernel still tears down a previous sandbox of this
+            # uid (a fork bomb's thousands of exits take a moment): try again shortly.
+            if r.status != "error" or "Resource temporarily unavailable" not in r.stderr:
+                return r
+            time.sleep(0.2 * (attempt + 1))
+        return r
+
+    def _run(self, source: str, limits: Limits, host_tmp: Path, slot: int) -> ProgramResult:
+        prog, out, err = host_tmp / "program.py", host_tmp / "stdout", host_tmp / "stderr"
+        prog.write_text(source, encoding="utf-8")
+        cwd = None
+        kw: dict[str, object] = {}
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+        uid = SLOT_UID_BASE + slot
+        if self.mode == "bwrap":
+            if self.as_root:
+                kw = {"user": uid, "group": uid, "extra_groups": []}
+        else:
+            work = host_tmp / "work"
+            work.mkdir()
+            if self.as_root:
+                os.chown(work, uid, uid)
+            cwd = str(work)
+            env["HOME"] = env["TMPDIR"] = str(work)
+        start = time.monotonic()
+        cmd = self.command(limits, uid)
+        info_r = info_w = -1
+        if self.mode == "bwrap":
+            # bwrap reports the host PID of the sandbox's PID 1 on this pipe (killed on timeout, see _kill).
+            info_r, info_w = os.pipe()
+            i = cmd.index("bwrap") + 1
+            cmd[i:i] = ["--info-fd", str(info_w)]
+        with open(prog, "rb") as fin, open(out, "wb") as fout, open(err, "wb") as ferr:
+            try:
+                proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd, env=env, close_fds=True,
+                                        pass_fds=(info_w,) if info_w >= 0 else (), start_new_session=True,
+                                        **kw)  # type: ignore[call-overload]
+            except OSError as e:
+                return ProgramResult("error", None, "", f"sandbox could not start: {e}", 0.0)
+            finally:
+                if info_w >= 0:
+                    os.close(info_w)
+            timed_out = False
+            try:
+                rc = proc.wait(timeout=limits.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                rc = _kill(proc, _child_pid(info_r) if info_r >= 0 else None)
+            if info_r >= 0:
+                init = _child_pid(info_r)
+                os.close(info_r)
+                if init is not None:
+                    _reap_sandbox_init(init)
+        if self.mode == "rlimits" and self.as_root:
+            # No PID namespace here: a child that left the process group (setsid) survives the group kill.
+            # Every process of the slot's uid belongs to this program, so kill them all, as that uid.
+            subprocess.run(["kill", "-KILL", "-1"], user=uid, group=uid, extra_groups=[], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=False)
+            _reap_orphans_of(uid)
+        wall = time.monotonic() - start
+        stdout, stderr = _read_capped(out), _read_capped(err)
+        if timed_out:
+            status = "timeout"
+        elif rc == 0:
+            status = "ok"
+        elif self.mode == "bwrap" and rc == 1 and stderr.startswith("bwrap:"):
+            status = "error"
+        else:
+            status = "failed"
+        return ProgramResult(status, rc, stdout, stderr, wall)
+
+
+def _child_pid(info_r: int) -> int | None:
+    """The host PID of the sandbox's PID 1, from bwrap's --info-fd JSON (None if bwrap wrote none)."""
+    import json
+    os.set_blocking(info_r, False)
+    try:
+        data = os.read(info_r, 4096)
+        pid = json.loads(data.decode()).get("child-pid")
+        return pid if isinstance(pid, int) else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _reap_sandbox_init(pid: int) -> None:
+    # bwrap exits as soon as its PID 1 reports the program's exit status, before PID 1 itself has exited:
+    # PID 1's exit is where the kernel kills and waits for everything left in the namespace. PID 1 is then
+    # reparented to this process (a child subreaper, see _become_subreaper) and reaped here, so when run()
+    # returns no process of the program is left, and no zombie counts against the slot's RLIMIT_NPROC.
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return  # not ours (no subreaper): the host's init reaps it
+        if done:
+            return
+        if time.monotonic() > deadline:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+            return
+        time.sleep(0.002)
+
+
+def _reap_orphans_of(uid: int) -> None:
+    # Orphans of the killed program reparented to this process (when it is a subreaper): reap them, so that
+    # their zombies stop counting against the slot uid's RLIMIT_NPROC.
+    me = str(os.getpid())
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if d.stat().st_uid != uid or (d / "stat").read_text().rsplit(")", 1)[1].split()[1] != me:
+                continue
+            os.waitpid(int(d.name), 0)
+        except (OSError, IndexError, ChildProcessError):
+            continue
+
+
+def _become_subreaper() -> None:
+    """Orphans of this process's descendants (the sandboxes' PID 1) are reparented here, not to init."""
+    import ctypes
+    PR_SET_CHILD_SUBREAPER = 36
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        log.debug("prctl(PR_SET_CHILD_SUBREAPER) unavailable; the host's init reaps sandbox PID 1s")
+
+
+def _kill(proc: subprocess.Popen[bytes], sandbox_init: int | None) -> int:
+    # bwrap mode: kill the sandbox's PID 1 first. Its exit makes the kernel kill every process left in the
+    # PID namespace and returns only when they are gone; bwrap then exits and is reaped here, so nothing of
+    # the program outlives this call (killing bwrap first would orphan PID 1 to the host's init).
+    # Then (and in the fallback) the whole process group.
+    if sandbox_init is not None:
+        try:
+            os.kill(sandbox_init, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            return proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return proc.wait()
+
+
+def _read_capped(path: Path) -> str:
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size <= OUTPUT_CAP:
+            f.seek(0)
+            data = f.read()
+        else:
+            # head and tail: the traceback is at the end, what the program printed first at the start
+            f.seek(0)
+            head = f.read(OUTPUT_CAP // 2)
+            f.seek(size - OUTPUT_CAP // 2)
+            data = head + f"\n[... {size - OUTPUT_CAP} bytes cut ...]\n".encode() + f.read()
+    return data.decode("utf-8", errors="replace")
+
+
+_SANDBOXES: dict[tuple[str, str | None], Sandbox] = {}
+_LOCK = threading.Lock()
+
+
+def get_sandbox(mode: str = "auto", python: str | None = None) -> Sandbox:
+    """The process-wide sandbox for (mode, python): probed once, warns once."""
+    with _LOCK:
+        key = (mode, python)
+        if key not in _SANDBOXES:
+            _SANDBOXES[key] = Sandbox(mode, python)
+        return _SANDBOXES[key]
+
+
+def run_program(source: str, limits: Limits | None = None, mode: str = "auto") -> ProgramResult:
+    return get_sandbox(mode).run(source, limits)
+
+
+class SandboxPool:
+    """Runs programs with at most `workers` sandboxes at once (threads waiting on sandboxed processes)."""
+
+    def __init__(self, workers: int | None = None, mode: str = "auto", python: str | None = None) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.sandbox = get_sandbox(mode, python)
+        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sandbox")
+        self._slots = list(range(self.workers))
+        self._slots_lock = threading.Lock()
+
+    def _run_one(self, source: str, limits: Limits | None) -> ProgramResult:
+        with self._slots_lock:
+            slot = self._slots.pop()
+        try:
+            return self.sandbox.run(source, limits, slot)
+        finally:
+            with self._slots_lock:
+                self._slots.append(slot)
+
+    def run_many(self, sources: Sequence[str], limits: Limits | None = None) -> list[ProgramResult]:
+        return list(self._executor.map(lambda s: self._run_one(s, limits), sources))
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
