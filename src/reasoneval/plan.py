@@ -6,11 +6,12 @@ problem is the same request in a first run, a resumed run, or a run with a large
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import AbstractSet, Sequence
 
 from .config import sample_seed
-from .prompts import PromptConfig, build_messages, build_prompt
+from .prompts import PROMPTS, PromptConfig, build_messages, build_prompt
 from .tasks import TaskSpec
 from .types import Problem, Request, SamplingParams
 
@@ -46,20 +47,25 @@ def plan(tasks: Sequence[LoadedTask], *, n: int, seed: int, sampling: SamplingPa
          prompt: PromptConfig, done: AbstractSet[SampleKey] = frozenset()) -> Plan:
     """The missing samples, ordered sample-index-major so that an interrupted run has spread its
     samples over all problems (every problem gets sample 0 before any gets sample 1)."""
-    per_problem: list[tuple[Problem, PromptConfig, list[int]]] = []
+    per_problem: list[tuple[Problem, PromptConfig, SamplingParams, list[int]]] = []
     for t in tasks:
         cfg = PromptConfig(system_prompt=prompt.system_prompt, template=prompt.template, style=t.spec.prompt)
+        params = sampling
+        style_stop = PROMPTS.get(t.spec.prompt).completion_stop
+        if api == "completions" and prompt.template is None and style_stop:
+            # the task's completion prompt needs its stop sequences (MBPP's [DONE], HumanEval's next block)
+            params = dataclasses.replace(sampling, stop=tuple(dict.fromkeys((*sampling.stop, *style_stop))))
         for p in t.problems:
             missing = [j for j in range(n) if (t.name, p.key, j) not in done]
             if missing:
-                per_problem.append((p, cfg, missing))
+                per_problem.append((p, cfg, params, missing))
     requests = []
     for j in range(n):
-        for p, cfg, missing in per_problem:
+        for p, cfg, params, missing in per_problem:
             if j in missing:
                 requests.append(Request(
                     task=p.task, problem_key=p.key, problem_id=p.id, index=j,
-                    seed=sample_seed(seed, p.task, p.key, j), params=sampling,
+                    seed=sample_seed(seed, p.task, p.key, j), params=params,
                     messages=build_messages(p, cfg) if api == "chat" else None,
                     prompt=build_prompt(p, cfg) if api == "completions" else None))
     return Plan(tasks=tasks, n=n, requests=requests)

