@@ -1,7 +1,8 @@
-"""`python -m reasoneval` is the `reasoneval` command."""
+"""`python -m reasoneval` is the `reasoneval` command (guarded: spawned worker processes import this module)."""
 
 import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

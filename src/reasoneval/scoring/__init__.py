@@ -8,6 +8,7 @@ Entries: `math` and `choice` (scoring/math.py), `code`
 from __future__ import annotations
 
 from . import code as _code  # noqa: F401  (registers code)
+from . import ifeval as _ifeval  # noqa: F401  (registers ifeval)
 from . import math as _math  # noqa: F401  (registers math, choice)
 from .base import (
     SCORERS,

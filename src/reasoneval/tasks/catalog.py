@@ -7,7 +7,7 @@ from typing import Sequence
 from ..errors import UserError
 from ..registry import Registry
 from ..scoring.base import TaskScoring
-from . import arith, code, hub
+from . import arith, code, hub, ifeval
 from .spec import HubSource, TaskSpec
 
 TASKS: Registry[TaskSpec] = Registry("task")
@@ -57,6 +57,9 @@ _add(TaskSpec("mbpp", "MBPP test split (task_ids 11-510)", size=500, scoring=_CO
 _add(TaskSpec("mbpp_sanitized", "MBPP sanitized, test split (task_ids 11-510)", size=257, scoring=_CODE,
               prompt="mbpp", hub=HubSource("google-research-datasets/mbpp", "test", code.map_mbpp, config="sanitized"),
               row_to_problem=code.code_problem))
+_add(TaskSpec("ifeval", "IFEval: 541 prompts with verifiable instructions", size=ifeval.SIZE,
+              scoring=TaskScoring("ifeval"), prompt="plain",
+              hub=HubSource("google/IFEval", "train", ifeval.map_ifeval), row_to_problem=ifeval.ifeval_problem))
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "math": ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench"),

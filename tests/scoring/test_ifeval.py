@@ -1,0 +1,108 @@
+"""The `ifeval` scorer with hand-written responses for every instruction kind, in its worker processes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+from reasoneval.tasks.ifeval import ifeval_problem
+from reasoneval.types import Problem, SampleRecord
+
+DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
+
+SENTENCES_5 = "The sky is blue. Birds fly south. Rain fell on Monday. We stayed in. It was calm."
+LONG = " ".join(["word"] * 320)
+# instruction id -> (kwargs, a response that follows it, a response that does not)
+CASES: dict[str, tuple[dict, str, str]] = {
+    "change_case:capital_word_frequency": ({"capital_relation": "less than", "capital_frequency": 3},
+                                           "One BIG dog.", "ALL OF THESE WORDS SHOUT."),
+    "change_case:english_capital": ({}, "THIS IS ALL IN CAPITAL LETTERS.", "This is not."),
+    "change_case:english_lowercase": ({}, "this is all lowercase.", "This Is Not."),
+    "combination:repeat_prompt": ({"prompt_to_repeat": "Say hi."}, "Say hi. Hi!", "Hi!"),
+    "combination:two_responses": ({}, "First answer.\n******\nSecond answer.", "Only one answer."),
+    "detectable_content:number_placeholders": ({"num_placeholders": 2}, "Dear [name], at [address].", "Dear [name]."),
+    "detectable_content:postscript": ({"postscript_marker": "P.S."}, "Hello.\n\nP.S. See you.", "Hello."),
+    "detectable_format:constrained_response": ({}, "My answer is yes.", "Sure thing."),
+    "detectable_format:json_format": ({}, '```json\n{"a": 1}\n```', "a is 1"),
+    "detectable_format:multiple_sections": ({"section_spliter": "Section", "num_sections": 2},
+                                            "Intro\nSection 1\nfirst\nSection 2\nsecond", "No sections here."),
+    "detectable_format:number_bullet_lists": ({"num_bullets": 2}, "* one\n* two", "* one"),
+    "detectable_format:number_highlighted_sections": ({"num_highlights": 2}, "*one* and *two*", "*one* only"),
+    "detectable_format:title": ({}, "<<My Title>>\nBody.", "No title."),
+    "keywords:existence": ({"keywords": ["apple", "pear"]}, "An apple and a pear.", "An apple."),
+    "keywords:forbidden_words": ({"forbidden_words": ["rock"]}, "A stone.", "A rock."),
+    "keywords:frequency": ({"relation": "at least", "keyword": "story", "frequency": 2},
+                           "A story within a story.", "A story."),
+    "keywords:letter_frequency": ({"let_relation": "at least", "letter": "z", "let_frequency": 3},
+                                  "Zzz, pizza.", "Pizza."),
+    "language:response_language": ({"language": "de"}, "Das ist ein kurzer Satz auf Deutsch, und er ist schön.",
+                                    "This is a short sentence in English, and it is nice."),
+    "length_constraints:nth_paragraph_first_word": ({"first_word": "weekend", "num_paragraphs": 2, "nth_paragraph": 2},
+                                                    "Friday came.\n\nWeekend plans followed.",
+                                                    "Friday came.\n\nMonday plans followed."),
+    "length_constraints:number_paragraphs": ({"num_paragraphs": 2}, "Para one.\n***\nPara two.", "Just one."),
+    "length_constraints:number_sentences": ({"relation": "less than", "num_sentences": 6}, SENTENCES_5,
+                                            SENTENCES_5 + " One more. And another."),
+    "length_constraints:number_words": ({"relation": "at least", "num_words": 300}, LONG, "Too short."),
+    "punctuation:no_comma": ({}, "No commas here.", "Commas, here."),
+    "startend:end_checker": ({"end_phrase": "Any other questions?"}, "Done. Any other questions?", "Done."),
+    "startend:quotation": ({}, '"Wrapped in quotes."', "Not wrapped."),
+}
+
+
+def _problem(iid: str, kwargs: dict, prompt: str = "Say hi.") -> Problem:
+    p = ifeval_problem("ifeval", "test", {"key": 1, "prompt": prompt, "instruction_id_list": [iid], "kwargs": [kwargs]},
+                       f"ifeval-{iid}")
+    assert p is not None
+    return p
+
+
+def _score(problems: list[Problem], texts: list[str]):
+    samples = [SampleRecord(task=p.task, problem_key=p.key, problem_id=p.id, index=0, seed=0, status="ok", text=t)
+               for p, t in zip(problems, texts)]
+    with ScoringContext(workers=2) as ctx:
+        return create_scorer(TaskScoring("ifeval"), ctx).score_many(problems, samples)
+
+
+def test_every_instruction_kind_of_the_dataset_has_a_case() -> None:
+    if not (DATA / "ifeval.jsonl").is_file():
+        pytest.skip("no ifeval.jsonl in REASONEVAL_DATA_DIR")
+    kinds = {i for line in open(DATA / "ifeval.jsonl") for i in json.loads(line)["instruction_id_list"]}
+    assert kinds == set(CASES)
+
+
+def test_each_instruction_kind_passes_its_follower_and_fails_its_violator() -> None:
+    problems, texts, want = [], [], []
+    for iid, (kwargs, good, bad) in CASES.items():
+        for text, ok in ((good, True), (bad, False)):
+            problems.append(_problem(iid, kwargs))
+            texts.append(text)
+            want.append((iid, ok))
+    scores = _score(problems, texts)
+    got = [(iid, s.correct) for (iid, _), s in zip(want, scores)]
+    assert got == want
+    for s in scores:
+        assert s.details["instructions"][0]["strict"] == s.correct
+
+
+def test_loose_accepts_a_markdown_wrapper_that_strict_rejects() -> None:
+    # Google's loose rule: the response without its first/last line, or without `*`, may follow the instruction
+    p = _problem("startend:quotation", {})
+    (s,) = _score([p], ['Here it is:\n"Wrapped in quotes."'])
+    assert s.details["instructions"] == [{"id": "startend:quotation", "strict": False, "loose": True}]
+    assert (s.correct, s.details["prompt_loose"]) == (False, True)
+    assert s.value == {"prompt_strict": 0.0, "prompt_loose": 1.0, "inst_strict.num": 0.0, "inst_strict.den": 1.0,
+                       "inst_loose.num": 1.0, "inst_loose.den": 1.0}
+
+
+def test_empty_response_fails_every_instruction() -> None:
+    row = {"key": 2, "prompt": "p", "instruction_id_list": ["punctuation:no_comma", "detectable_format:title"],
+           "kwargs": [{}, {}]}
+    p = ifeval_problem("ifeval", "test", row, "ifeval-x")
+    assert p is not None
+    (s,) = _score([p], [""])
+    assert (s.correct, s.status, s.value["inst_strict.den"], s.value["inst_strict.num"]) == (False, "no_answer", 2.0, 0.0)
