@@ -6,6 +6,7 @@ The formulas and why they are what they are: docs/statistics.md.
 from reasoneval.metrics.majority import maj_at_k, maj_at_k_method, maj_ks
 from reasoneval.metrics.passk import pass_at_k, pass_at_k_curve, pass_at_k_matrix
 from reasoneval.metrics.summary import (
+    ExtraMetric,
     GroupMetrics,
     ProblemOutcome,
     SEAtK,
@@ -13,6 +14,7 @@ from reasoneval.metrics.summary import (
     TokenStats,
     aggregate_metrics,
     breakdown,
+    extra_metrics,
     mean_stderr_ci,
     se_vs_k,
     stderr_resample,
@@ -20,6 +22,7 @@ from reasoneval.metrics.summary import (
 )
 
 __all__ = [
+    "ExtraMetric",
     "GroupMetrics",
     "ProblemOutcome",
     "SEAtK",
@@ -27,6 +30,7 @@ __all__ = [
     "TokenStats",
     "aggregate_metrics",
     "breakdown",
+    "extra_metrics",
     "maj_at_k",
     "maj_at_k_method",
     "maj_ks",

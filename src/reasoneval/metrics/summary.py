@@ -27,6 +27,9 @@ class ProblemOutcome:
     completion_tokens: Sequence[int | None]
     finish_reasons: Sequence[str | None]
     num_missing: int = 0  # samples with index < K that are missing or failed
+    # Per sample, the scorer's named figures (Score.value when it is a mapping, e.g. IFEval's); () for scorers
+    # whose value is the correct flag. extra_metrics() turns them into TaskMetrics.extra.
+    values: Sequence[Mapping[str, float]] = ()
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,14 @@ class SEAtK:
 
 
 @dataclass(frozen=True)
+class ExtraMetric:
+    """A scorer's own figure (e.g. IFEval's instruction-level accuracy) with its standard error."""
+
+    value: float | None
+    stderr: float | None
+
+
+@dataclass(frozen=True)
 class TaskMetrics:
     """Every metric of one task, or of a pool of tasks (`macro_mean` is set for the pool).
 
@@ -80,6 +91,8 @@ class TaskMetrics:
     # metadata field ("subject", "level") -> value -> accuracy of that group
     breakdown: dict[str, dict[str, GroupMetrics]] = field(default_factory=dict)
     se_vs_k: dict[int, SEAtK] = field(default_factory=dict)
+    # the scorer's own figures, from the samples' named values (see extra_metrics); empty for math tasks
+    extra: dict[str, ExtraMetric] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -99,6 +112,8 @@ class TaskMetrics:
                               for f, groups in self.breakdown.items()}
         if self.se_vs_k:
             d["se_vs_k"] = {str(k): dataclasses.asdict(v) for k, v in self.se_vs_k.items()}
+        if self.extra:
+            d["extra"] = {name: dataclasses.asdict(m) for name, m in self.extra.items()}
         return d
 
     @classmethod
@@ -118,6 +133,7 @@ class TaskMetrics:
             breakdown={f: {v: GroupMetrics(**g) for v, g in groups.items()}
                        for f, groups in (d.get("breakdown") or {}).items()},
             se_vs_k={int(k): SEAtK(**v) for k, v in (d.get("se_vs_k") or {}).items()},
+            extra={name: ExtraMetric(**m) for name, m in (d.get("extra") or {}).items()},
         )
 
 
@@ -252,7 +268,43 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
         ),
         truncation_rate=truncated / total if total else None,
         no_answer_rate=no_answer / total if total else None,
+        extra=extra_metrics(outcomes),
     )
+
+
+def extra_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, ExtraMetric]:
+    """The scorer's own figures, from each sample's named values (ProblemOutcome.values).
+
+    A name `x` is averaged over a problem's samples, then over problems (SE over problems, like `mean`).
+    A pair `x.num` / `x.den` is the ratio metric `x` = sum(num) / sum(den) over every sample (IFEval's
+    instruction-level accuracy: instructions followed / instructions), with the delta-method standard error
+    that treats problems as clusters: sqrt(Q/(Q-1) * sum_i (X_i - r Y_i)^2) / sum_i Y_i, X_i and Y_i the
+    problem's sums. docs/statistics.md.
+    """
+    rows = [o.values for o in outcomes if o.values]
+    if not rows:
+        return {}
+    names = list(dict.fromkeys(k for vs in rows for v in vs for k in v))
+    out: dict[str, ExtraMetric] = {}
+    for name in names:
+        if name.endswith(".den"):
+            continue
+        if name.endswith(".num"):
+            base = name[:-4]
+            x = np.array([sum(v.get(name, 0.0) for v in vs) for vs in rows], dtype=np.float64)
+            y = np.array([sum(v.get(base + ".den", 0.0) for v in vs) for vs in rows], dtype=np.float64)
+            if y.sum() <= 0:
+                out[base] = ExtraMetric(None, None)
+                continue
+            r = x.sum() / y.sum()
+            q = len(rows)
+            se = math.sqrt(q / (q - 1) * float(((x - r * y) ** 2).sum())) / y.sum() if q > 1 else None
+            out[base] = ExtraMetric(_f(r), _f(se))
+        else:
+            per_problem = np.array([np.mean([v[name] for v in vs if name in v]) for vs in rows
+                                    if any(name in v for v in vs)], dtype=np.float64)
+            out[name] = ExtraMetric(_f(per_problem.mean()) if len(per_problem) else None, _se(per_problem))
+    return out
 
 
 def aggregate_metrics(by_task: Mapping[str, Sequence[ProblemOutcome]], K: int) -> TaskMetrics:
@@ -263,7 +315,8 @@ def aggregate_metrics(by_task: Mapping[str, Sequence[ProblemOutcome]], K: int) -
         ps = [sum(bool(x) for x in o.correct) / len(o.correct) for o in outcomes if len(o.correct) > 0]
         if ps:
             task_means.append(float(np.mean(ps)))
-    return dataclasses.replace(task_metrics(pooled, K),
+    # no `extra` over all tasks: a scorer's own figures mean something for its own tasks only
+    return dataclasses.replace(task_metrics(pooled, K), extra={},
                                macro_mean=_f(np.mean(task_means)) if task_means else None)
 
 

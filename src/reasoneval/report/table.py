@@ -47,4 +47,10 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
         if not console.is_terminal:  # a log or a pipe: no 80-column wrapping of the figures
             console = Console(width=200)
     console.print(table)
+    # the scorers' own figures (IFEval's prompt/instruction-level strict and loose accuracy), one line per task
+    for name, m in result.tasks.items():
+        if m.extra:
+            figures = ", ".join(f"{k} {_pct(e.value)}" + ("" if e.stderr is None else f" ± {100 * e.stderr:.1f}")
+                                for k, e in m.extra.items())
+            console.print(f"{name}: {figures} (%)")
     return table
