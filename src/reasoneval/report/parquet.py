@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,9 @@ SCHEMA = pa.schema([
     ("seeds", pa.list_(pa.int64())),
     ("completion_tokens", pa.list_(pa.int64())),
     ("finish_reasons", pa.list_(pa.string())),
+    # the scorer's per-sample details as JSON (code: result, tests passed, stderr; IFEval: each instruction's
+    # strict/loose result); null where the scorer gives none (math)
+    ("details", pa.list_(pa.string())),
 ])
 
 
@@ -47,6 +51,7 @@ class ResultsWriter:
             "seeds": [r.seed for r in records],
             "completion_tokens": [r.completion_tokens for r in records],
             "finish_reasons": [r.finish_reason for r in records],
+            "details": [json.dumps(dict(s.details)) if s.details else None for s in scores],
         })
         if len(self._rows) >= self.batch_rows:
             self._flush()
