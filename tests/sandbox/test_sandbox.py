@@ -108,9 +108,16 @@ def test_endless_printing_is_capped(sandbox: Sandbox) -> None:
     assert len(r.stdout) < 100_000  # what comes back is capped; the file itself stopped at file_size_mb
 
 
-def test_network_is_unreachable(sandbox: Sandbox) -> None:
-    r = _run(sandbox, "import socket\nsocket.create_connection(('127.0.0.1', 22), timeout=1)\nprint('connected')")
-    assert r.status == "failed" and "connected" not in r.stdout
+def test_network_is_unreachable_even_the_hosts_loopback(sandbox: Sandbox) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # a service on the host's loopback
+        port = listener.getsockname()[1]
+        r = _run(sandbox, f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+                          "print('connected')")
+        assert r.status == "failed" and "connected" not in r.stdout, r
+        r = _run(sandbox, "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=1)\nprint('connected')")
+        assert r.status == "failed" and "connected" not in r.stdout, r
 
 
 def test_kill_of_the_parent_does_not_reach_the_harness(sandbox: Sandbox) -> None:

@@ -1,0 +1,68 @@
+"""Sandbox throughput: HumanEval's 164 canonical programs (with their tests) through the sandbox pool, against
+the same programs run as bare subprocesses (`python -I -`, no isolation, no limits) at the same concurrency
+(see docs/benchmarks.md, "Sandbox").
+
+    PYTHONPATH=src python bench/sandbox_speed.py --workers 2 --repeat 2
+
+Prints programs/s for each mode and the ratio of the sandbox's time to the bare subprocess's (the cost of
+isolation per program). The bare reference runs in this same process and run, interleaved by repeat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from reasoneval.sandbox import Limits, Sandbox, SandboxPool
+from reasoneval.scoring.code import build_program, judge
+from reasoneval.tasks.loading import load_task
+
+
+def _bare(python: str, source: str, timeout_s: float) -> int:
+    with tempfile.TemporaryFile() as f:
+        f.write(source.encode())
+        f.seek(0)
+        return subprocess.run([python, "-I", "-"], stdin=f, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=timeout_s, check=False).returncode
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+
+    problems = load_task("humaneval")[1]
+    programs = [build_program(p, p.payload["canonical_solution"]) for p in problems]
+    sources = [prog.source("__bench_done__") for prog in programs if prog is not None]
+    limits = Limits(timeout_s=20.0)
+    times: dict[str, list[float]] = {"bwrap": [], "rlimits": [], "bare": []}
+    python = Sandbox("bwrap").python  # the same interpreter in every mode
+    for _ in range(args.repeat):
+        for mode in ("bwrap", "rlimits"):
+            pool = SandboxPool(workers=args.workers, mode=mode)
+            t = time.perf_counter()
+            results = pool.run_many(sources, limits)
+            times[mode].append(time.perf_counter() - t)
+            pool.close()
+            passed = sum(judge(r, "__bench_done__", 1).result == "passed" for r in results)
+            assert passed == len(sources), f"{mode}: {passed}/{len(sources)} canonical programs passed"
+        with ThreadPoolExecutor(args.workers) as ex:
+            t = time.perf_counter()
+            rcs = list(ex.map(lambda s: _bare(python, s, 20.0), sources))
+            times["bare"].append(time.perf_counter() - t)
+        assert all(rc == 0 for rc in rcs)
+    n = len(sources)
+    best = {m: min(ts) for m, ts in times.items()}
+    print(f"{n} HumanEval canonical programs, {args.workers} workers, best of {args.repeat}; interpreter {python}")
+    for m in ("bare", "rlimits", "bwrap"):
+        print(f"  {m:8s} {n / best[m]:6.1f} programs/s  ({1000 * best[m] * args.workers / n:.0f} ms per program "
+              f"per worker)   time ratio vs bare subprocess: {best[m] / best['bare']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
