@@ -174,3 +174,20 @@ def test_the_pool_runs_programs_side_by_side_and_a_fork_bomb_does_not_starve_the
     assert results[0].status == "timeout"
     assert [r.stdout for r in results[1:]] == [f"{i * 2}\n" for i in range(6)]
     assert _sandboxed_processes() == []
+
+
+def test_without_bwrap_auto_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    from reasoneval.sandbox import run as sandbox_run
+
+    real_which = shutil.which
+    monkeypatch.setattr(sandbox_run.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
+    with caplog.at_level("WARNING"):
+        sb = Sandbox("auto")
+    assert sb.mode == "rlimits"
+    assert "bubblewrap unavailable" in caplog.text and "NOT isolated from the file system" in caplog.text
+    assert _run(sb, "print('still bounded')").stdout == "still bounded\n"
+    from reasoneval.errors import UserError
+
+    with pytest.raises(UserError, match="install bubblewrap"):
+        Sandbox("bwrap")

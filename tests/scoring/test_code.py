@@ -142,3 +142,21 @@ def test_results_are_cached_in_the_run_dir_and_reused(mbpp: list[Problem], tmp_p
         ctx.resource("sandbox_pool", lambda: pool)
         again = create_scorer(TaskScoring("code"), ctx).score_many([p], [_sample(p, p.answer)])
     assert again == first
+
+
+def test_completions_api_gets_the_mbpp_three_shot_prompt_and_its_done_stop(mbpp: list[Problem]) -> None:
+    from reasoneval.plan import LoadedTask, plan
+    from reasoneval.prompts import PromptConfig
+    from reasoneval.tasks import TASKS
+    from reasoneval.types import SamplingParams
+
+    task = LoadedTask(TASKS.get("mbpp"), mbpp[:1])
+    (req,) = plan([task], n=1, seed=0, sampling=SamplingParams(stop=("###",)), api="completions",
+                  prompt=PromptConfig()).requests
+    assert req.params.stop == ("###", "[DONE]")
+    assert req.prompt is not None and req.prompt.count("[BEGIN]") == 4 and req.prompt.count("[DONE]") == 3
+    assert req.prompt.startswith("You are an expert Python programmer, and here is your task: Write a function to find "
+                                 "the similar elements from the given two tuple lists. Your code should pass these tests:\n\n")
+    assert req.prompt.endswith(mbpp[0].payload["test_list"][-1] + "\n[BEGIN]\n")
+    (chat,) = plan([task], n=1, seed=0, sampling=SamplingParams(), api="chat", prompt=PromptConfig()).requests
+    assert chat.params.stop == () and chat.messages is not None and "[BEGIN]" not in chat.messages[-1]["content"]
