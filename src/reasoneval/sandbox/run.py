@@ -179,8 +179,13 @@ class Sandbox:
         return args
 
     def command(self, limits: Limits, uid: int = NOBODY) -> list[str]:
+        nproc = limits.nproc
+        if not self.as_root:
+            # RLIMIT_NPROC counts every process of the real uid, and a normal user's own processes (shells, this
+            # harness, its workers) share that uid: allow them plus `nproc` for the program.
+            nproc += _count_processes(os.getuid())
         rl = ["prlimit", f"--cpu={limits.cpu_seconds}", f"--as={limits.memory_mb << 20}",
-              f"--fsize={limits.file_size_mb << 20}", f"--nproc={limits.nproc}", f"--nofile={limits.nofile}",
+              f"--fsize={limits.file_size_mb << 20}", f"--nproc={nproc}", f"--nofile={limits.nofile}",
               "--core=0", "--"]
         py = [self.python, "-I", "-"]
         if self.mode == "bwrap":
@@ -314,6 +319,17 @@ def _reap_sandbox_init(pid: int) -> None:
                 pass
             return
         time.sleep(0.002)
+
+
+def _count_processes(uid: int) -> int:
+    n = 0
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and d.stat().st_uid == uid:
+                n += 1
+        except OSError:
+            continue
+    return n
 
 
 def _reap_orphans_of(uid: int) -> None:
