@@ -106,3 +106,16 @@ def test_empty_response_fails_every_instruction() -> None:
     assert p is not None
     (s,) = _score([p], [""])
     assert (s.correct, s.status, s.value["inst_strict.den"], s.value["inst_strict.num"]) == (False, "no_answer", 2.0, 0.0)
+
+
+def test_hub_rows_with_null_kwargs_are_checked_like_the_original_release() -> None:
+    # google/IFEval on the Hub gives every kwargs dict all keys, unused ones null; the checker ignores them
+    row = {"key": 3, "prompt": "Answer in lowercase.", "instruction_id_list": ["change_case:english_lowercase",
+                                                                              "keywords:frequency"],
+           "kwargs": [{"keyword": None, "frequency": None, "relation": None},
+                      {"keyword": "river", "frequency": 2, "relation": "at least"}]}
+    p = ifeval_problem("ifeval", "hub row 0", row, "ifeval-0")
+    assert p is not None
+    scores = _score([p, p], ["the river meets another river.", "The River."])
+    assert [s.correct for s in scores] == [True, False]
+    assert scores[1].value["inst_strict.num"] == 0.0

@@ -61,6 +61,9 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
     "mbpp": [{"id": "mbpp-0", "task_id": 11, "text": "Write a function to double a number."},
              {"id": "mbpp-1", "task_id": 510, "test_list": ["assert neg(1) == -1", "assert neg(0) == 0",
                                                             "assert neg(-3) == 3"]}],
+    "ifeval": [{"id": "ifeval-0", "key": 1, "instruction_id_list": ["punctuation:no_comma",
+                                                                  "length_constraints:number_sentences"]},
+               {"id": "ifeval-1", "prompt": "Answer in lowercase letters only."}],
     "mbpp_sanitized": [{"id": "mbpp_sanitized-0", "task_id": 12, "prompt": "Write a function to triple a number.",
                         "test_imports": ["import math"]}],
 }
