@@ -59,7 +59,7 @@ class TaskSpec:
     @property
     def source(self) -> str:
         if self.generate is not None:
-            return "generated"
+            return str(getattr(self.generate, "origin", "generated"))  # e.g. HumanEval: an installed package
         if self.hub is not None:
             return self.hub.describe()
         return self.origin or "user data"
