@@ -151,9 +151,13 @@ class IFEvalScorer:
             items.append((p.problem, list(pl["instruction_id_list"]), [dict(k or {}) for k in pl["kwargs"]],
                           s.text or ""))
         out = []
-        for (*_, response), checked in zip(items, pool.check(items)):
+        for (_, ids, _, response), checked in zip(items, pool.check(items)):
             if checked is None:
-                out.append(Score(False, {}, None, "timeout", {"instructions": []}))
+                # timed out: every instruction counts as not followed (the denominators keep them)
+                n = float(len(ids))
+                out.append(Score(False, {"prompt_strict": 0.0, "prompt_loose": 0.0, "inst_strict.num": 0.0,
+                                         "inst_strict.den": n, "inst_loose.num": 0.0, "inst_loose.den": n},
+                                 None, "timeout", {"instructions": [], "timeout": True}))
                 continue
             strict = [c[1] for c in checked]
             loose = [c[2] for c in checked]
