@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..metrics import TaskMetrics, maj_ks
@@ -28,7 +29,7 @@ def _row(name: str, m: TaskMetrics, ks: list[int], K: int) -> list[str]:
 def _extra_rows(name: str, m: TaskMetrics, ks: list[int], K: int) -> list[list[str]]:
     """One row per extra scorer (lm-eval's strict-match, ...): its accuracy ± SE in the first figure column."""
     blank = [""] * (len(ks) + (1 if K > 1 else 0) + 2)
-    return [[f"  {name} [{metric}]", str(g.num_problems), _mean_se(g.mean, g.stderr), *blank]
+    return [[escape(f"  {name} [{metric}]"), str(g.num_problems), _mean_se(g.mean, g.stderr), *blank]
             for metric, g in m.extra.items()]
 
 

@@ -1,0 +1,41 @@
+"""--greedy from the CLI: temperature 0, one sample, a table of accuracy ± SE with lm-eval's numbers beside."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from reasoneval.result import load_run
+from tests.test_pipeline import base_args, cli
+
+QUESTIONS = [("Tom has 3 apples and buys 4 more. How many apples?", "7"),
+             ("A box holds 1,000 pens; 234 more arrive. How many pens?", "1234"),
+             ("It was 2 degrees and fell by 5. What is the temperature?", "-3"),
+             ("Sam reads 10 pages a day for 3 days. How many pages?", "30")]
+
+
+def test_greedy_table_shows_accuracy_and_lmeval_numbers(make_openai_server: Any, tmp_path: Path) -> None:
+    server = make_openai_server(script={
+        "Tom has 3": "3 + 4 = 7.\n#### 7",  # all three right
+        "A box holds": "1,000 + 234 = 1,234 pens.\n#### 1,234",  # all three right (separators deleted)
+        "It was 2": "2 - 5 = -3, so it is -3 degrees now, colder by 5",  # all wrong: no ####, last number 5
+        "Sam reads": "10 * 3 = 30 pages. The answer is \\boxed{30}.",  # ours and flexible right, strict wrong
+    })
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "gsm8k.jsonl").write_text("".join(json.dumps({"id": f"gsm8k-{i}", "problem": q, "answer": a}) + "\n"
+                                              for i, (q, a) in enumerate(QUESTIONS)))
+    r = cli(*base_args(server, tmp_path, "--tasks", "gsm8k", "--greedy", "--api", "completions",
+                       "--num-fewshot", "2", "--temperature", "0.9", "--n", "8"))
+    assert r.returncode == 0, r.stderr
+    assert "greedy" in r.stdout and "accuracy ± SE (%)" in r.stdout and "maj@" not in r.stdout
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:]]
+            for line in r.stdout.splitlines() if line.count("│") > 3}
+    assert rows["gsm8k"][:2] == ["4", "75.0 ± 25.0"]
+    assert rows["gsm8k [strict-match]"][:2] == ["4", "50.0 ± 28.9"]
+    assert rows["gsm8k [flexible-extract]"][:2] == ["4", "75.0 ± 25.0"]
+    run = load_run(next((tmp_path / "results" / "test-model").iterdir()))
+    assert run.config.n == 1 and run.config.settings["sampling"]["temperature"] == 0.0
+    assert run.config.settings["prompt_style"]["num_fewshot"] == 2
+    assert run.tasks["gsm8k"].extra["strict-match"].mean == 0.5
