@@ -84,11 +84,13 @@ def test_a_plain_file_is_not_a_model(tmp_path: Path) -> None:
         resolve_model(str(f), None)
 
 
-def test_model_folder_is_its_own_identity(tmp_path: Path) -> None:
-    folder = tmp_path / "ckpt"
-    folder.mkdir()
+def test_model_folder_is_identified_by_its_content(tmp_path: Path) -> None:
+    from reasoneval.engines.checkpoint import checkpoint_identity
+    from tests.engines.test_checkpoint import make_checkpoint
+
+    folder = make_checkpoint(tmp_path / "ckpt")
     loaded, name, identity = resolve_model(None, str(folder))
-    assert loaded == identity == str(folder.resolve())
+    assert loaded == str(folder.resolve()) and identity == checkpoint_identity(folder.resolve())
     assert name == "ckpt"
     # With --model the results folder is named as the user typed it.
     assert resolve_model(str(folder), None)[1] == str(folder)
