@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from reasoneval.result import load_run
 from tests.test_pipeline import base_args, cli
@@ -39,3 +42,34 @@ def test_greedy_table_shows_accuracy_and_lmeval_numbers(make_openai_server: Any,
     assert run.config.n == 1 and run.config.settings["sampling"]["temperature"] == 0.0
     assert run.config.settings["prompt_style"]["num_fewshot"] == 2
     assert run.tasks["gsm8k"].extra["strict-match"].mean == 0.5
+
+
+def _gsm8k_data() -> Path:
+    d = Path(os.environ.get("REASONEVAL_DATA_DIR") or "/work/shared/datasets")
+    if not (d / "gsm8k.jsonl").is_file():
+        pytest.skip(f"the gsm8k benchmark file is not in {d} (set REASONEVAL_DATA_DIR)")
+    return d
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+@pytest.mark.timeout(900)
+def test_embedded_model_four_shot_gsm8k_on_the_completions_api(tmp_path: Path) -> None:
+    """The embedded base-model setup end to end: 4-shot gsm8k prompt, completions API, greedy, 20 problems."""
+    r = cli("run", "--tasks", "gsm8k", "--limit", "20", "--api", "completions", "--num-fewshot", "4", "--greedy",
+            "--max-tokens", "128", "--engine-arg", "threads=1", "--data-dir", str(_gsm8k_data()),
+            "--output-dir", str(tmp_path), "--no-progress", timeout=840)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "accuracy ± SE (%)" in r.stdout
+    assert "gsm8k [strict-match]" in r.stdout and "gsm8k [flexible-extract]" in r.stdout
+    run = load_run(next(tmp_path.glob("*/*/summary.json")).parent)
+    m = run.tasks["gsm8k"]
+    assert run.complete and m.num_problems == 20 and set(m.extra) == {"strict-match", "flexible-extract"}
+    assert all(g.num_problems == 20 for g in m.extra.values())
+    assert run.config.settings["prompt_style"]["num_fewshot"] == 4 and run.config.settings["api"] == "completions"
+    texts = [json.loads(line)["text"] for line in (run.run_dir / "samples.jsonl").read_text().splitlines()]
+    assert len(texts) == 20
+    # The 4-shot prompt shapes the answers into the exemplars' "#### N" form, and the style's stop
+    # ("Question:") ends each one before the model writes a fifth exemplar.
+    assert any("\n#### " in t for t in texts)
+    assert not any("Question:" in t for t in texts)
