@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from reasoneval.result import load_run
@@ -42,6 +43,11 @@ def test_greedy_table_shows_accuracy_and_lmeval_numbers(make_openai_server: Any,
     assert run.config.n == 1 and run.config.settings["sampling"]["temperature"] == 0.0
     assert run.config.settings["prompt_style"]["num_fewshot"] == 2
     assert run.tasks["gsm8k"].extra["strict-match"].mean == 0.5
+    # results.parquet keeps each extraction per sample, to see why the numbers differ.
+    rows = {r["id"]: r for r in pq.read_table(run.run_dir / "results.parquet").to_pylist()}
+    assert dict(rows["gsm8k-2"]["extra_extracted"]) == {"strict-match": [None], "flexible-extract": ["5"]}
+    assert dict(rows["gsm8k-3"]["extra_correct"]) == {"strict-match": [False], "flexible-extract": [True]}
+    assert rows["gsm8k-3"]["correct"] == [True]
 
 
 def _gsm8k_data() -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Mapping, Sequence
 
@@ -33,6 +33,8 @@ class ScoredProblem:
     samples: Sequence[SampleRecord]
     scores: Sequence[Score]
     outcome: ProblemOutcome
+    # The task's extra scorers' scores (TaskScoring.extra), by metric name, one per sample.
+    extra_scores: Mapping[str, Sequence[Score]] = field(default_factory=dict)
 
 
 # Called once per chunk with that chunk's scored problems and its response bytes.
@@ -97,7 +99,7 @@ def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int, sc
         by_task.setdefault(p.task, []).append(i)
     scores: list[list[Score]] = [[] for _ in chunk]
     classes: list[list[int | None]] = [[] for _ in chunk]
-    extra_correct: list[dict[str, list[bool]]] = [{} for _ in chunk]
+    extra_scores: list[dict[str, list[Score]]] = [{} for _ in chunk]
     for task, idxs in by_task.items():
         scorer = scorers[task]
         flat_p = [chunk[i][0] for i in idxs for _ in chunk[i][1]]
@@ -109,22 +111,22 @@ def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int, sc
             scores[i] = flat[pos:pos + n]
             pos += n
         for name, extra_scorer in extra.get(task, {}).items():
-            verdicts = [s.correct for s in extra_scorer.score_many(flat_p, flat_s)]
+            extra_flat = extra_scorer.score_many(flat_p, flat_s)
             pos = 0
             for i in idxs:
                 n = len(chunk[i][1])
-                extra_correct[i][name] = verdicts[pos:pos + n]
+                extra_scores[i][name] = extra_flat[pos:pos + n]
                 pos += n
         groups = [(chunk[i][0], [s.answer for s in scores[i]]) for i in idxs]
         for i, row in zip(idxs, cluster(scorer, groups)):
             classes[i] = row
     out = []
-    for (p, recs), sc, cl, ex in zip(chunk, scores, classes, extra_correct):
+    for (p, recs), sc, cl, ex in zip(chunk, scores, classes, extra_scores):
         outcome = ProblemOutcome(
             task=p.task, problem_key=p.key, correct=[s.correct for s in sc], classes=list(cl),
             correct_classes=frozenset(c for c, s in zip(cl, sc) if c is not None and s.correct),
             completion_tokens=[r.completion_tokens for r in recs],
             finish_reasons=[r.finish_reason for r in recs],
-            num_missing=max(0, K - len(recs)), extra=ex)
-        out.append(ScoredProblem(problem=p, samples=recs, scores=sc, outcome=outcome))
+            num_missing=max(0, K - len(recs)), extra={name: [s.correct for s in e] for name, e in ex.items()})
+        out.append(ScoredProblem(problem=p, samples=recs, scores=sc, outcome=outcome, extra_scores=ex))
     return out
