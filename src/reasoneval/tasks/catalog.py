@@ -55,7 +55,7 @@ _add(TaskSpec("gpqa_diamond", "GPQA Diamond (multiple choice, gated)", size=198,
 _add(TaskSpec("limo", "LIMO (817 curated training problems)", size=817,
               hub=HubSource("GAIR/LIMO", "train", hub.map_limo)))
 _add(TaskSpec("arith", "generated 1-2 digit additions/subtractions (demo, tiny models)",
-              size=arith.SIZE, generate=arith.generate, fewshot="gsm8k"))
+              size=arith.SIZE, generate=arith.generate, fewshot="gsm8k", scoring=GSM8K_SCORING))
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "math": ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench"),
