@@ -123,3 +123,21 @@ def test_stop_sequence_ends_generation_at_the_next_exemplar_on_the_server(make_o
     assert again.run_id != result.run_id
     assert again.tasks["gsm8k"].extra["flexible-extract"].mean == 0.0
     assert again.tasks["gsm8k"].extra["strict-match"].mean == 1.0  # the first "#### N"
+
+
+def test_chat_models_get_the_exemplars_as_turns(make_openai_server: Any, tmp_path: Path) -> None:
+    server = make_openai_server(script={"Janet's ducks": "16 - 7 = 9. The answer is 9.\n\nQ: next"})
+    _gsm_data(tmp_path / "data", [("Janet's ducks lay 16 eggs per day. How many does she sell?", "9")])
+    result = reasoneval.evaluate(base_url=server.base_url, model="test-model", api="chat", tasks=["gsm8k"],
+                                 prompt_style="gsm8k_cot", num_fewshot=3, greedy=True, data_dir=str(tmp_path / "data"),
+                                 output_dir=str(tmp_path / "results"), grading_workers=1, progress=False,
+                                 print_table=False)
+    (rec,) = [r for r in server.requests() if r.path == "/v1/chat/completions"]
+    assert [m["role"] for m in rec.body["messages"]] == ["user", "assistant"] * 3 + ["user"]
+    assert rec.body["messages"][-1]["content"] == "Q: Janet's ducks lay 16 eggs per day. How many does she sell?\nA:"
+    assert rec.body["stop"] == ["Q:", "</s>", "<|im_end|>"]
+    # strict-match follows the style: gsm8k_cot's "The answer is N."
+    m = result.tasks["gsm8k"]
+    assert m.extra["strict-match"].mean == 1.0
+    assert result.config.scoring["gsm8k"].extra["strict-match"].settings == {
+        "pattern": FEWSHOT_STYLES["gsm8k_cot"].strict_pattern}
