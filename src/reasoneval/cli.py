@@ -85,6 +85,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="extra request fields, e.g. '{\"repetition_penalty\": 1.05}'")
     g.add_argument("--system-prompt")
     g.add_argument("--prompt-template", metavar="FILE", help="prompt with a {problem} placeholder")
+    from .prompts_cli import add_prompt_args
+
+    add_prompt_args(g)
     g = p.add_argument_group("execution")
     g.add_argument("--concurrency", type=int, default=64, help="requests in flight (default 64)")
     g.add_argument("--timeout", type=float, default=3600.0, help="seconds per request (default 3600)")
@@ -150,7 +153,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         timeout=a.timeout, max_retries=a.max_retries, retry_backoff=a.retry_backoff, limit=a.limit,
         data_dir=a.data_dir, data=a.data, question_key=a.question_key, answer_key=a.answer_key, id_key=a.id_key,
         split=a.split, output_dir=a.output_dir, grading_workers=a.grading_workers,
-        grading_timeout=a.grading_timeout, progress=False if a.no_progress else None, print_table=not a.json)
+        grading_timeout=a.grading_timeout, progress=False if a.no_progress else None, print_table=not a.json,
+        prompt_style=a.prompt_style, num_fewshot=a.num_fewshot, style_stop=not a.no_style_stop, greedy=a.greedy)
     cfg.engine_args = _engine_args(a, cfg.engine_kind())
     try:
         summary = evaluate(cfg)

@@ -74,6 +74,15 @@ class EvalConfig:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     system_prompt: str | None = None
     prompt_template: str | None = None  # a file path
+    # Few-shot prompting (reasoneval.prompts.fewshot): a style for every task (default: each task's own;
+    # its few-shot style when num_fewshot is given), exemplars per prompt, and whether the style's stop
+    # sequences are sent.
+    prompt_style: str | None = None
+    num_fewshot: int | None = None
+    style_stop: bool = True
+    # Greedy decoding, one sample per problem: sets temperature 0, top_p 1, n 1 (over what else is given);
+    # the table then shows accuracy ± SE over problems.
+    greedy: bool = False
     concurrency: int = 64
     timeout: float = 3600.0
     max_retries: int = 6
@@ -90,6 +99,10 @@ class EvalConfig:
     grading_timeout: float = 5.0
     progress: bool | None = None  # None: a live bar on a terminal, log lines elsewhere
     print_table: bool = True
+
+    def __post_init__(self) -> None:
+        if self.greedy:
+            self.temperature, self.top_p, self.n = 0.0, 1.0, 1
 
     def validate(self) -> None:
         checks = [
@@ -119,7 +132,8 @@ class EvalConfig:
 
     def prompt(self) -> PromptConfig:
         template = read_template(self.prompt_template) if self.prompt_template is not None else None
-        return PromptConfig(system_prompt=self.system_prompt, template=template)
+        return PromptConfig(system_prompt=self.system_prompt, template=template, num_fewshot=self.num_fewshot,
+                            style_override=self.prompt_style, style_stop=self.style_stop)
 
     def common_options(self) -> CommonOptions:
         return CommonOptions(model=self.model, base_url=self.base_url, api=self.api,
@@ -189,7 +203,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
     sampling = cfg.sampling()
     settings = RunSettings(model=info.model, model_identity=info.model_identity, api=cfg.api,
                            system_prompt=cfg.system_prompt, prompt_template=prompt.template, sampling=sampling,
-                           seed=cfg.seed)
+                           seed=cfg.seed, prompt_style=prompt.identity())
     run_dir = run_dir_for(Path(cfg.output_dir), settings)
     with SampleStore(run_dir) as store, run_log(run_dir):
         engine.attach_run(run_dir)
@@ -202,7 +216,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         config = RunConfig(
             run_id=settings.run_id, settings=settings.to_dict(), engine=kind, n=cfg.n,
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
-            scoring={t.name: t.spec.scoring for t in tasks}, engine_config=engine.describe(),
+            scoring={t.name: task_scoring(t, prompt) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if kind == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
             datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
                                "source": t.spec.source} for t in tasks},
@@ -227,6 +241,13 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         config = dataclasses.replace(config, last_generation=timing_of(stats))
         write_config(run_dir, config)
     return run_dir, config, stats
+
+
+def task_scoring(task: LoadedTask, prompt: PromptConfig) -> TaskScoring:
+    """The task's scoring with settings that follow the prompt style (lm-eval's strict-match looks for
+    the answer in the style's format) filled in for the style this run asks the task with."""
+    style = prompt.for_task(task.name, task.spec.prompt, task.spec.fewshot)
+    return task.spec.scoring.with_style_pattern(style.answer_pattern())
 
 
 def _previous_config(run_dir: Path) -> RunConfig | None:
@@ -321,9 +342,11 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
     try:
         with ScoringContext(workers=workers, timeout_s=grading_timeout, cache_dir=run_dir) as context:
             scorers = {t: create_scorer(config.scoring.get(t) or TaskScoring(), context) for t in names}
+            extra = {t: {name: create_scorer(s, context) for name, s in (config.scoring.get(t) or TaskScoring()).extra.items()}
+                     for t in names}
             writer = ResultsWriter(run_dir / "results.parquet") if write else None
             try:
-                outcomes = score_store(run_dir, problems, K, scorers, _parquet_sink(writer) if writer else None)
+                outcomes = score_store(run_dir, problems, K, scorers, _parquet_sink(writer) if writer else None, extra)
             finally:
                 if writer is not None:
                     writer.close()
@@ -338,7 +361,7 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
             model=config.model, run_id=config.run_id, run_dir=run_dir, config=config, n=K, tasks=per_task,
             aggregate=aggregate_metrics(outcomes, K), timing=config.last_generation or GenerationTiming(),
             complete=all(o.num_missing == 0 for os_ in outcomes.values() for o in os_),
-            scorers={s.name: s.version for s in scorers.values()})
+            scorers={s.name: s.version for s in [*scorers.values(), *(e for d in extra.values() for e in d.values())]})
         if write:
             write_summary(result)
     except OSError as e:

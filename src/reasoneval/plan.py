@@ -6,6 +6,7 @@ problem is the same request in a first run, a resumed run, or a run with a large
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import AbstractSet, Sequence
 
@@ -42,24 +43,32 @@ class Plan:
         return sum(len(t.problems) for t in self.tasks) * self.n
 
 
+def with_style_stop(sampling: SamplingParams, prompt: PromptConfig) -> SamplingParams:
+    """The run's sampling parameters plus the stop sequences of the task's prompt style (few-shot styles
+    stop where the next exemplar would start), --stop strings first, no duplicates."""
+    stop = tuple(dict.fromkeys((*sampling.stop, *prompt.stop())))
+    return sampling if stop == sampling.stop else dataclasses.replace(sampling, stop=stop)
+
+
 def plan(tasks: Sequence[LoadedTask], *, n: int, seed: int, sampling: SamplingParams, api: str,
          prompt: PromptConfig, done: AbstractSet[SampleKey] = frozenset()) -> Plan:
     """The missing samples, ordered sample-index-major so that an interrupted run has spread its
     samples over all problems (every problem gets sample 0 before any gets sample 1)."""
-    per_problem: list[tuple[Problem, PromptConfig, list[int]]] = []
+    per_problem: list[tuple[Problem, PromptConfig, SamplingParams, list[int]]] = []
     for t in tasks:
-        cfg = PromptConfig(system_prompt=prompt.system_prompt, template=prompt.template, style=t.spec.prompt)
+        cfg = prompt.for_task(t.name, t.spec.prompt, t.spec.fewshot)
+        params = with_style_stop(sampling, cfg)
         for p in t.problems:
             missing = [j for j in range(n) if (t.name, p.key, j) not in done]
             if missing:
-                per_problem.append((p, cfg, missing))
+                per_problem.append((p, cfg, params, missing))
     requests = []
     for j in range(n):
-        for p, cfg, missing in per_problem:
+        for p, cfg, params, missing in per_problem:
             if j in missing:
                 requests.append(Request(
                     task=p.task, problem_key=p.key, problem_id=p.id, index=j,
-                    seed=sample_seed(seed, p.task, p.key, j), params=sampling,
+                    seed=sample_seed(seed, p.task, p.key, j), params=params,
                     messages=build_messages(p, cfg) if api == "chat" else None,
                     prompt=build_prompt(p, cfg) if api == "completions" else None))
     return Plan(tasks=tasks, n=n, requests=requests)

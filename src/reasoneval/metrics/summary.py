@@ -27,6 +27,8 @@ class ProblemOutcome:
     completion_tokens: Sequence[int | None]
     finish_reasons: Sequence[str | None]
     num_missing: int = 0  # samples with index < K that are missing or failed
+    # Extra scorers' verdicts (TaskScoring.extra, e.g. lm-eval's "strict-match"), one per present sample.
+    extra: Mapping[str, Sequence[bool]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,9 @@ class TaskMetrics:
     # metadata field ("subject", "level") -> value -> accuracy of that group
     breakdown: dict[str, dict[str, GroupMetrics]] = field(default_factory=dict)
     se_vs_k: dict[int, SEAtK] = field(default_factory=dict)
+    # Extra scorers' accuracy (mean over problems of each problem's mean over samples) ± SE, by metric
+    # name (e.g. lm-eval's "strict-match", "flexible-extract", "exact_match"); see extra_metrics.
+    extra: dict[str, GroupMetrics] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -99,6 +104,8 @@ class TaskMetrics:
                               for f, groups in self.breakdown.items()}
         if self.se_vs_k:
             d["se_vs_k"] = {str(k): dataclasses.asdict(v) for k, v in self.se_vs_k.items()}
+        if self.extra:
+            d["extra"] = {name: dataclasses.asdict(g) for name, g in self.extra.items()}
         return d
 
     @classmethod
@@ -118,6 +125,7 @@ class TaskMetrics:
             breakdown={f: {v: GroupMetrics(**g) for v, g in groups.items()}
                        for f, groups in (d.get("breakdown") or {}).items()},
             se_vs_k={int(k): SEAtK(**v) for k, v in (d.get("se_vs_k") or {}).items()},
+            extra={name: GroupMetrics(**g) for name, g in (d.get("extra") or {}).items()},
         )
 
 
@@ -252,7 +260,23 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
         ),
         truncation_rate=truncated / total if total else None,
         no_answer_rate=no_answer / total if total else None,
+        extra=extra_metrics(outcomes),
     )
+
+
+def extra_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, GroupMetrics]:
+    """Each extra scorer's accuracy ± SE over problems, like `mean`/`stderr` of the primary grade.
+
+    Only metrics every scored problem has (a pool of tasks reports the ones they share)."""
+    scored = [o for o in outcomes if len(o.correct) > 0]
+    if not scored:
+        return {}
+    names = [n for n in scored[0].extra if all(n in o.extra for o in scored)]
+    out: dict[str, GroupMetrics] = {}
+    for name in names:
+        ps = np.array([sum(bool(x) for x in o.extra[name]) / len(o.extra[name]) for o in scored], dtype=np.float64)
+        out[name] = GroupMetrics(num_problems=len(ps), mean=float(ps.mean()), stderr=_f(_se(ps)))
+    return out
 
 
 def aggregate_metrics(by_task: Mapping[str, Sequence[ProblemOutcome]], K: int) -> TaskMetrics:
