@@ -33,6 +33,27 @@ def make_openai_server() -> Iterator[Callable[..., OpenAIServer]]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """One real local Ray cluster for the whole session, small: 2 CPUs, 2 declared GPUs (Ray schedules
+    them for real; no hardware behind them), no dashboard, a 100 MB object store. Yields its address,
+    for subprocesses that join it; shut down (no process left) at the end."""
+    import os
+
+    import ray
+
+    # Ray's workers inherit the environment: the checkout's src/ must be importable there.
+    src = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "src")
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join([src, root, *filter(None, [os.environ.get("PYTHONPATH")])])
+    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, object_store_memory=100 << 20,
+             log_to_driver=False, logging_level="WARNING")
+    try:
+        yield str(ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Collect garbage before pytest renders a failure, not while it renders it.
