@@ -276,8 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(func=_cmd_data_pull)
 
     from .score import add_score_parser
+    from .sweep import add_sweep_parser
+    from .watch import add_watch_parser
 
     add_score_parser(sub, fmt)
+    add_sweep_parser(sub, fmt)
+    add_watch_parser(sub, fmt)
     return parser
 
 
