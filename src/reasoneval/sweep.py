@@ -223,11 +223,27 @@ def generate_job(cfg: Any, prior_run_dir: str | None) -> dict[str, Any]:
             "started": t0, "finished": time.time()}
 
 
-def _score(cfg: Any, run_dir: str, workers: int | None) -> bool:
+def _score(cfg: Any, run_dir: str, tasks: list[str] | None, workers: int | None) -> bool:
     from .pipeline import score_run
 
-    result = score_run(Path(run_dir), n=cfg.n, workers=workers, grading_timeout=cfg.grading_timeout, print_table=False)
+    result = score_run(Path(run_dir), n=cfg.n, tasks=tasks, workers=workers, grading_timeout=cfg.grading_timeout,
+                       print_table=False)
     return bool(result.complete)
+
+
+def _run_key(job: Job) -> tuple[str, str]:
+    """Jobs of one model write one run directory (its tasks accumulate there, as with `reasoneval run`):
+    they must not generate at the same time (the store has one writer)."""
+    return str(job.config.model), str(job.config.output_dir)
+
+
+def _job_tasks(job: Job) -> list[str] | None:
+    """The job's task names (groups expanded); None for user data (its name comes from the file)."""
+    from .tasks import resolve_task_names
+
+    if job.config.data:
+        return None
+    return resolve_task_names(list(job.config.tasks)) if job.config.tasks else ["arith"]
 
 
 # ---- the sweep ----------------------------------------------------------------------------------
@@ -243,6 +259,7 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, max_retries: int = 2, gra
     remote = ray.remote(generate_job)
     inflight: dict[Any, Job] = {}
     scoring: dict[concurrent.futures.Future[bool], Job] = {}
+    pending: list[tuple[Job, str | None]] = []
     previous: str | None = None
     for job in jobs:
         entry = state.get(job.name) or {}
@@ -251,18 +268,40 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, max_retries: int = 2, gra
             log.info("sweep: %s is finished: skipped", job.name)
             previous = entry["run_dir"]
             continue
-        gpus = job.num_gpus if gpus_total else 0.0
-        if gpus > gpus_total:
+        if gpus_total and job.num_gpus > gpus_total:
             raise UserError(f"job {job.name} asks for {job.num_gpus:g} GPUs; the Ray cluster has {gpus_total:g}")
-        ref = remote.options(num_gpus=gpus, num_cpus=job.num_cpus, max_retries=max_retries,
-                             retry_exceptions=False, name=f"reasoneval-sweep:{job.name}").remote(job.config, previous)
-        inflight[ref] = job
+        # The previous checkpoint's finished lengths order this job's samples (longest expected first).
+        pending.append((job, previous))
         state[job.name] = {**entry, "state": "queued", "fingerprint": job.fingerprint(), "error": None}
         previous = entry.get("run_dir") or previous
     write_state(state_file, state)
+    busy_keys: set[tuple[str, str]] = set()
+
+    def submit() -> None:
+        # Every job whose run directory is free is handed to Ray at once; Ray queues them for GPUs.
+        for item in list(pending):
+            job, prior = item
+            if _run_key(job) in busy_keys:
+                continue
+            pending.remove(item)
+            busy_keys.add(_run_key(job))
+            gpus = job.num_gpus if gpus_total else 0.0
+            ref = remote.options(num_gpus=gpus, num_cpus=job.num_cpus, max_retries=max_retries,
+                                 retry_exceptions=False, name=f"reasoneval-sweep:{job.name}").remote(job.config, prior)
+            inflight[ref] = job
+
+    def scored_tasks(job: Job, run_dir: str) -> list[str] | None:
+        # A run directory shared by jobs of one model: score every task of those jobs that generated there.
+        sharing = [j for j in jobs if j is job or (state.get(j.name) or {}).get("run_dir") == run_dir]
+        names = [_job_tasks(j) for j in sharing]
+        if any(n is None for n in names):
+            return None
+        return list(dict.fromkeys(t for n in names for t in n or []))
+
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-score")
     try:
-        while inflight or scoring:
+        submit()
+        while inflight or scoring or pending:
             if inflight:
                 ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.2)
             else:
@@ -270,6 +309,7 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, max_retries: int = 2, gra
                 concurrent.futures.wait(list(scoring), timeout=0.2)
             for ref in ready:
                 job = inflight.pop(ref)
+                busy_keys.discard(_run_key(job))
                 try:
                     out = ray.get(ref)
                 except Exception as e:
@@ -278,7 +318,12 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, max_retries: int = 2, gra
                     continue
                 state[job.name].update(state="scoring", run_dir=out["run_dir"], gpu_ids=out["gpu_ids"],
                                        generated=out["generated"], wall_s=round(out["finished"] - out["started"], 3))
-                scoring[pool.submit(_score, job.config, out["run_dir"], grading_workers)] = job
+                fut = pool.submit(_score, job.config, out["run_dir"], scored_tasks(job, out["run_dir"]),
+                                  grading_workers)
+                scoring[fut] = job
+            if ready:
+                submit()
+                write_state(state_file, state)
             for fut in [f for f in scoring if f.done()]:
                 job = scoring.pop(fut)
                 try:
@@ -289,8 +334,6 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, max_retries: int = 2, gra
                 write_state(state_file, state)
                 if on_change is not None:
                     on_change()
-            if ready:
-                write_state(state_file, state)
     finally:
         for ref in inflight:
             ray.cancel(ref, force=True)
