@@ -35,23 +35,30 @@ def make_openai_server() -> Iterator[Callable[..., OpenAIServer]]:
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:
-    """One real local Ray cluster for the whole session, small: 2 CPUs, 2 declared GPUs (Ray schedules
-    them for real; no hardware behind them), no dashboard, a 100 MB object store. Yields its address,
-    for subprocesses that join it; shut down (no process left) at the end."""
+    """One real Ray cluster for the whole session, of two nodes on this machine (ray.cluster_utils.Cluster:
+    a head and a worker node, each its own raylet), small: 1 CPU and 1 declared GPU per node (Ray
+    schedules them for real; no hardware behind them), no dashboard, 80 MB object stores. Yields the
+    address, for subprocesses that join it; shut down (no process left) at the end."""
     import os
+    from pathlib import Path
 
     import ray
+    from ray.cluster_utils import Cluster
 
     # Ray's workers inherit the environment: the checkout's src/ must be importable there.
-    src = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "src")
-    root = str(__import__("pathlib").Path(__file__).resolve().parents[1])
-    os.environ["PYTHONPATH"] = os.pathsep.join([src, root, *filter(None, [os.environ.get("PYTHONPATH")])])
-    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, object_store_memory=100 << 20,
-             log_to_driver=False, logging_level="WARNING")
+    root = Path(__file__).resolve().parents[1]
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(root / "src"), str(root),
+                                                *filter(None, [os.environ.get("PYTHONPATH")])])
+    node = {"num_cpus": 1, "num_gpus": 1, "object_store_memory": 80 << 20}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
     try:
-        yield str(ray.get_runtime_context().gcs_address)
+        cluster.add_node(**node)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False, logging_level="WARNING")
+        yield str(cluster.address)
     finally:
         ray.shutdown()
+        cluster.shutdown()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,4 +1,5 @@
-"""The ray engine on a real local Ray cluster (tests/conftest.py `ray_cluster`: 2 CPUs, 2 declared GPUs).
+"""The ray engine on a real Ray cluster of two nodes on this machine (tests/conftest.py `ray_cluster`: 1 CPU
+and 1 declared GPU per node).
 
 The replicas' inner engine is `echo` (zero cost, a fixed delay) where the model is not the point, and the
 embedded `local` model once, end to end. What cannot run here: vLLM on real GPUs inside the replicas
@@ -110,6 +111,8 @@ def test_replicas_run_the_local_model_end_to_end(tmp_path: Path) -> None:
                       progress=False, print_table=False)
     assert result.complete and result.config.engine_config["inner_config"]["inner"] == "local"
     assert result.config.engine_config["gpus_per_replica"] == 1  # the declared GPUs were scheduled
+    # The session's cluster has two nodes of one GPU each: one replica on each.
+    assert result.config.engine_config["nodes"] == 2
 
 
 def test_bad_options_are_one_line_errors() -> None:

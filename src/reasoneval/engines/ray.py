@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,7 +125,7 @@ class Replica:
         self._info: EngineInfo | None = None
         self._lock = asyncio.Lock()
 
-    async def start(self) -> tuple[EngineInfo, dict[str, Any], int]:
+    async def start(self) -> tuple[EngineInfo, dict[str, Any], str]:
         async with self._lock:
             if self._engine is None:
                 import ray
@@ -142,7 +141,9 @@ class Replica:
                 self._info = await engine.start()
                 self._engine = engine
         assert self._info is not None
-        return self._info, {"inner": self.inner, **self._engine.describe()}, os.getpid()
+        import ray
+
+        return self._info, {"inner": self.inner, **self._engine.describe()}, ray.get_runtime_context().get_node_id()
 
     async def generate(self, request: Request) -> tuple[str, Any]:
         """("ok", Completion) or ("error", the EngineError's fields): an exception would reach the driver
@@ -177,6 +178,7 @@ class _Slot:
     deaths: int = 0
     epoch: int = 0  # bumped per death, so the requests one death failed count it once
     given_up: bool = False
+    node_id: str = ""
 
 
 class RayEngine:
@@ -235,7 +237,7 @@ class RayEngine:
         self._inner_config = started[0][1]
         per_replica = o.slots_per_replica or min(infos[0].max_concurrency or self.common.concurrency,
                                                  max(1, self.common.concurrency // o.replicas))
-        self.replicas = [_Slot(i, h, per_replica) for i, h in enumerate(handles)]
+        self.replicas = [_Slot(i, h, per_replica, node_id=node) for i, (h, (_, _, node)) in enumerate(zip(handles, started))]
         self.startup_s = time.perf_counter() - t0
         log.info("ray engine: %d replica(s) of %s, %d slot(s) each, started in %.1f s", o.replicas,
                  self._inner_config.get("inner"), per_replica, self.startup_s)
@@ -313,7 +315,8 @@ class RayEngine:
     def describe(self) -> dict[str, Any]:
         o = self.opts
         return {"replicas": o.replicas, "gpus_per_replica": self._gpus, "ray_address": o.ray_address,
-                "max_restarts": o.max_restarts, "inner_config": self._inner_config}
+                "max_restarts": o.max_restarts, "inner_config": self._inner_config,
+                "nodes": len({s.node_id for s in self.replicas})}
 
     def served(self) -> list[int]:
         """Requests each replica answered (for tests and benchmarks)."""
