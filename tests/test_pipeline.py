@@ -365,7 +365,7 @@ def test_two_runs_side_by_side_in_one_event_loop_keep_their_own_logs(make_openai
 def test_engine_flags_belong_to_their_engine(make_openai_server: Any, tmp_path: Path, data: Path) -> None:
     server = make_openai_server()
     r = cli(*base_args(server, tmp_path, "--tasks", "aime24", "--replicas", "2"))
-    assert r.returncode == 2 and "--replicas is an option of the local engine(s), not of --engine openai" in r.stderr
+    assert r.returncode == 2 and "--replicas is an option of the local, ray engine(s), not of --engine openai" in r.stderr
     r = cli(*base_args(server, tmp_path, "--tasks", "aime24", "--engine-arg", "replicas=2"))
     assert r.returncode == 2 and "the openai engine has no option 'replicas'" in r.stderr
     r = cli("engines")
