@@ -195,3 +195,21 @@ def test_watch_evaluates_a_checkpoint_written_in_stages_once_after_it_is_complet
     table = (root / ".reasoneval-watch.json.status.csv").read_text().splitlines()
     assert [line.split(",")[:2] for line in table] == [["job", "state"], ["checkpoint-100", "done"],
                                                         ["checkpoint-200", "done"]]  # by step
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_job_whose_worker_keeps_dying_is_retried_then_failed_and_the_others_finish(tmp_path: Path) -> None:
+    from reasoneval.sweep import load_jobs, run_jobs
+
+    crashes = tmp_path / "crashes.log"
+    jobs_file = tmp_path / "jobs.yaml"
+    jobs_file.write_text(f"""
+defaults: {{tasks: [arith], limit: 2, n: 2, engine: echo}}
+models:
+  - {{model: doomed, test_crash_log: {crashes}}}
+  - fine
+""")
+    state = run_jobs(load_jobs(jobs_file), tmp_path / "state.json", max_retries=1)
+    assert state["fine"]["state"] == "done"
+    assert state["doomed"]["state"] == "failed" and "worker died (1 retries used)" in state["doomed"]["error"]
+    assert len(crashes.read_text().split()) == 2  # the first attempt and one retry, each in a fresh worker

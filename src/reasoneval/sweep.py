@@ -44,8 +44,9 @@ from .errors import EngineDown, UserError
 
 log = logging.getLogger("reasoneval")
 
-# Job keys that are not EvalConfig fields.
-JOB_KEYS = ("name", "num_gpus", "num_cpus")
+# Job keys that are not EvalConfig fields. `test_crash_log` is a test hook: the job's worker appends a line
+# to that file and dies (os._exit) on every attempt, as a worker lost to an OOM kill or a node failure.
+JOB_KEYS = ("name", "num_gpus", "num_cpus", "test_crash_log")
 # GPU memory in use (MiB) above which NVML reports a GPU busy.
 BUSY_MIB = 1024
 
@@ -56,6 +57,7 @@ class Job:
     config: Any  # pipeline.EvalConfig (imported lazily: the CLI stays light)
     num_gpus: float = 1.0
     num_cpus: float = 1.0
+    test_crash_log: str | None = None
 
     def fingerprint(self) -> str:
         """Changes when the job's options change (then a finished job runs again, e.g. with a larger n)."""
@@ -122,7 +124,8 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
         num_gpus, num_cpus = float(merged.get("num_gpus", 1)), float(merged.get("num_cpus", 1))
     except (TypeError, ValueError):
         raise UserError(f"{where}: num_gpus and num_cpus must be numbers") from None
-    return Job(name=name, config=cfg, num_gpus=num_gpus, num_cpus=num_cpus)
+    crash = merged.get("test_crash_log")
+    return Job(name=name, config=cfg, num_gpus=num_gpus, num_cpus=num_cpus, test_crash_log=str(crash) if crash else None)
 
 
 # ---- state ------------------------------------------------------------------------------------
@@ -199,11 +202,16 @@ def start_cluster(ray_address: str | None, *, num_gpus: int | None, num_cpus: in
 
 # ---- one job ----------------------------------------------------------------------------------
 
-def generate_job(cfg: Any, prior_run_dir: str | None) -> dict[str, Any]:
+def generate_job(cfg: Any, prior_run_dir: str | None, crash_log: str | None = None) -> dict[str, Any]:
     """A job's generation, in a Ray worker holding the job's GPUs: the run directory and the GPUs it had.
 
     prior_run_dir: the previous checkpoint's run, whose finished lengths order this one's samples."""
     import ray
+
+    if crash_log:  # the test hook (JOB_KEYS)
+        with open(crash_log, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()}\n")
+        os._exit(1)
 
     from .pipeline import generate_run, load_tasks, started_engine
     from .store import SampleStore
@@ -287,7 +295,8 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, max_retries: int = 2, gra
             busy_keys.add(_run_key(job))
             gpus = job.num_gpus if gpus_total else 0.0
             ref = remote.options(num_gpus=gpus, num_cpus=job.num_cpus, max_retries=max_retries,
-                                 retry_exceptions=False, name=f"reasoneval-sweep:{job.name}").remote(job.config, prior)
+                                 retry_exceptions=False, name=f"reasoneval-sweep:{job.name}").remote(
+                                     job.config, prior, job.test_crash_log)
             inflight[ref] = job
 
     def scored_tasks(job: Job, run_dir: str) -> list[str] | None:
@@ -420,6 +429,10 @@ def show_status(jobs_path: Path, jobs: Sequence[Job]) -> bool:
     return all((state.get(j.name) or {}).get("state") == "done" for j in jobs)
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 @dataclass
 class SweepOptions:
     max_retries: int = 2
@@ -441,7 +454,7 @@ def sweep(jobs_path: Path, opts: SweepOptions) -> bool:
     for note in notes:
         log.warning("sweep: %s", note)
     # SIGTERM (a scheduler stopping the sweep) ends it like Ctrl-C: Ray is shut down, nothing is left running.
-    old = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    old = signal.signal(signal.SIGTERM, _interrupt)
     try:
         run_jobs(jobs, state_path(jobs_path), max_retries=opts.max_retries, grading_workers=opts.grading_workers,
                  on_change=lambda: show_status(jobs_path, jobs))

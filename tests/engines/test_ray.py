@@ -122,3 +122,24 @@ def test_bad_options_are_one_line_errors() -> None:
         asyncio.run(create_engine("ray", CommonOptions(), {"replicas": 3, "gpus_per_replica": 2}).start())
     with pytest.raises(UserError, match="inner=.tgi. of the ray engine is not valid"):
         create_engine("ray", CommonOptions(), {"inner": "tgi"})
+
+
+@pytest.mark.slow
+def test_run_engine_ray_from_the_cli_starts_and_stops_its_own_cluster(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    daemons = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True).stdout.split()
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = f"{root / 'src'}{os.pathsep}{root}"
+    r = subprocess.run([sys.executable, "-m", "reasoneval", "run", "--engine", "ray", "--replicas", "2",
+                        "--gpus-per-replica", "1", "--engine-arg", "inner=echo", "--engine-arg", "num_cpus=2",
+                        "--engine-arg", "num_gpus=2", "--tasks", "arith", "--limit", "3", "--n", "2",
+                        "--output-dir", str(tmp_path), "--json"], capture_output=True, text=True, env=env, timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads(r.stdout)
+    assert summary["complete"] and summary["config"]["engine_config"]["replicas"] == 2
+    after = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True).stdout.split()
+    assert set(after) <= set(daemons)  # the cluster the run started is gone

@@ -96,8 +96,9 @@ def init_ray(address: str | None, *, num_cpus: int | None = None, num_gpus: int 
     if address:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     else:
-        # A small local cluster: no dashboard, a small object store (requests and answers are small).
-        ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, log_to_driver=False,
+        # A new local cluster (address "local": never a running one found by accident), small: no
+        # dashboard, a small object store (requests and answers are small).
+        ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, log_to_driver=False,
                  object_store_memory=object_store_mb << 20, logging_level=logging.WARNING)
     return True
 
