@@ -62,6 +62,7 @@ def test_killed_replica_is_restarted_and_every_sample_is_journaled_exactly_once(
     assert stats.done == 80 and stats.failed == 0
     # The killed replica had requests in flight: they went to a free slot, not to the journal as failures.
     assert engine.replicas == [] and engine.requeued >= 1
+    assert engine.deaths == [1, 0]  # one kill, counted once however many requests it failed
 
 
 def test_a_slow_replica_gets_few_requests_pull_based_not_round_robin(tmp_path: Path) -> None:

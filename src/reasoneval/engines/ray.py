@@ -179,6 +179,7 @@ class _Slot:
     deaths: int = 0
     epoch: int = 0  # bumped per death, so the requests one death failed count it once
     given_up: bool = False
+    restarting: bool = False  # died; no request goes to it until it answers again
     node_id: str = ""
 
 
@@ -193,7 +194,9 @@ class RayEngine:
         self._free = asyncio.Condition()
         self._inner_config: dict[str, Any] = {}
         self._gpus = 0
-        self.requeued = 0
+        self.requeued = 0  # requests a replica's death sent to another slot
+        self.deaths: list[int] = []  # deaths per replica, kept after close
+        self._probes: list[asyncio.Future[None]] = []
         self.startup_s: float | None = None
 
     async def start(self) -> EngineInfo:
@@ -252,10 +255,11 @@ class RayEngine:
                 live = [s for s in self.replicas if not s.given_up]
                 if not live:
                     raise EngineError(f"all {len(self.replicas)} Ray replicas died more than {self.opts.max_restarts} "
-                                      "time(s) each (--engine-arg max_restarts)", retryable=False, fatal=True,
-                                      engine_failure=True)
-                best = max(live, key=lambda s: s.free)
-                if best.free > 0:
+                                      "time(s) each or could not restart (--engine-arg max_restarts)",
+                                      retryable=False, fatal=True, engine_failure=True)
+                ready = [s for s in live if not s.restarting and s.free > 0]
+                if ready:
+                    best = max(ready, key=lambda s: s.free)  # pull-based: the replica with the most free slots
                     best.free -= 1
                     return best
                 await self._free.wait()
@@ -267,13 +271,38 @@ class RayEngine:
 
     async def _died(self, slot: _Slot, epoch: int, e: BaseException) -> None:
         async with self._free:
-            if slot.epoch == epoch:  # the first of this death's failed requests
+            if slot.epoch == epoch:  # the first of this death's failed requests: one death counts once
                 slot.epoch += 1
                 slot.deaths += 1
                 log.warning("ray engine: replica %d died (%d time(s)): %s", slot.index, slot.deaths, _cause(e))
                 if slot.deaths > self.opts.max_restarts:
                     slot.given_up = True
                     log.warning("ray engine: replica %d is given up", slot.index)
+                elif not slot.restarting:
+                    slot.restarting = True
+                    self._probes.append(asyncio.ensure_future(self._wait_restarted(slot)))
+            self._free.notify_all()
+
+    async def _wait_restarted(self, slot: _Slot) -> None:
+        """Ray restarts a dead actor (max_restarts); its engine starts again on this first call."""
+        ray = import_ray()
+        epoch = slot.epoch
+        try:
+            await asyncio.wait_for(slot.handle.start.remote(), self.opts.startup_timeout)
+        except ray.exceptions.RayActorError as e:
+            async with self._free:
+                slot.restarting = False
+            await self._died(slot, epoch, e)  # it died again (or for good)
+            return
+        except Exception as e:
+            log.warning("ray engine: replica %d did not come back (%s): given up", slot.index, _cause(e))
+            async with self._free:
+                slot.given_up = True
+                self._free.notify_all()
+            return
+        async with self._free:
+            slot.restarting = False
+            log.info("ray engine: replica %d is back", slot.index)
             self._free.notify_all()
 
     async def generate(self, request: Request) -> Completion:
@@ -283,10 +312,12 @@ class RayEngine:
             epoch = slot.epoch
             try:
                 kind, value = await slot.handle.generate.remote(request)
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as e:
+            except ray.exceptions.RayActorError as e:
+                # The replica died (or is unreachable) with this request: it was not answered, so it goes to
+                # the next free slot; the runner never saw this attempt and journals the one answer.
                 await self._died(slot, epoch, e)
                 self.requeued += 1
-                continue  # to the next free slot: the runner never saw this attempt
+                continue
             finally:
                 await self._release(slot)
             if kind == "ok":
@@ -297,7 +328,11 @@ class RayEngine:
 
     async def close(self) -> None:
         ray = import_ray()
+        for probe in self._probes:
+            probe.cancel()
         handles = [s.handle for s in self.replicas]
+        if self.replicas:
+            self.deaths = [s.deaths for s in self.replicas]
         self.replicas = []
         if handles:
             try:
