@@ -264,6 +264,7 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, max_retries: int = 2, gra
     ray = import_ray()
     state = read_state(state_file)
     gpus_total = float(ray.cluster_resources().get("GPU", 0))
+    cpus_total = float(ray.cluster_resources().get("CPU", 0))
     remote = ray.remote(generate_job)
     inflight: dict[Any, Job] = {}
     scoring: dict[concurrent.futures.Future[bool], Job] = {}
@@ -276,8 +277,12 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, max_retries: int = 2, gra
             log.info("sweep: %s is finished: skipped", job.name)
             previous = entry["run_dir"]
             continue
+        # A job no node can hold would wait forever: say so instead.
         if gpus_total and job.num_gpus > gpus_total:
             raise UserError(f"job {job.name} asks for {job.num_gpus:g} GPUs; the Ray cluster has {gpus_total:g}")
+        if job.num_cpus > cpus_total:
+            raise UserError(f"job {job.name} asks for {job.num_cpus:g} CPUs; the Ray cluster has {cpus_total:g} "
+                            "(set num_cpus in the jobs file)")
         # The previous checkpoint's finished lengths order this job's samples (longest expected first).
         pending.append((job, previous))
         state[job.name] = {**entry, "state": "queued", "fingerprint": job.fingerprint(), "error": None}

@@ -121,6 +121,8 @@ def test_bad_options_are_one_line_errors() -> None:
 
     with pytest.raises(UserError, match="needs 6 GPUs; the Ray cluster has 2"):
         asyncio.run(create_engine("ray", CommonOptions(), {"replicas": 3, "gpus_per_replica": 2}).start())
+    with pytest.raises(UserError, match="needs 3 CPUs; the Ray cluster has 2"):
+        asyncio.run(create_engine("ray", CommonOptions(), {"replicas": 3, "gpus_per_replica": 0}).start())
     with pytest.raises(UserError, match="inner=.tgi. of the ray engine is not valid"):
         create_engine("ray", CommonOptions(), {"inner": "tgi"})
 

@@ -218,6 +218,11 @@ class RayEngine:
         if cluster_gpus and o.replicas * o.gpus_per_replica > cluster_gpus:
             raise UserError(f"--replicas {o.replicas} x --gpus-per-replica {o.gpus_per_replica} needs "
                             f"{o.replicas * o.gpus_per_replica} GPUs; the Ray cluster has {cluster_gpus}")
+        cluster_cpus = float(ray.cluster_resources().get("CPU", 0))
+        if o.replicas * o.cpus_per_replica > cluster_cpus:
+            raise UserError(f"--replicas {o.replicas} x cpus_per_replica {o.cpus_per_replica:g} needs "
+                            f"{o.replicas * o.cpus_per_replica:g} CPUs; the Ray cluster has {cluster_cpus:g} (lower "
+                            "--engine-arg cpus_per_replica=..., e.g. 0.5)")
         if not cluster_gpus and o.inner == "vllm":
             raise UserError("the ray engine's inner engine vllm needs GPUs; the Ray cluster has none "
                             "(use --engine-arg inner=local)")
