@@ -90,6 +90,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     add_prompt_args(g)
     g = p.add_argument_group("execution")
     g.add_argument("--concurrency", type=int, default=64, help="requests in flight (default 64)")
+    g.add_argument("--schedule", choices=["longest-first", "sample-major"], default="longest-first",
+                   help="order samples start in: one pilot per problem then the longest expected first "
+                   "(default), or every problem's sample j before any sample j+1")
     g.add_argument("--timeout", type=float, default=3600.0, help="seconds per request (default 3600)")
     g.add_argument("--max-retries", type=int, default=6)
     g.add_argument("--retry-backoff", type=float, default=1.0, help="base seconds of the exponential backoff")
@@ -150,6 +153,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         api=a.api, api_key_env=a.api_key_env, n=a.n, seed=a.seed, temperature=a.temperature, top_p=a.top_p,
         top_k=a.top_k, min_p=a.min_p, max_tokens=a.max_tokens, stop=a.stop, extra_body=a.extra_body,
         system_prompt=a.system_prompt, prompt_template=a.prompt_template, concurrency=a.concurrency,
+        schedule=a.schedule,
         timeout=a.timeout, max_retries=a.max_retries, retry_backoff=a.retry_backoff, limit=a.limit,
         data_dir=a.data_dir, data=a.data, question_key=a.question_key, answer_key=a.answer_key, id_key=a.id_key,
         split=a.split, output_dir=a.output_dir, grading_workers=a.grading_workers,
@@ -276,8 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(func=_cmd_data_pull)
 
     from .score import add_score_parser
+    from .sweep import add_sweep_parser
+    from .watch import add_watch_parser
 
     add_score_parser(sub, fmt)
+    add_sweep_parser(sub, fmt)
+    add_watch_parser(sub, fmt)
     return parser
 
 

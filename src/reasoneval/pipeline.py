@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 from rich.console import Console
 
@@ -26,7 +26,7 @@ from .config import RunSettings, run_dir_for
 from .engines import CommonOptions, Engine, EngineInfo, capabilities, check_supported, create_engine
 from .errors import RunIncomplete, UserError
 from .metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
-from .plan import LoadedTask, plan
+from .plan import SCHEDULES, LoadedTask, ProblemRef, Schedule, plan
 from .progress import ProgressReporter, run_log
 from .prompts import PromptConfig, read_template
 from .report import ResultsWriter, render_table, write_summary
@@ -84,6 +84,8 @@ class EvalConfig:
     # the table then shows accuracy ± SE over problems.
     greedy: bool = False
     concurrency: int = 64
+    # The order samples start in (plan.SCHEDULES): longest expected first, or sample-index-major.
+    schedule: str = "longest-first"
     timeout: float = 3600.0
     max_retries: int = 6
     retry_backoff: float = 1.0
@@ -116,6 +118,7 @@ class EvalConfig:
             (0 < self.top_p <= 1, f"--top-p must be in (0, 1] (got {self.top_p})"),
             (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),
             (self.grading_timeout > 0, f"--grading-timeout must be positive (got {self.grading_timeout})"),
+            (self.schedule in SCHEDULES, f"--schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})"),
         ]
         for ok, message in checks:
             if not ok:
@@ -192,8 +195,12 @@ async def started_engine(cfg: EvalConfig) -> AsyncIterator[tuple[Engine, EngineI
 
 
 async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Engine, info: EngineInfo,
-                       console: Console | None = None) -> tuple[Path, RunConfig, GenerationStats]:
+                       console: Console | None = None, expected: Mapping[ProblemRef, float] | None = None,
+                       ) -> tuple[Path, RunConfig, GenerationStats]:
     """Generate every missing sample of `tasks` into the run's store with a started engine.
+
+    expected: output lengths per problem known from elsewhere (an earlier checkpoint of a sweep), for
+    the longest-first schedule; the run's own finished samples take precedence.
 
     Holds the run's store lock and writes its run.log while it runs; returns the run directory,
     its config and the counters. Raises (after journaling every finished sample) when the engine
@@ -208,8 +215,9 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
     with SampleStore(run_dir) as store, run_log(run_dir):
         engine.attach_run(run_dir)
         add_problems(run_dir, [p for t in tasks for p in t.problems])
+        status = store.scan()
         the_plan = plan(tasks, n=cfg.n, seed=cfg.seed, sampling=sampling, api=cfg.api, prompt=prompt,
-                        done=store.scan().ok)
+                        done=status.ok, expected={**(expected or {}), **status.lengths})
         old = _previous_config(run_dir)
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         kind = cfg.engine_kind()
@@ -230,7 +238,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         stats = GenerationStats()
         try:
             with ProgressReporter(len(the_plan.requests), enabled=cfg.progress, console=console) as progress:
-                await generate(engine, the_plan.requests, store, concurrency=concurrency,
+                await generate(engine, the_plan.queue(cast(Schedule, cfg.schedule)), store, concurrency=concurrency,
                                policy=RetryPolicy(max_retries=cfg.max_retries, backoff_base_s=cfg.retry_backoff),
                                max_model_len=info.max_model_len, stats=stats, on_progress=progress.update)
         except BaseException:
