@@ -154,6 +154,21 @@ def test_bad_jobs_files_are_one_line_errors(tmp_path: Path) -> None:
         load_jobs(bad)
 
 
+def test_a_sweep_of_checkpoints_can_be_greedy_and_few_shot_for_every_job(tmp_path: Path) -> None:
+    # What base-model teams run (docs/lm-eval.md): greedy, few-shot, on the completions API, over
+    # checkpoint folders; the defaults apply to every job unless a job overrides them.
+    from reasoneval.sweep import load_jobs
+
+    jobs_file = tmp_path / "jobs.yaml"
+    jobs_file.write_text("defaults: {tasks: [gsm8k], greedy: true, num_fewshot: 4, api: completions, n: 8}\n"
+                         "models:\n  - {model: ckpt/step-100}\n  - {model: ckpt/step-200, num_fewshot: 8}\n")
+    first, second = load_jobs(jobs_file)
+    for job in (first, second):
+        assert (job.config.temperature, job.config.top_p, job.config.n) == (0.0, 1.0, 1)
+        assert job.config.api == "completions"
+    assert (first.config.num_fewshot, second.config.num_fewshot) == (4, 8)
+
+
 @pytest.mark.usefixtures("ray_cluster")
 def test_watch_evaluates_a_checkpoint_written_in_stages_once_after_it_is_complete(tmp_path: Path) -> None:
     from reasoneval.sweep import read_state
