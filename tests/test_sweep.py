@@ -161,8 +161,11 @@ def test_a_sweep_of_checkpoints_can_be_greedy_and_few_shot_for_every_job(tmp_pat
 
     jobs_file = tmp_path / "jobs.yaml"
     jobs_file.write_text("defaults: {tasks: [gsm8k], greedy: true, num_fewshot: 4, api: completions, n: 8}\n"
-                         "models:\n  - {model: ckpt/step-100}\n  - {model: ckpt/step-200, num_fewshot: 8}\n")
+                         "models:\n  - {model: step-100, model_path: ckpt/step-100, engine: vllm}\n"
+                         "  - {model: step-200, num_fewshot: 8}\n")
     first, second = load_jobs(jobs_file)
+    # An engine option at the top level, as on the command line (--model-path), relative to the jobs file.
+    assert first.config.engine_args == {"model_path": str(tmp_path / "ckpt" / "step-100")}
     for job in (first, second):
         assert (job.config.temperature, job.config.top_p, job.config.n) == (0.0, 1.0, 1)
         assert job.config.api == "completions"

@@ -102,6 +102,20 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
         raise UserError(f"{where}: each model is a path/name or a mapping with `model:`")
     merged = {k.replace("-", "_"): v for k, v in {**defaults, **entry}.items()}
     fields = {f.name for f in dataclasses.fields(EvalConfig)}
+    # The engine's own options (model_path, replicas, ...) may be given at the top level, as on the
+    # command line (--model-path); they go into engine_args, where a job's own engine_args win.
+    from .engines import ENGINES, options_class
+
+    engine = str(merged.get("engine") or ("openai" if merged.get("model") or merged.get("base_url") else "local"))
+    if engine in ENGINES:
+        own = {f.name for f in dataclasses.fields(options_class(engine))}
+        moved = {k: merged.pop(k) for k in sorted(set(merged) & own - fields)}
+        if moved:
+            merged["engine_args"] = {**moved, **dict(merged.get("engine_args") or {})}
+    engine_args = dict(merged.get("engine_args") or {})
+    if engine_args.get("model_path") and not Path(str(engine_args["model_path"])).is_absolute():
+        engine_args["model_path"] = str(base / str(engine_args["model_path"]))
+        merged["engine_args"] = engine_args
     unknown = sorted(set(merged) - fields - set(JOB_KEYS))
     if unknown:
         raise UserError(f"{where}: unknown option(s) {', '.join(unknown)}; options are the `reasoneval run` flags "
