@@ -52,7 +52,7 @@ def _pack(obj: Any) -> str:
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
 table{border-collapse:collapse}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
-td:first-child,th:first-child,.l{text-align:left}th{background:#f4f4f4;position:sticky;top:0}
+td:first-child,th:first-child,.l{text-align:left}th{background:#f4f4f4}#problems th{position:sticky;top:0}
 .plots{display:flex;flex-wrap:wrap;gap:12px}.plot{border:1px solid #eee;background:#fff}
 .pt{font-weight:600;font-size:13px}.tk{font-size:11px;fill:#555}.lg{font-size:11px}.ax{stroke:#333}.gr{stroke:#eee}
 #problems tbody tr{cursor:pointer}#problems tbody tr:hover{background:#eef5ff}#problems th{cursor:pointer;user-select:none}

@@ -81,7 +81,8 @@ def line_plot(series: Mapping[str, Sequence[tuple[float, float | None]]], *, tit
                 f'{100 * y:.2f}{"%" if percent else ""}</title></circle>' if percent else
                 f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{color}"><title>{_esc(name)} {x:g}: {y:g}'
                 f'</title></circle>' for x, y in good]
-        out.append(f'<text x="{L + 8}" y="{T + 12 + 13 * i}" fill="{color}" class="lg">{_esc(name)}</text>')
+        out.append(f'<text x="{W - R - 4}" y="{H - B - 8 - 13 * (len(series) - 1 - i)}" text-anchor="end" fill="{color}" '
+                   f'class="lg">{_esc(name)}</text>')
     out.append("</svg>")
     return "".join(out)
 
