@@ -224,7 +224,7 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
     packed: dict[int, str] | None = {}
     packed_bytes = 0
     cols = (*OUTCOME_COLUMNS, "problem", "responses", "grade_status", "seeds")
-    for i, d in enumerate(iter_problem_rows(result.run_dir, cols, batch_size=8)):
+    for i, d in enumerate(iter_problem_rows(result.run_dir, cols, batch_size=1)):  # rows can be 100s of MB
         correct = [bool(c) for c in d["correct"]]  # type: ignore[attr-defined]
         toks = [t for t in d["completion_tokens"] if t is not None]  # type: ignore[attr-defined]
         for t, fr in zip(d["completion_tokens"], d["finish_reasons"]):  # type: ignore[call-overload]
