@@ -149,3 +149,13 @@ def test_comparison_page(run: Path, browser: Any, tmp_path: Path) -> None:  # no
     assert page.locator("svg").count() >= 2 and "flipped" in page.content()
     assert errors == []
     page.close()
+
+
+def test_page_json_cannot_close_its_script_element() -> None:
+    from reasoneval.report.html import _script_json
+
+    s = _script_json({"text": "</script><script>alert(1)</script><!-- \u2028"})
+    assert "</" not in s and "<!--" not in s and "\u2028" not in s
+    import json
+
+    assert json.loads(s)["text"] == "</script><script>alert(1)</script><!-- \u2028"
