@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import random
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,12 +31,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from _common import ROOT  # noqa: F401  (puts src/ on the path)
+from _common import ROOT
 from reasoneval.metrics import ProblemOutcome, se_vs_k, task_metrics
-from reasoneval.report.html import REPORT_FILE, SIDECAR_DIR, write_run_html
+from reasoneval.report.html import REPORT_FILE, SIDECAR_DIR
 from reasoneval.report.parquet import SCHEMA
 from reasoneval.report.summary_json import write_summary
-from reasoneval.result import GenerationTiming, RunConfig, RunResult, load_run, write_config
+from reasoneval.result import GenerationTiming, RunConfig, RunResult, write_config
 from reasoneval.scoring import TaskScoring
 from reasoneval.store import add_problems
 from reasoneval.tasks import problem_key
@@ -92,6 +95,15 @@ FCP_JS = """new Promise(resolve => new PerformanceObserver(list => {
 }).observe({type: 'paint', buffered: true}))"""
 
 
+def peak_rss(code: str) -> int:
+    """ru_maxrss (bytes) of a fresh interpreter running `code` after importing reasoneval and load_run."""
+    script = ("import resource; from reasoneval.result import load_run; " + code +
+              "; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return int(out.stdout.split()[-1]) * 1024
+
+
 def browser_times(page_path: Path, problems: int, chromium: str) -> tuple[float, float, float, float, float]:
     from playwright.sync_api import sync_playwright
 
@@ -148,10 +160,11 @@ def main() -> None:
         for batch in pq.ParquetFile(run_dir / "results.parquet").iter_batches(batch_size=1):
             batch.column("responses")
         read_s = time.perf_counter() - t0
-        result = load_run(run_dir)
         t0 = time.perf_counter()
-        page = write_run_html(result)
+        rss = peak_rss(f"from reasoneval.report.html import write_run_html; write_run_html(load_run({str(run_dir)!r}))")
         write_s = time.perf_counter() - t0
+        rss0 = peak_rss(f"load_run({str(run_dir)!r})")
+        page = run_dir / REPORT_FILE
         html_bytes = (run_dir / REPORT_FILE).stat().st_size
         side = run_dir / SIDECAR_DIR
         side_bytes = sum(f.stat().st_size for f in side.iterdir()) if side.exists() else 0
@@ -159,6 +172,8 @@ def main() -> None:
               f"{len(list(side.iterdir())) if side.exists() else 0} files; written in {write_s:.1f} s")
         print(f"  write time / reading results.parquet with its texts ({read_s:.1f} s): {write_s / read_s:.2f}")
         print(f"  bytes written / raw response bytes: {(html_bytes + side_bytes) / raw:.3f}")
+        print(f"  peak RSS of the writing process {rss / 1e6:.0f} MB; of one that only loads the run {rss0 / 1e6:.0f} MB "
+              f"(ratio {rss / rss0:.2f})")
         fcp, ready, fcp0, ready0, click = browser_times(page, a.problems, a.chromium)
         print(f"first contentful paint {1000 * fcp:.0f} ms (blank page {1000 * fcp0:.0f} ms, ratio {fcp / fcp0:.2f}); "
               f"table with all {a.problems} rows after {1000 * ready:.0f} ms (blank page loaded in {1000 * ready0:.0f} ms, "

@@ -45,8 +45,14 @@ def _pct(x: float | None, digits: int = 1) -> str:
     return "-" if x is None else f"{100 * x:.{digits}f}"
 
 
+# gzip level 3: a third of level 6's time for ~20% more bytes (measured on 2.5 MB of reasoning-like text:
+# 38 ms vs 136 ms); the page is rebuilt by every `report`, so writing it must stay cheap.
+GZIP_LEVEL = 3
+
+
 def _pack(obj: Any) -> str:
-    return base64.b64encode(gzip.compress(json.dumps(obj, ensure_ascii=False).encode("utf-8"), 6, mtime=0)).decode()
+    return base64.b64encode(gzip.compress(json.dumps(obj, ensure_ascii=False).encode("utf-8"), GZIP_LEVEL,
+                                          mtime=0)).decode()
 
 
 CSS = """
