@@ -96,9 +96,10 @@ FCP_JS = """new Promise(resolve => new PerformanceObserver(list => {
 
 
 def peak_rss(code: str) -> int:
-    """ru_maxrss (bytes) of a fresh interpreter running `code` after importing reasoneval and load_run."""
-    script = ("import resource; from reasoneval.result import load_run; " + code +
-              "; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    """Peak RSS (bytes) of a fresh interpreter running `code` after importing load_run: VmHWM, which starts
+    afresh at exec (ru_maxrss would carry this big parent's RSS over the fork)."""
+    script = ("from reasoneval.result import load_run; " + code + "; print([l.split()[1] for l in "
+              "open('/proc/self/status') if l.startswith('VmHWM:')][0])")
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     return int(out.stdout.split()[-1]) * 1024

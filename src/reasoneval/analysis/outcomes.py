@@ -52,12 +52,15 @@ def results_path(run_dir: Path) -> Path:
 
 def iter_problem_rows(run_dir: Path, columns: Sequence[str] = OUTCOME_COLUMNS, batch_size: int = 256
                       ) -> Iterator[dict[str, object]]:
-    """results.parquet rows as dicts, batch by batch (bounded memory whatever the run's size)."""
+    """results.parquet rows as dicts, one row group at a time (the writer bounds a row group to ~8 MB of
+    responses), so memory stays bounded whatever the run's size. (`iter_batches` reads ahead: 570 MB
+    peak on a 1.7 GB run, against 130 MB this way; bench/html_report.py.)"""
     pf = pq.ParquetFile(results_path(run_dir))
     have = set(pf.schema_arrow.names)
     cols = [c for c in columns if c in have]
-    for batch in pf.iter_batches(batch_size=batch_size, columns=cols):
-        yield from batch.to_pylist()
+    for g in range(pf.metadata.num_row_groups):
+        for batch in pf.read_row_group(g, columns=cols, use_threads=False).to_batches(max_chunksize=batch_size):
+            yield from batch.to_pylist()
 
 
 def read_problem_rows(run_dir: Path) -> list[ProblemRow]:
