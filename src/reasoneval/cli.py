@@ -180,6 +180,13 @@ def _cmd_report(a: argparse.Namespace) -> int:
                         print_table=not a.json)
     if a.json:
         print(json.dumps(summary.to_json_dict(), indent=2))
+    if a.html is not None:
+        from pathlib import Path
+
+        from .report.html import REPORT_FILE, write_run_html
+
+        page = write_run_html(summary, Path(a.html)) if a.html else summary.run_dir / REPORT_FILE
+        print(f"HTML report: {page}", file=sys.stderr)
     if not summary.complete:
         raise RunIncomplete(summary)
     return 0
@@ -260,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", action="append", help="only these tasks")
     _add_grading_args(p)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--html", nargs="?", const="", metavar="FILE",
+                   help="say where report.html is (written into the run directory), or write it to FILE too")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("engines", help="list the engines with their options",
@@ -286,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_score_parser(sub, fmt)
     add_sweep_parser(sub, fmt)
     add_watch_parser(sub, fmt)
+
+    from .analysis.commands import add_parsers
+
+    add_parsers(sub, fmt)
     return parser
 
 

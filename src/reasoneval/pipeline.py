@@ -30,6 +30,7 @@ from .plan import SCHEDULES, LoadedTask, ProblemRef, Schedule, plan
 from .progress import ProgressReporter, run_log
 from .prompts import PromptConfig, read_template
 from .report import ResultsWriter, render_table, write_summary
+from .report.html import write_run_html
 from .result import GenerationTiming, RunConfig, RunResult, load_config, write_config
 from .runner import GenerationStats, RetryPolicy, generate
 from .scoring import ScoringContext, TaskScoring, create_scorer
@@ -372,6 +373,7 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
             scorers={s.name: s.version for s in [*scorers.values(), *(e for d in extra.values() for e in d.values())]})
         if write:
             write_summary(result)
+            write_run_html(result)
     except OSError as e:
         raise _disk_error(e, run_dir) from None
     if print_table:
