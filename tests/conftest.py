@@ -33,6 +33,34 @@ def make_openai_server() -> Iterator[Callable[..., OpenAIServer]]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """One real Ray cluster for the whole session, of two nodes on this machine (ray.cluster_utils.Cluster:
+    a head and a worker node, each its own raylet), small: 1 CPU and 1 declared GPU per node (Ray
+    schedules them for real; no hardware behind them), no dashboard, 80 MB object stores. Yields the
+    address, for subprocesses that join it; shut down (no process left) at the end."""
+    import os
+    from pathlib import Path
+
+    import ray
+    from ray.cluster_utils import Cluster
+
+    # Ray's workers inherit the environment: the checkout's src/ must be importable there.
+    root = Path(__file__).resolve().parents[1]
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(root / "src"), str(root),
+                                                *filter(None, [os.environ.get("PYTHONPATH")])])
+    node = {"num_cpus": 1, "num_gpus": 1, "object_store_memory": 80 << 20}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    try:
+        cluster.add_node(**node)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False, logging_level="WARNING")
+        yield str(cluster.address)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Collect garbage before pytest renders a failure, not while it renders it.

@@ -36,17 +36,17 @@ def load_module(name: str, code: str) -> types.ModuleType:
 @pytest.fixture
 def registered() -> Iterator[None]:
     """The two examples registered as a user would, removed again after the test."""
-    load_module("example_exact_match", example("scorer"))
+    load_module("example_last_line", example("scorer"))
     load_module("example_constant_engine", example("engine"))
     ENGINES.add("constant", "example_constant_engine")
     TASKS.add("arith_exact", TaskSpec("arith_exact", "arith scored by exact match", scoring=TaskScoring(
-        "exact_match", {"ignore_case": True}), generate=TASKS.get("arith").generate, size=TASKS.get("arith").size))
+        "last_line", {"ignore_case": True}), generate=TASKS.get("arith").generate, size=TASKS.get("arith").size))
     try:
         yield
     finally:
-        for registry, name in ((SCORERS, "exact_match"), (ENGINES, "constant"), (TASKS, "arith_exact")):
+        for registry, name in ((SCORERS, "last_line"), (ENGINES, "constant"), (TASKS, "arith_exact")):
             registry._items.pop(name, None)
-        sys.modules.pop("example_exact_match", None)
+        sys.modules.pop("example_last_line", None)
         sys.modules.pop("example_constant_engine", None)
 
 
@@ -62,9 +62,9 @@ def test_example_scorer_and_engine_run_end_to_end(registered: None, tmp_path: Pa
     # A task that names the example scorer: the last line "The answer is \boxed{7}." never equals "7".
     second = reasoneval.evaluate(tasks=["arith_exact"], engine="constant", n=1, limit=5,
                                  output_dir=str(tmp_path), print_table=False, progress=False)
-    assert second.tasks["arith_exact"].mean == 0.0 and second.scorers == {"exact_match": "1"}
+    assert second.tasks["arith_exact"].mean == 0.0 and second.scorers == {"last_line": "1"}
     loaded = reasoneval.load_run(second.run_dir)
-    assert loaded.config.scoring["arith_exact"] == TaskScoring("exact_match", {"ignore_case": True})
+    assert loaded.config.scoring["arith_exact"] == TaskScoring("last_line", {"ignore_case": True})
 
 
 def test_engine_options_are_typed_and_checked(registered: None) -> None:

@@ -64,7 +64,7 @@ def test_code_and_ifeval_tasks_run_score_report_and_resume(make_openai_server: A
             "--no-progress", "--grading-workers", "2", "--retry-backoff", "0.01"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "humaneval" in out and "ifeval: prompt_strict" in out and "inst_strict" in out
+    assert "humaneval" in out and "ifeval [prompt_strict]" in out and "ifeval [inst_strict]" in out
     run_dir = next((tmp_path / "results" / "test-model").iterdir())
     summary = json.loads((run_dir / "summary.json").read_text())
     he, mb, ife = (summary["tasks"][t] for t in ("humaneval", "mbpp", "ifeval"))
@@ -81,10 +81,10 @@ def test_code_and_ifeval_tasks_run_score_report_and_resume(make_openai_server: A
     assert not os.path.exists("/etc/reasoneval-pwned")
     # IFEval: prompts 1 and 2 followed; prompt 0 follows 1 of its 3 instructions
     assert ife["mean"] == pytest.approx(2 / 3)
-    assert ife["extra"]["prompt_strict"]["value"] == pytest.approx(2 / 3)
-    assert ife["extra"]["inst_strict"]["value"] == pytest.approx(3 / 5)
-    assert ife["extra"]["inst_loose"]["value"] >= ife["extra"]["inst_strict"]["value"]
-    assert "extra" not in summary["aggregate"]
+    assert ife["extra"]["prompt_strict"]["mean"] == pytest.approx(2 / 3)
+    assert ife["extra"]["inst_strict"]["mean"] == pytest.approx(3 / 5)
+    assert ife["extra"]["inst_loose"]["mean"] >= ife["extra"]["inst_strict"]["mean"]
+    assert not set(summary["aggregate"].get("extra", {})) & {"prompt_strict", "inst_strict"}
     assert _live_sandbox_processes() == []
 
     # the per-sample details reach results.parquet

@@ -365,8 +365,26 @@ def test_two_runs_side_by_side_in_one_event_loop_keep_their_own_logs(make_openai
 def test_engine_flags_belong_to_their_engine(make_openai_server: Any, tmp_path: Path, data: Path) -> None:
     server = make_openai_server()
     r = cli(*base_args(server, tmp_path, "--tasks", "aime24", "--replicas", "2"))
-    assert r.returncode == 2 and "--replicas is an option of the local engine(s), not of --engine openai" in r.stderr
+    assert r.returncode == 2 and "--replicas is an option of the local, ray engine(s), not of --engine openai" in r.stderr
     r = cli(*base_args(server, tmp_path, "--tasks", "aime24", "--engine-arg", "replicas=2"))
     assert r.returncode == 2 and "the openai engine has no option 'replicas'" in r.stderr
     r = cli("engines")
     assert r.returncode == 0 and "--engine launch" in r.stdout and "startup_timeout" in r.stdout
+
+
+def test_raising_n_starts_the_samples_of_the_problems_known_to_be_longest_first(make_openai_server: Any,
+                                                                                 tmp_path: Path, data: Path) -> None:
+    from tests.fixtures.openai_server import Reply
+
+    # aime24's three problems answer at 10, 1000 and 100 completion tokens.
+    tokens = {"x+1=5": 10, "2 \\cdot 5": 1000, "3^2": 100}
+    server = make_openai_server(script={k: Reply("\\boxed{1}", completion_tokens=v) for k, v in tokens.items()})
+    run_api(server, tmp_path, tasks=["aime24"], n=1, concurrency=1)
+    server.reset()
+    run_api(server, tmp_path, tasks=["aime24"], n=3, concurrency=1)
+    order = [next(k for k in tokens if k in r.problem_text) for r in server.requests() if r.path.endswith("completions")]
+    assert order == ["2 \\cdot 5"] * 2 + ["3^2"] * 2 + ["x+1=5"] * 2
+    server.reset()
+    run_api(server, tmp_path, tasks=["aime24"], n=5, concurrency=1, schedule="sample-major")
+    order = [next(k for k in tokens if k in r.problem_text) for r in server.requests() if r.path.endswith("completions")]
+    assert order == ["x+1=5", "2 \\cdot 5", "3^2"] * 2

@@ -38,3 +38,45 @@ def test_each_task_is_asked_in_its_own_prompt_style() -> None:
     assert "A) Argon" in mc_msgs[1]["content"] and "Answer: LETTER" in mc_msgs[1]["content"]
     completions = plan(tasks, n=1, seed=0, sampling=SamplingParams(), api="completions", prompt=PromptConfig())
     assert all(r.prompt is not None and r.messages is None for r in completions.requests)
+
+
+def _requests(problems: int, n: int) -> list:
+    tasks = [LoadedTask(MATH, [problem("m", i) for i in range(problems)])]
+    return list(plan(tasks, n=n, seed=0, sampling=SamplingParams(), api="chat", prompt=PromptConfig()).requests)
+
+
+def test_longest_first_starts_one_pilot_per_unknown_problem_then_the_longest_expected() -> None:
+    from reasoneval.plan import longest_first
+
+    reqs = _requests(3, 3)
+    # m1 is known to be long, m2 short, m0 unknown: m0 gets a pilot first; then the unknown m0 ranks as
+    # the longest (its pilot is still running), then m1 before m2.
+    order = [(r.problem_key, r.index) for r in longest_first(reqs, {("m", "m1"): 900.0, ("m", "m2"): 10.0})]
+    assert order == [("m0", 0), ("m0", 1), ("m0", 2), ("m1", 0), ("m1", 1), ("m1", 2), ("m2", 0), ("m2", 1), ("m2", 2)]
+
+
+def test_request_queue_reranks_as_samples_finish_and_gives_back_first() -> None:
+    from reasoneval.plan import RequestQueue
+
+    q = RequestQueue(_requests(3, 3))
+    pilots = [q.pop() for _ in range(3)]
+    assert [(r.problem_key, r.index) for r in pilots] == [("m0", 0), ("m1", 0), ("m2", 0)]
+    for r, length in zip(pilots, (5, 500, 50)):
+        q.finished(r, length)
+    nxt = q.pop()
+    assert (nxt.problem_key, nxt.index) == ("m1", 1)
+    q.put_back(pilots[0])  # a replica died with it: it starts next
+    assert q.pop() is pilots[0]
+    # m1's second sample came out short: its mean (500 + 20) / 2 = 260 still beats m2's 50.
+    q.finished(nxt, 20)
+    assert [(r.problem_key, r.index) for r in (q.pop(), q.pop())] == [("m1", 2), ("m2", 1)]
+    assert [(r.problem_key, r.index) for r in (q.pop(), q.pop(), q.pop())] == [("m2", 2), ("m0", 1), ("m0", 2)]
+    assert not q
+
+
+def test_sample_major_queue_keeps_plan_order() -> None:
+    from reasoneval.plan import RequestQueue
+
+    reqs = _requests(2, 2)
+    q = RequestQueue(reqs, {("m", "m1"): 1000.0}, schedule="sample-major")
+    assert [q.pop() for _ in range(len(q))] == reqs

@@ -85,8 +85,14 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="extra request fields, e.g. '{\"repetition_penalty\": 1.05}'")
     g.add_argument("--system-prompt")
     g.add_argument("--prompt-template", metavar="FILE", help="prompt with a {problem} placeholder")
+    from .prompts_cli import add_prompt_args
+
+    add_prompt_args(g)
     g = p.add_argument_group("execution")
     g.add_argument("--concurrency", type=int, default=64, help="requests in flight (default 64)")
+    g.add_argument("--schedule", choices=["longest-first", "sample-major"], default="longest-first",
+                   help="order samples start in: one pilot per problem then the longest expected first "
+                   "(default), or every problem's sample j before any sample j+1")
     g.add_argument("--timeout", type=float, default=3600.0, help="seconds per request (default 3600)")
     g.add_argument("--max-retries", type=int, default=6)
     g.add_argument("--retry-backoff", type=float, default=1.0, help="base seconds of the exponential backoff")
@@ -147,10 +153,12 @@ def _cmd_run(a: argparse.Namespace) -> int:
         api=a.api, api_key_env=a.api_key_env, n=a.n, seed=a.seed, temperature=a.temperature, top_p=a.top_p,
         top_k=a.top_k, min_p=a.min_p, max_tokens=a.max_tokens, stop=a.stop, extra_body=a.extra_body,
         system_prompt=a.system_prompt, prompt_template=a.prompt_template, concurrency=a.concurrency,
+        schedule=a.schedule,
         timeout=a.timeout, max_retries=a.max_retries, retry_backoff=a.retry_backoff, limit=a.limit,
         data_dir=a.data_dir, data=a.data, question_key=a.question_key, answer_key=a.answer_key, id_key=a.id_key,
         split=a.split, output_dir=a.output_dir, grading_workers=a.grading_workers,
-        grading_timeout=a.grading_timeout, progress=False if a.no_progress else None, print_table=not a.json)
+        grading_timeout=a.grading_timeout, progress=False if a.no_progress else None, print_table=not a.json,
+        prompt_style=a.prompt_style, num_fewshot=a.num_fewshot, style_stop=not a.no_style_stop, greedy=a.greedy)
     cfg.engine_args = _engine_args(a, cfg.engine_kind())
     try:
         summary = evaluate(cfg)
@@ -172,6 +180,13 @@ def _cmd_report(a: argparse.Namespace) -> int:
                         print_table=not a.json)
     if a.json:
         print(json.dumps(summary.to_json_dict(), indent=2))
+    if a.html is not None:
+        from pathlib import Path
+
+        from .report.html import REPORT_FILE, write_run_html
+
+        page = write_run_html(summary, Path(a.html)) if a.html else summary.run_dir / REPORT_FILE
+        print(f"HTML report: {page}", file=sys.stderr)
     if not summary.complete:
         raise RunIncomplete(summary)
     return 0
@@ -252,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", action="append", help="only these tasks")
     _add_grading_args(p)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--html", nargs="?", const="", metavar="FILE",
+                   help="say where report.html is (written into the run directory), or write it to FILE too")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("engines", help="list the engines with their options",
@@ -272,8 +289,16 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(func=_cmd_data_pull)
 
     from .score import add_score_parser
+    from .sweep import add_sweep_parser
+    from .watch import add_watch_parser
 
     add_score_parser(sub, fmt)
+    add_sweep_parser(sub, fmt)
+    add_watch_parser(sub, fmt)
+
+    from .analysis.commands import add_parsers
+
+    add_parsers(sub, fmt)
     return parser
 
 

@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .types import SamplingParams
 
@@ -27,9 +27,12 @@ class RunSettings:
     prompt_template: str | None
     sampling: SamplingParams
     seed: int
+    # The few-shot choice (PromptConfig.identity(): --prompt-style, --num-fewshot, the exemplars' hash);
+    # None when none was made, and then not in the id, so runs made before it keep their ids.
+    prompt_style: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "model": self.model,
             "model_identity": self.model_identity,
             "api": self.api,
@@ -38,6 +41,9 @@ class RunSettings:
             "sampling": self.sampling.to_dict(),
             "seed": self.seed,
         }
+        if self.prompt_style is not None:
+            d["prompt_style"] = dict(self.prompt_style)
+        return d
 
     @property
     def run_id(self) -> str:

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 from rich.console import Console
 
@@ -26,10 +26,11 @@ from .config import RunSettings, run_dir_for
 from .engines import CommonOptions, Engine, EngineInfo, capabilities, check_supported, create_engine
 from .errors import RunIncomplete, UserError
 from .metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
-from .plan import LoadedTask, plan
+from .plan import SCHEDULES, LoadedTask, ProblemRef, Schedule, plan
 from .progress import ProgressReporter, run_log
 from .prompts import PromptConfig, read_template
 from .report import ResultsWriter, render_table, write_summary
+from .report.html import write_run_html
 from .result import GenerationTiming, RunConfig, RunResult, load_config, write_config
 from .runner import GenerationStats, RetryPolicy, generate
 from .scoring import ScoringContext, TaskScoring, create_scorer
@@ -74,7 +75,18 @@ class EvalConfig:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     system_prompt: str | None = None
     prompt_template: str | None = None  # a file path
+    # Few-shot prompting (reasoneval.prompts.fewshot): a style for every task (default: each task's own;
+    # its few-shot style when num_fewshot is given), exemplars per prompt, and whether the style's stop
+    # sequences are sent.
+    prompt_style: str | None = None
+    num_fewshot: int | None = None
+    style_stop: bool = True
+    # Greedy decoding, one sample per problem: sets temperature 0, top_p 1, n 1 (over what else is given);
+    # the table then shows accuracy ± SE over problems.
+    greedy: bool = False
     concurrency: int = 64
+    # The order samples start in (plan.SCHEDULES): longest expected first, or sample-index-major.
+    schedule: str = "longest-first"
     timeout: float = 3600.0
     max_retries: int = 6
     retry_backoff: float = 1.0
@@ -91,6 +103,10 @@ class EvalConfig:
     progress: bool | None = None  # None: a live bar on a terminal, log lines elsewhere
     print_table: bool = True
 
+    def __post_init__(self) -> None:
+        if self.greedy:
+            self.temperature, self.top_p, self.n = 0.0, 1.0, 1
+
     def validate(self) -> None:
         checks = [
             (self.n >= 1, f"--n must be at least 1 (got {self.n})"),
@@ -103,6 +119,7 @@ class EvalConfig:
             (0 < self.top_p <= 1, f"--top-p must be in (0, 1] (got {self.top_p})"),
             (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),
             (self.grading_timeout > 0, f"--grading-timeout must be positive (got {self.grading_timeout})"),
+            (self.schedule in SCHEDULES, f"--schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})"),
         ]
         for ok, message in checks:
             if not ok:
@@ -119,7 +136,8 @@ class EvalConfig:
 
     def prompt(self) -> PromptConfig:
         template = read_template(self.prompt_template) if self.prompt_template is not None else None
-        return PromptConfig(system_prompt=self.system_prompt, template=template)
+        return PromptConfig(system_prompt=self.system_prompt, template=template, num_fewshot=self.num_fewshot,
+                            style_override=self.prompt_style, style_stop=self.style_stop)
 
     def common_options(self) -> CommonOptions:
         return CommonOptions(model=self.model, base_url=self.base_url, api=self.api,
@@ -178,8 +196,12 @@ async def started_engine(cfg: EvalConfig) -> AsyncIterator[tuple[Engine, EngineI
 
 
 async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Engine, info: EngineInfo,
-                       console: Console | None = None) -> tuple[Path, RunConfig, GenerationStats]:
+                       console: Console | None = None, expected: Mapping[ProblemRef, float] | None = None,
+                       ) -> tuple[Path, RunConfig, GenerationStats]:
     """Generate every missing sample of `tasks` into the run's store with a started engine.
+
+    expected: output lengths per problem known from elsewhere (an earlier checkpoint of a sweep), for
+    the longest-first schedule; the run's own finished samples take precedence.
 
     Holds the run's store lock and writes its run.log while it runs; returns the run directory,
     its config and the counters. Raises (after journaling every finished sample) when the engine
@@ -189,20 +211,21 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
     sampling = cfg.sampling()
     settings = RunSettings(model=info.model, model_identity=info.model_identity, api=cfg.api,
                            system_prompt=cfg.system_prompt, prompt_template=prompt.template, sampling=sampling,
-                           seed=cfg.seed)
+                           seed=cfg.seed, prompt_style=prompt.identity())
     run_dir = run_dir_for(Path(cfg.output_dir), settings)
     with SampleStore(run_dir) as store, run_log(run_dir):
         engine.attach_run(run_dir)
         add_problems(run_dir, [p for t in tasks for p in t.problems])
+        status = store.scan()
         the_plan = plan(tasks, n=cfg.n, seed=cfg.seed, sampling=sampling, api=cfg.api, prompt=prompt,
-                        done=store.scan().ok)
+                        done=status.ok, expected={**(expected or {}), **status.lengths})
         old = _previous_config(run_dir)
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         kind = cfg.engine_kind()
         config = RunConfig(
             run_id=settings.run_id, settings=settings.to_dict(), engine=kind, n=cfg.n,
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
-            scoring={t.name: t.spec.scoring for t in tasks}, engine_config=engine.describe(),
+            scoring={t.name: task_scoring(t, prompt) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if kind == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
             datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
                                "source": t.spec.source} for t in tasks},
@@ -216,7 +239,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         stats = GenerationStats()
         try:
             with ProgressReporter(len(the_plan.requests), enabled=cfg.progress, console=console) as progress:
-                await generate(engine, the_plan.requests, store, concurrency=concurrency,
+                await generate(engine, the_plan.queue(cast(Schedule, cfg.schedule)), store, concurrency=concurrency,
                                policy=RetryPolicy(max_retries=cfg.max_retries, backoff_base_s=cfg.retry_backoff),
                                max_model_len=info.max_model_len, stats=stats, on_progress=progress.update)
         except BaseException:
@@ -227,6 +250,13 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         config = dataclasses.replace(config, last_generation=timing_of(stats))
         write_config(run_dir, config)
     return run_dir, config, stats
+
+
+def task_scoring(task: LoadedTask, prompt: PromptConfig) -> TaskScoring:
+    """The task's scoring with settings that follow the prompt style (lm-eval's strict-match looks for
+    the answer in the style's format) filled in for the style this run asks the task with."""
+    style = prompt.for_task(task.name, task.spec.prompt, task.spec.fewshot)
+    return task.spec.scoring.with_style_pattern(style.answer_pattern())
 
 
 def _previous_config(run_dir: Path) -> RunConfig | None:
@@ -321,9 +351,11 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
     try:
         with ScoringContext(workers=workers, timeout_s=grading_timeout, cache_dir=run_dir) as context:
             scorers = {t: create_scorer(config.scoring.get(t) or TaskScoring(), context) for t in names}
+            extra = {t: {name: create_scorer(s, context) for name, s in (config.scoring.get(t) or TaskScoring()).extra.items()}
+                     for t in names}
             writer = ResultsWriter(run_dir / "results.parquet") if write else None
             try:
-                outcomes = score_store(run_dir, problems, K, scorers, _parquet_sink(writer) if writer else None)
+                outcomes = score_store(run_dir, problems, K, scorers, _parquet_sink(writer) if writer else None, extra)
             finally:
                 if writer is not None:
                     writer.close()
@@ -338,9 +370,10 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
             model=config.model, run_id=config.run_id, run_dir=run_dir, config=config, n=K, tasks=per_task,
             aggregate=aggregate_metrics(outcomes, K), timing=config.last_generation or GenerationTiming(),
             complete=all(o.num_missing == 0 for os_ in outcomes.values() for o in os_),
-            scorers={s.name: s.version for s in scorers.values()})
+            scorers={s.name: s.version for s in [*scorers.values(), *(e for d in extra.values() for e in d.values())]})
         if write:
             write_summary(result)
+            write_run_html(result)
     except OSError as e:
         raise _disk_error(e, run_dir) from None
     if print_table:

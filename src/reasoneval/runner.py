@@ -11,12 +11,12 @@ import dataclasses
 import logging
 import random
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .engines.base import Engine, EngineError
 from .errors import EngineDown, UserError
+from .plan import RequestQueue
 from .store import SampleStore
 from .types import Completion, Request, SampleRecord
 
@@ -129,7 +129,7 @@ async def _generate_one(engine: Engine, req: Request, policy: RetryPolicy, stats
             await asyncio.sleep(policy.delay(policy.max_retries - retries_left, rng, e.retry_after))
 
 
-async def generate(engine: Engine, requests: Sequence[Request], store: SampleStore, *, concurrency: int,
+async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, store: SampleStore, *, concurrency: int,
                    policy: RetryPolicy = RetryPolicy(), max_model_len: int | None = None,
                    stats: GenerationStats | None = None,
                    on_progress: Callable[[GenerationStats], None] | None = None) -> GenerationStats:
@@ -142,7 +142,8 @@ async def generate(engine: Engine, requests: Sequence[Request], store: SampleSto
     """
     stats = stats or GenerationStats()
     stats.total += len(requests)
-    queue = deque(requests)
+    # A plain sequence starts in its own order; a RequestQueue re-ranks as samples finish.
+    queue = requests if isinstance(requests, RequestQueue) else RequestQueue(requests, schedule="sample-major")
     rng = random.Random(0x5EED)
     consecutive_down = 0
     fatal: list[BaseException] = []
@@ -179,6 +180,7 @@ async def generate(engine: Engine, requests: Sequence[Request], store: SampleSto
                 attempts=attempts, time=round(time.time(), 3)))
             stats.done += 1
             stats.output_tokens += completion.completion_tokens or 0
+            queue.finished(req, completion.completion_tokens)
         else:
             assert err is not None
             store.append(SampleRecord(
@@ -205,7 +207,7 @@ async def generate(engine: Engine, requests: Sequence[Request], store: SampleSto
 
     async def worker() -> None:
         while queue and not fatal:
-            req = queue.popleft()
+            req = queue.pop()
             stats.in_flight += 1
             try:
                 if not await run_one(req):

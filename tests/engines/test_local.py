@@ -409,6 +409,36 @@ def test_batched_samples_are_decided_by_their_own_seeds() -> None:
 
 
 @needs_model
+def test_a_shared_prompt_prefix_is_reused_and_changes_no_sample() -> None:
+    # Distinct questions share the chat template's prefix: a request admitted into a slot keeps the
+    # cells of that prefix from the slot's previous sequence and evaluates only the rest. The samples
+    # must be exactly what llama-cpp-python's own completion gives from an empty context.
+    import llama_cpp
+
+    from reasoneval.engines.local import _Decoder, _WorkerConfig
+
+    questions = [f"What is {17 + 7 * i} + {25 + 11 * i}? Think step by step." for i in range(5)]
+    questions.append(questions[0])  # the same prompt again: all but its last token is reused
+    params = {"temperature": 0.8, "top_p": 0.95, "top_k": None, "min_p": None, "max_tokens": 16, "stop": [],
+              "extra_body": {}}
+    decoder = _Decoder(_WorkerConfig(str(default_model_path()), 1024, 1, 2, False))
+    for i, q in enumerate(questions):
+        decoder.add(i, {"params": params, "seed": 40 + i, "messages": [{"role": "user", "content": q}],
+                        "prompt": None})
+    texts: dict[int, str] = {}
+    while decoder.busy():
+        texts.update((job, out["text"]) for job, _, out in decoder.step())
+    assert decoder.reused_tokens >= 4 * 10  # the 4 requests after the first two slots' start
+    llm = llama_cpp.Llama(model_path=str(default_model_path()), n_ctx=1024, n_threads=1, verbose=False)
+    for i, q in enumerate(questions):
+        llm.reset()
+        out = llm.create_chat_completion(messages=[{"role": "user", "content": q}], seed=40 + i,
+                                         temperature=0.8, top_p=0.95, top_k=0, min_p=0.0, max_tokens=16,
+                                         repeat_penalty=1.0)
+        assert texts[i] == out["choices"][0]["message"]["content"], i
+
+
+@needs_model
 def test_describe_says_which_configuration_serves() -> None:
     engine = local_engine(parallel=3, replicas=1)
     d = engine.describe()

@@ -15,6 +15,7 @@ import builtins
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -84,11 +85,13 @@ def test_a_plain_file_is_not_a_model(tmp_path: Path) -> None:
         resolve_model(str(f), None)
 
 
-def test_model_folder_is_its_own_identity(tmp_path: Path) -> None:
-    folder = tmp_path / "ckpt"
-    folder.mkdir()
+def test_model_folder_is_identified_by_its_content(tmp_path: Path) -> None:
+    from reasoneval.engines.checkpoint import checkpoint_identity
+    from tests.engines.test_checkpoint import make_checkpoint
+
+    folder = make_checkpoint(tmp_path / "ckpt")
     loaded, name, identity = resolve_model(None, str(folder))
-    assert loaded == identity == str(folder.resolve())
+    assert loaded == str(folder.resolve()) and identity == checkpoint_identity(folder.resolve())
     assert name == "ckpt"
     # With --model the results folder is named as the user typed it.
     assert resolve_model(str(folder), None)[1] == str(folder)
@@ -395,3 +398,40 @@ def test_cli_launch_engine_serves_with_vllm_serve(tmp_path: Path, model_dir: Pat
     assert summary["complete"] is True
     rows = [json.loads(line) for line in next(out.glob("*/*/samples.jsonl")).read_text().splitlines()]
     assert len(rows) == 12 and all(r["status"] == "ok" and r["completion_tokens"] for r in rows)
+
+
+@pytest.mark.vllm
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(not REQUIRED and not (HAVE_VLLM and HAVE_MODEL), reason="needs vLLM's CPU build")
+def test_cli_checkpoint_folder_few_shot_greedy(tmp_path: Path, model_dir: Path) -> None:
+    """A training checkpoint folder (the embedded model saved as one) through --engine vllm --model-path:
+    served under the folder's name, identified by its content, asked few-shot on the completions API."""
+    from reasoneval.engines.checkpoint import checkpoint_identity
+
+    ckpt = tmp_path / "step-1000"
+    ckpt.mkdir()
+    for f in model_dir.iterdir():
+        if f.is_file():
+            try:
+                os.link(f, ckpt / f.name)  # the same bytes without copying 270 MB
+            except OSError:
+                shutil.copy2(f, ckpt / f.name)
+    out = tmp_path / "ckpt"
+    proc = _cli(["--tasks", "arith", "--limit", "3", "--greedy", "--api", "completions", "--num-fewshot", "2",
+                 "--max-tokens", "48", "--engine", "vllm", "--model-path", str(ckpt), "--max-model-len",
+                 str(MAX_MODEL_LEN), "--server-arg=--enforce-eager"], out)
+    t0 = time.perf_counter()
+    log = _finish(proc, 800)
+    assert proc.returncode == 0, log[-3000:]
+    timing(f"reasoneval run --engine vllm --model-path <checkpoint> (start-up + 3 greedy samples): "
+           f"{time.perf_counter() - t0:.1f} s")
+    summary = _summary(out)
+    assert summary["complete"] is True and summary["model"] == "step-1000"
+    settings = summary["config"]["settings"]
+    assert settings["model_identity"] == checkpoint_identity(ckpt.resolve())
+    assert settings["sampling"]["temperature"] == 0 and summary["config"]["n"] == 1
+    assert settings["prompt_style"]["num_fewshot"] == 2
+    assert set(summary["tasks"]["arith"]) >= {"mean", "stderr"}
+    rows = [json.loads(line) for line in next(out.glob("*/*/samples.jsonl")).read_text().splitlines()]
+    # The gsm8k style's stop ("Question:") ends each answer before a next exemplar could start.
+    assert len(rows) == 3 and all(r["status"] == "ok" and "Question:" not in r["text"] for r in rows)

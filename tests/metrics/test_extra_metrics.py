@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from reasoneval.metrics import ProblemOutcome, TaskMetrics, extra_metrics, task_metrics
+from reasoneval.metrics import ProblemOutcome, TaskMetrics, task_metrics, value_metrics
 
 
 def _o(key: str, values: list[dict[str, float]]) -> ProblemOutcome:
@@ -22,14 +22,14 @@ def test_means_and_ratios_with_cluster_standard_errors() -> None:
         _o("b", [{"prompt_strict": 0.0, "inst.num": 0.0, "inst.den": 1.0}, {"prompt_strict": 0.0, "inst.num": 0.0, "inst.den": 1.0}]),
         _o("c", [{"prompt_strict": 1.0, "inst.num": 3.0, "inst.den": 3.0}, {"prompt_strict": 1.0, "inst.num": 3.0, "inst.den": 3.0}]),
     ]
-    ex = extra_metrics(outs)
+    ex = value_metrics(outs)
     assert list(ex) == ["prompt_strict", "inst"]
     # per-problem means 0.5, 0, 1 -> mean 0.5, SE = sd/sqrt(3)
-    assert ex["prompt_strict"].value == pytest.approx(0.5)
+    assert ex["prompt_strict"].mean == pytest.approx(0.5)
     assert ex["prompt_strict"].stderr == pytest.approx(0.5 / math.sqrt(3))
     # instructions followed / instructions over all samples: (3 + 0 + 6) / (4 + 2 + 6)
     r = 9 / 12
-    assert ex["inst"].value == pytest.approx(r)
+    assert ex["inst"].mean == pytest.approx(r)
     x, y = [3, 0, 6], [4, 2, 6]
     se = math.sqrt(3 / 2 * sum((xi - r * yi) ** 2 for xi, yi in zip(x, y))) / 12
     assert ex["inst"].stderr == pytest.approx(se)
@@ -39,7 +39,7 @@ def test_task_metrics_carry_extra_and_it_round_trips_through_json() -> None:
     outs = [_o("a", [{"prompt_strict": 1.0, "inst.num": 1.0, "inst.den": 1.0}]),
             _o("b", [{"prompt_strict": 0.0, "inst.num": 1.0, "inst.den": 2.0}])]
     m = task_metrics(outs, 1)
-    assert m.mean == pytest.approx(0.5) and m.extra["inst"].value == pytest.approx(2 / 3)
+    assert m.mean == pytest.approx(0.5) and m.extra["inst"].mean == pytest.approx(2 / 3)
     assert TaskMetrics.from_json_dict(m.to_json_dict()) == m
 
 

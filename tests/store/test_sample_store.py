@@ -32,6 +32,18 @@ def test_append_and_scan(tmp_path: Path) -> None:
     assert ("t", "k", 1) in st.ok and not st.failed
 
 
+def test_scan_gives_each_problems_mean_finished_length(tmp_path: Path) -> None:
+    import dataclasses
+
+    with SampleStore(tmp_path) as s:
+        s.append(dataclasses.replace(rec(0), completion_tokens=100))
+        s.append(dataclasses.replace(rec(1), completion_tokens=300))
+        s.append(dataclasses.replace(rec(1), completion_tokens=900))  # a duplicate of a finished sample counts once
+        s.append(rec(2, "failed"))
+        s.append(dataclasses.replace(rec(0, key="q"), completion_tokens=None))
+    assert SampleStore(tmp_path).scan().lengths == {("t", "k"): 200.0}
+
+
 def test_each_append_is_a_whole_flushed_line_before_return(tmp_path: Path) -> None:
     s = SampleStore(tmp_path).open()
     try:

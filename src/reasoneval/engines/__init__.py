@@ -32,6 +32,8 @@ ENGINES.add("openai", "reasoneval.engines.openai")
 ENGINES.add("local", "reasoneval.engines.local")
 ENGINES.add("launch", "reasoneval.engines.launch")
 ENGINES.add("vllm", "reasoneval.engines.vllm")
+ENGINES.add("ray", "reasoneval.engines.ray")
+ENGINES.add("echo", "reasoneval.engines.echo")
 
 
 def engine_module(kind: str) -> types.ModuleType:

@@ -54,6 +54,8 @@ class ServerPlan:
     # A GGUF file served by llama.cpp (for its identity and context length), else None.
     gguf: Path | None = None
     n_ctx: int | None = None
+    # A checkpoint folder's content identity (engines/checkpoint.py), for the run id.
+    identity: str | None = None
 
     @property
     def base_url(self) -> str:
@@ -88,7 +90,9 @@ def vllm_command() -> list[str]:
 class Options:
     server: str = option("vllm", f"the server to start: {', '.join(SERVERS)}", flag=True)
     port: int | None = option(None, "its port (default: a free one)", flag=True)
-    model_path: str | None = option(None, "llamacpp: a GGUF file (default: the embedded SmolLM2-135M)", flag=True)
+    model_path: str | None = option(None, "llamacpp: a GGUF file (default: the embedded SmolLM2-135M); vllm, sglang: "
+                                    "a Hugging Face checkpoint folder (served as --model, default the folder's name)",
+                                    flag=True)
     tensor_parallel_size: int = option(1, "GPUs per model (tensor parallel)", flag=True)
     data_parallel_size: int = option(1, "model replicas (data parallel)", flag=True)
     max_model_len: int | None = option(None, "context length (prompt + answer)", flag=True)
@@ -115,8 +119,19 @@ def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
     extra = tuple(opts.server_args)
     if server == "llamacpp":
         return _llamacpp_plan(model, opts, port, extra)
+    identity = None
+    if opts.model_path:
+        from .checkpoint import check_checkpoint, checkpoint_identity
+
+        folder = Path(opts.model_path).expanduser().resolve()
+        check_checkpoint(folder)
+        identity = checkpoint_identity(folder)
+        # Served under --model if given, else the folder's name (results/<name>/ and the requests' "model").
+        extra = ("--served-model-name", model or folder.name, *extra)
+        model = str(folder)
     if not model:
-        raise UserError(f"--engine launch --server {server} needs --model (a Hugging Face id or a checkpoint folder)")
+        raise UserError(f"--engine launch --server {server} needs --model (a Hugging Face id) or --model-path "
+                        "(a checkpoint folder)")
     cmd: list[str]
     if server == "vllm":
         cmd = [*vllm_command(), "serve", model, "--host", HOST, "--port", str(port),
@@ -131,7 +146,7 @@ def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
             cmd += ["--dtype", opts.dtype]
         if opts.enable_prefix_caching:
             cmd += ["--enable-prefix-caching"]
-        return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"))
+        return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"), identity=identity)
     # sglang
     cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--host", HOST,
            "--port", str(port), "--tp-size", str(opts.tensor_parallel_size)]
@@ -145,7 +160,7 @@ def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
     if opts.dtype is not None:
         cmd += ["--dtype", opts.dtype]
     # Prefix caching (the radix cache) is on by default in SGLang: nothing to add for it.
-    return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"))
+    return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"), identity=identity)
 
 
 def _llamacpp_plan(model: str | None, opts: Options, port: int, extra: tuple[str, ...]) -> ServerPlan:
@@ -369,6 +384,8 @@ class LaunchEngine:
             await self.close()
             raise
         self.startup_s = time.perf_counter() - t0
+        if plan.identity is not None:
+            info = dataclasses.replace(info, model_identity=plan.identity)
         if plan.gguf is not None:
             from .local import file_identity
 

@@ -170,6 +170,8 @@ class Options:
     cpu_repack: str = option("auto", "llama.cpp's repacked CPU kernels (AMX, AVX repack): auto = on unless the "
                              "start-up self-test crashes, on, off")
     threads: int | None = option(None, "llama.cpp threads per worker (default: CPU cores // replicas)")
+    reuse_prefix: bool = option(True, "keep a finished sequence's KV cells so the next request in its slot "
+                                "evaluates only the part of its prompt they do not share (same samples)")
     startup_timeout: float = option(600.0, "seconds to wait for a worker to load the model and pass its self-test")
 
     def __post_init__(self) -> None:
@@ -196,6 +198,7 @@ class _WorkerConfig:
     n_threads: int
     parallel: int
     cpu_repack: bool
+    reuse_prefix: bool = True
     n_batch: int = 512
 
 
@@ -328,6 +331,11 @@ class _Decoder:
         self.n_batch = config.n_batch
         self.batch = C.llama_batch_init(self.n_batch, 0, 1)
         self.free_slots = list(range(config.parallel))
+        # The tokens whose KV cells each slot holds, positions 0.. in order. A finished sequence's
+        # cells stay, so the next request in that slot evaluates only what its prompt does not share
+        # with them (the chat template, a few-shot preamble, the same problem's earlier sample).
+        self.slot_tokens: list[list[int]] = [[] for _ in range(config.parallel)]
+        self.reused_tokens = 0
         self.active: dict[int, _Seq] = {}
         self.waiting: deque[_Seq] = deque()
         self._pieces: dict[int, bytes] = {}
@@ -419,7 +427,20 @@ class _Decoder:
     def _admit(self) -> None:
         while self.waiting and self.free_slots:
             seq = self.waiting.popleft()
-            seq.slot = self.free_slots.pop(0)
+            # The free slot holding the longest prefix of this prompt; at least the prompt's last
+            # token is evaluated again, for its logits.
+            best, shared = self.free_slots[0], 0
+            for slot in self.free_slots if self.config.reuse_prefix else ():
+                n = _common_prefix(self.slot_tokens[slot], seq.prompt, len(seq.prompt) - 1)
+                if n > shared:
+                    best, shared = slot, n
+            self.free_slots.remove(best)
+            seq.slot = best
+            self.C.llama_memory_seq_rm(self.mem, best, shared, -1)
+            del self.slot_tokens[best][shared:]
+            seq.feed = seq.prompt[shared:]
+            seq.n_past = shared
+            self.reused_tokens += shared
             self.active[seq.slot] = seq
 
     def cancel(self, job_id: Any) -> None:
@@ -431,8 +452,10 @@ class _Decoder:
             if seq.job_id == job_id:
                 self._release(seq)
 
-    def _release(self, seq: _Seq) -> None:
-        self.C.llama_memory_seq_rm(self.mem, seq.slot, -1, -1)
+    def _release(self, seq: _Seq, keep_cells: bool = True) -> None:
+        if not keep_cells:
+            self.C.llama_memory_seq_rm(self.mem, seq.slot, -1, -1)
+            self.slot_tokens[seq.slot].clear()
         self.C.llama_sampler_free(seq.sampler)
         del self.active[seq.slot]
         self.free_slots.append(seq.slot)
@@ -493,11 +516,13 @@ class _Decoder:
             lg[n - 1] = 1
             if take == len(seq.feed):
                 sample_at.append((seq, n - 1))
+            self.slot_tokens[seq.slot].extend(seq.feed[:take])
             seq.feed = seq.feed[take:]
             seq.n_past = start + take
         else:
             for seq in seqs:
                 tok[n], pos[n], nsid[n], sid[n][0], lg[n] = seq.feed[0], seq.n_past, 1, seq.slot, 1
+                self.slot_tokens[seq.slot].append(seq.feed[0])
                 sample_at.append((seq, n))
                 generating.append(seq)
                 n += 1
@@ -508,7 +533,7 @@ class _Decoder:
         if rc != 0:
             replies = [(s.job_id, "error", f"RuntimeError: llama_decode returned {rc}") for s in seqs]
             for s in seqs:
-                self._release(s)
+                self._release(s, keep_cells=False)
             return replies
         for seq in generating:
             seq.n_past += 1
@@ -582,6 +607,17 @@ class _Decoder:
         while self.busy():
             self.step()
         self.C.llama_memory_clear(self.mem, True)
+        for tokens in self.slot_tokens:
+            tokens.clear()
+        self.reused_tokens = 0
+
+
+def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
+    n = min(len(a), len(b), limit)
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return max(n, 0)
 
 
 def _worker_entry() -> None:
@@ -924,6 +960,7 @@ class LocalEngine:
             n_threads=local.threads or threads_per_replica(local.replicas),
             parallel=local.parallel,
             cpu_repack=local.cpu_repack != "off",
+            reuse_prefix=local.reuse_prefix,
         )
         self.fallback: str | None = None
         self._workers: list[_Worker] = []
@@ -966,6 +1003,7 @@ class LocalEngine:
             "replicas": self.local.replicas,
             "parallel": self.config.parallel,
             "exact_single_sequence": self.config.parallel == 1,
+            "reuse_prefix": self.config.reuse_prefix,
             "n_ctx": self.n_ctx,
             "n_threads": self.config.n_threads,
             "cpu_repack": "on" if self.config.cpu_repack else "off",

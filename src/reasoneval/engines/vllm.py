@@ -69,7 +69,8 @@ CAPABILITIES = Capabilities(extra_body_keys=VLLM_EXTRA_KEYS)
 def resolve_model(model: str | None, model_path: str | None) -> tuple[str, str, str]:
     """(what vLLM loads, model name for results, model identity).
 
-    `--model` or `--model-path`: a Hugging Face id or a local model folder. Without either, the
+    `--model` or `--model-path`: a Hugging Face id or a local model folder (checked, and identified by its
+    content: engines/checkpoint.py). Without either, the
     embedded SmolLM2-135M-Instruct, converted once from its GGUF to a safetensors folder (vLLM's
     CPU build cannot read GGUF).
     """
@@ -85,8 +86,15 @@ def resolve_model(model: str | None, model_path: str | None) -> tuple[str, str, 
             raise UserError(f"--model {given!r} is a file: pass a model folder (config.json and weights) "
                             "or a Hugging Face model id")
         resolved = str(path.resolve())
+        identity = resolved
+        if path.is_dir():
+            from .checkpoint import check_checkpoint, checkpoint_identity
+
+            check_checkpoint(path.resolve())
+            # The checkpoint's content, not its path: a checkpoint saved again under the same path is a new run.
+            identity = checkpoint_identity(path.resolve())
         # The name in results/<model>/ is what the user typed, so two paths to one folder agree.
-        return resolved, model or path.name, resolved
+        return resolved, model or path.name, identity
     if given.startswith(("/", ".", "~")) or given.lower().endswith(".gguf"):
         raise UserError(f"model path {given!r} does not exist: pass an existing model folder or a Hugging "
                         "Face model id")

@@ -6,7 +6,6 @@ The formulas and why they are what they are: docs/statistics.md.
 from reasoneval.metrics.majority import maj_at_k, maj_at_k_method, maj_ks
 from reasoneval.metrics.passk import pass_at_k, pass_at_k_curve, pass_at_k_matrix
 from reasoneval.metrics.summary import (
-    ExtraMetric,
     GroupMetrics,
     ProblemOutcome,
     SEAtK,
@@ -19,10 +18,10 @@ from reasoneval.metrics.summary import (
     se_vs_k,
     stderr_resample,
     task_metrics,
+    value_metrics,
 )
 
 __all__ = [
-    "ExtraMetric",
     "GroupMetrics",
     "ProblemOutcome",
     "SEAtK",
@@ -41,4 +40,5 @@ __all__ = [
     "se_vs_k",
     "stderr_resample",
     "task_metrics",
+    "value_metrics",
 ]

@@ -27,8 +27,10 @@ class ProblemOutcome:
     completion_tokens: Sequence[int | None]
     finish_reasons: Sequence[str | None]
     num_missing: int = 0  # samples with index < K that are missing or failed
+    # Extra scorers' verdicts (TaskScoring.extra, e.g. lm-eval's "strict-match"), one per present sample.
+    extra: Mapping[str, Sequence[bool]] = field(default_factory=dict)
     # Per sample, the scorer's named figures (Score.value when it is a mapping, e.g. IFEval's); () for scorers
-    # whose value is the correct flag. extra_metrics() turns them into TaskMetrics.extra.
+    # whose value is the correct flag. value_metrics() turns them into TaskMetrics.extra entries.
     values: Sequence[Mapping[str, float]] = ()
 
 
@@ -60,14 +62,6 @@ class SEAtK:
 
 
 @dataclass(frozen=True)
-class ExtraMetric:
-    """A scorer's own figure (e.g. IFEval's instruction-level accuracy) with its standard error."""
-
-    value: float | None
-    stderr: float | None
-
-
-@dataclass(frozen=True)
 class TaskMetrics:
     """Every metric of one task, or of a pool of tasks (`macro_mean` is set for the pool).
 
@@ -91,8 +85,10 @@ class TaskMetrics:
     # metadata field ("subject", "level") -> value -> accuracy of that group
     breakdown: dict[str, dict[str, GroupMetrics]] = field(default_factory=dict)
     se_vs_k: dict[int, SEAtK] = field(default_factory=dict)
-    # the scorer's own figures, from the samples' named values (see extra_metrics); empty for math tasks
-    extra: dict[str, ExtraMetric] = field(default_factory=dict)
+    # Extra scorers' accuracy (mean over problems of each problem's mean over samples) ± SE, by metric
+    # name (e.g. lm-eval's "strict-match", "flexible-extract", "exact_match"); see extra_metrics;
+    # and the scorer's own named figures (IFEval's instruction-level accuracy), see value_metrics.
+    extra: dict[str, GroupMetrics] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -113,7 +109,7 @@ class TaskMetrics:
         if self.se_vs_k:
             d["se_vs_k"] = {str(k): dataclasses.asdict(v) for k, v in self.se_vs_k.items()}
         if self.extra:
-            d["extra"] = {name: dataclasses.asdict(m) for name, m in self.extra.items()}
+            d["extra"] = {name: dataclasses.asdict(g) for name, g in self.extra.items()}
         return d
 
     @classmethod
@@ -133,7 +129,7 @@ class TaskMetrics:
             breakdown={f: {v: GroupMetrics(**g) for v, g in groups.items()}
                        for f, groups in (d.get("breakdown") or {}).items()},
             se_vs_k={int(k): SEAtK(**v) for k, v in (d.get("se_vs_k") or {}).items()},
-            extra={name: ExtraMetric(**m) for name, m in (d.get("extra") or {}).items()},
+            extra={name: GroupMetrics(**g) for name, g in (d.get("extra") or {}).items()},
         )
 
 
@@ -268,11 +264,26 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
         ),
         truncation_rate=truncated / total if total else None,
         no_answer_rate=no_answer / total if total else None,
-        extra=extra_metrics(outcomes),
+        extra={**extra_metrics(outcomes), **value_metrics(outcomes)},
     )
 
 
-def extra_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, ExtraMetric]:
+def extra_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, GroupMetrics]:
+    """Each extra scorer's accuracy ± SE over problems, like `mean`/`stderr` of the primary grade.
+
+    Only metrics every scored problem has (a pool of tasks reports the ones they share)."""
+    scored = [o for o in outcomes if len(o.correct) > 0]
+    if not scored:
+        return {}
+    names = [n for n in scored[0].extra if all(n in o.extra for o in scored)]
+    out: dict[str, GroupMetrics] = {}
+    for name in names:
+        ps = np.array([sum(bool(x) for x in o.extra[name]) / len(o.extra[name]) for o in scored], dtype=np.float64)
+        out[name] = GroupMetrics(num_problems=len(ps), mean=float(ps.mean()), stderr=_f(_se(ps)))
+    return out
+
+
+def value_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, GroupMetrics]:
     """The scorer's own figures, from each sample's named values (ProblemOutcome.values).
 
     A name `x` is averaged over a problem's samples, then over problems (SE over problems, like `mean`).
@@ -285,7 +296,7 @@ def extra_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, ExtraMetric]:
     if not rows:
         return {}
     names = list(dict.fromkeys(k for vs in rows for v in vs for k in v))
-    out: dict[str, ExtraMetric] = {}
+    out: dict[str, GroupMetrics] = {}
     for name in names:
         if name.endswith(".den"):
             continue
@@ -294,16 +305,17 @@ def extra_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, ExtraMetric]:
             x = np.array([sum(v.get(name, 0.0) for v in vs) for vs in rows], dtype=np.float64)
             y = np.array([sum(v.get(base + ".den", 0.0) for v in vs) for vs in rows], dtype=np.float64)
             if y.sum() <= 0:
-                out[base] = ExtraMetric(None, None)
                 continue
             r = x.sum() / y.sum()
             q = len(rows)
             se = math.sqrt(q / (q - 1) * float(((x - r * y) ** 2).sum())) / y.sum() if q > 1 else None
-            out[base] = ExtraMetric(_f(r), _f(se))
+            out[base] = GroupMetrics(num_problems=q, mean=float(r), stderr=_f(se))
         else:
             per_problem = np.array([np.mean([v[name] for v in vs if name in v]) for vs in rows
                                     if any(name in v for v in vs)], dtype=np.float64)
-            out[name] = ExtraMetric(_f(per_problem.mean()) if len(per_problem) else None, _se(per_problem))
+            if len(per_problem):
+                out[name] = GroupMetrics(num_problems=len(per_problem), mean=float(per_problem.mean()),
+                                         stderr=_f(_se(per_problem)))
     return out
 
 
@@ -315,8 +327,9 @@ def aggregate_metrics(by_task: Mapping[str, Sequence[ProblemOutcome]], K: int) -
         ps = [sum(bool(x) for x in o.correct) / len(o.correct) for o in outcomes if len(o.correct) > 0]
         if ps:
             task_means.append(float(np.mean(ps)))
-    # no `extra` over all tasks: a scorer's own figures mean something for its own tasks only
-    return dataclasses.replace(task_metrics(pooled, K), extra={},
+    # over all tasks only the extra scorers' metrics the tasks share, not a scorer's own named figures
+    # (IFEval's mean something for IFEval only)
+    return dataclasses.replace(task_metrics(pooled, K), extra=extra_metrics(pooled),
                                macro_mean=_f(np.mean(task_means)) if task_means else None)
 
 

@@ -25,6 +25,9 @@ SCHEMA = pa.schema([
     ("seeds", pa.list_(pa.int64())),
     ("completion_tokens", pa.list_(pa.int64())),
     ("finish_reasons", pa.list_(pa.string())),
+    # Extra scorers (lm-eval's strict-match, ...): metric name -> per-sample verdicts / extracted answers.
+    ("extra_correct", pa.map_(pa.string(), pa.list_(pa.bool_()))),
+    ("extra_extracted", pa.map_(pa.string(), pa.list_(pa.string()))),
     # the scorer's per-sample details as JSON (code: result, tests passed, stderr; IFEval: each instruction's
     # strict/loose result); null where the scorer gives none (math)
     ("details", pa.list_(pa.string())),
@@ -51,6 +54,8 @@ class ResultsWriter:
             "seeds": [r.seed for r in records],
             "completion_tokens": [r.completion_tokens for r in records],
             "finish_reasons": [r.finish_reason for r in records],
+            "extra_correct": {name: [bool(s.correct) for s in ss] for name, ss in scored.extra_scores.items()},
+            "extra_extracted": {name: [s.answer for s in ss] for name, ss in scored.extra_scores.items()},
             "details": [json.dumps(dict(s.details)) if s.details else None for s in scores],
         })
         if len(self._rows) >= self.batch_rows:

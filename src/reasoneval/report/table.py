@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..metrics import TaskMetrics, maj_ks
@@ -13,44 +14,59 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
 
+def _mean_se(mean: float | None, se: float | None) -> str:
+    return "-" if mean is None else f"{100 * mean:.1f}" + ("" if se is None else f" ± {100 * se:.1f}")
+
+
 def _row(name: str, m: TaskMetrics, ks: list[int], K: int) -> list[str]:
-    se, mean = m.stderr, m.mean
-    pass1 = "-" if mean is None else f"{100 * mean:.1f}" + ("" if se is None else f" ± {100 * se:.1f}")
     tokens = m.tokens.mean
-    return ([name, str(m.num_problems), pass1]
+    return ([name, str(m.num_problems), _mean_se(m.mean, m.stderr)]
             + [_pct(m.pass_at_k.get(k)) for k in ks]
-            + [_pct(m.maj_at_k.get(K)), "-" if tokens is None else f"{tokens:.0f}", _pct(m.truncation_rate)])
+            + ([_pct(m.maj_at_k.get(K))] if K > 1 else [])
+            + ["-" if tokens is None else f"{tokens:.0f}", _pct(m.truncation_rate)])
+
+
+def _extra_rows(name: str, m: TaskMetrics, ks: list[int], K: int) -> list[list[str]]:
+    """One row per extra metric (lm-eval's strict-match, ..., IFEval's inst_strict, ...): its figure ± SE in the
+    first figure column."""
+    blank = [""] * (len(ks) + (1 if K > 1 else 0) + 2)
+    return [[escape(f"  {name} [{metric}]"), str(g.num_problems), _mean_se(g.mean, g.stderr), *blank]
+            for metric, g in m.extra.items()]
+
+
+def _greedy(result: RunResult) -> bool:
+    sampling = result.config.settings.get("sampling") or {}
+    return result.n == 1 and sampling.get("temperature") == 0
 
 
 def render_table(result: RunResult, console: Console | None = None) -> Table:
     K = result.n
     ks = [k for k in maj_ks(K) if k > 1]
-    table = Table(title=f"{result.model}  (run {result.run_id}, K={K})", title_justify="left")
+    mode = "greedy" if _greedy(result) else f"K={K}"
+    table = Table(title=f"{result.model}  (run {result.run_id}, {mode})", title_justify="left")
     table.add_column("task", no_wrap=True)
     table.add_column("#problems", justify="right")
-    table.add_column("pass@1 ± SE (%)", justify="right")
+    # K = 1 (greedy): one answer per problem, so pass@1 is plain accuracy and maj@1 adds nothing.
+    table.add_column("pass@1 ± SE (%)" if K > 1 else "accuracy ± SE (%)", justify="right")
     for k in ks:
         table.add_column(f"pass@{k}", justify="right")
-    table.add_column(f"maj@{K}", justify="right")
+    if K > 1:
+        table.add_column(f"maj@{K}", justify="right")
     table.add_column("mean tokens", justify="right")
     table.add_column("trunc %", justify="right")
     for name, m in result.tasks.items():
         table.add_row(*_row(name, m, ks, K))
+        for row in _extra_rows(name, m, ks, K):
+            table.add_row(*row, style="dim")
     if len(result.tasks) > 1:
         agg = result.aggregate
         table.add_section()
         table.add_row(*_row("all (micro)", agg, ks, K))
         if agg.macro_mean is not None:
-            table.add_row("all (macro)", "", _pct(agg.macro_mean), *([""] * (len(ks) + 3)))
+            table.add_row("all (macro)", "", _pct(agg.macro_mean), *([""] * (len(ks) + (3 if K > 1 else 2))))
     if console is None:
         console = Console()
         if not console.is_terminal:  # a log or a pipe: no 80-column wrapping of the figures
             console = Console(width=200)
     console.print(table)
-    # the scorers' own figures (IFEval's prompt/instruction-level strict and loose accuracy), one line per task
-    for name, m in result.tasks.items():
-        if m.extra:
-            figures = ", ".join(f"{k} {_pct(e.value)}" + ("" if e.stderr is None else f" ± {100 * e.stderr:.1f}")
-                                for k, e in m.extra.items())
-            console.print(f"{name}: {figures} (%)")
     return table

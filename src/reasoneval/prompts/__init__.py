@@ -13,19 +13,28 @@ problem and a template without `{choices}`, the lettered choices follow the prob
 
 Completions default (base models): "Problem: {problem}\\n<instruction mentioning \\boxed{}>\\n\\nSolution:";
 a system prompt, if given, is put first, followed by a blank line.
+
+Few-shot styles (`gsm8k`, `gsm8k_cot`, `minerva`, `qwen`; prompts/fewshot.py, exemplars in
+prompts/exemplars/*.json): k exemplars then the problem, as one completion prompt or as a multi-turn
+chat. Which style a task is asked with: `--prompt-style` if given, else the task's few-shot style when
+`--num-fewshot` is given, else the task's own style (`PromptConfig.for_task`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .errors import UserError
-from .registry import Registry
-from .tasks.choice import LETTERS, format_choices
-from .types import Problem
+from ..errors import UserError
+from ..registry import Registry
+from ..tasks.choice import LETTERS, format_choices
+from ..types import Problem
+from .fewshot import FewShotStyle, load_styles
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 _PLACEHOLDER = re.compile(r"\{(problem|choices)\}")
@@ -42,11 +51,64 @@ class PromptConfig:
     template: str | None = None
     # The task's prompt style (a PROMPTS entry), used when no template is given.
     style: str = "boxed"
+    # --num-fewshot: exemplars of a few-shot style (None: the style's default count).
+    num_fewshot: int | None = None
+    # --prompt-style: one style for every task of the run (None: each task's own, see for_task).
+    style_override: str | None = None
+    # Whether a few-shot style's stop sequences ("Question:", "Problem:") are sent (--no-style-stop: not).
+    style_stop: bool = True
 
     def __post_init__(self) -> None:
         if self.template is not None and "{problem}" not in self.template:
             raise UserError("the prompt template has no {problem} placeholder; add {problem} where the "
                             "problem text goes (and {choices} for multiple choice)")
+        if self.style_override is not None and self.style_override not in PROMPTS:
+            raise UserError(f"unknown --prompt-style {self.style_override!r}; known: {', '.join(PROMPTS.names())}")
+        if self.num_fewshot is not None and self.num_fewshot < 0:
+            raise UserError(f"--num-fewshot must be 0 or more (got {self.num_fewshot})")
+        if self.template is not None and (self.style_override is not None or self.num_fewshot is not None):
+            raise UserError("--prompt-template replaces the prompt style: drop --prompt-style / --num-fewshot, "
+                            "or drop --prompt-template")
+
+    def for_task(self, task: str, prompt: str, fewshot: str | None) -> PromptConfig:
+        """This config with the style a task is asked with (its `prompt`, or its `fewshot` style when
+        --num-fewshot is given and no --prompt-style)."""
+        if self.style_override is not None:
+            style = self.style_override
+        elif self.num_fewshot is not None:
+            if fewshot is None:
+                raise UserError(f"task {task} has no few-shot prompt style: pass --prompt-style NAME "
+                                f"(few-shot styles: {', '.join(FEWSHOT_STYLES)})")
+            style = fewshot
+        else:
+            style = prompt
+        return dataclasses.replace(self, style=style)
+
+    def fewshot_style(self) -> FewShotStyle | None:
+        """The few-shot style the prompt is built with, None for a zero-shot style or a template."""
+        return None if self.template is not None else PROMPTS.get(self.style).fewshot
+
+    def answer_pattern(self) -> str | None:
+        """How the style writes its final answer, for scorers that extract "the answer in the prompt's
+        format" (lm-eval's strict-match): a few-shot style's regex, "boxed" for the boxed style, else None."""
+        if self.template is not None:
+            return None
+        style = self.fewshot_style()
+        if style is not None:
+            return style.strict_pattern
+        return "boxed" if self.style == "boxed" else None
+
+    def stop(self) -> tuple[str, ...]:
+        """Stop sequences the prompt style asks for (where the next exemplar would start)."""
+        style = self.fewshot_style()
+        return style.stop if style is not None and self.style_stop else ()
+
+    def identity(self) -> dict[str, object] | None:
+        """What of the style choice goes into the run id (None when nothing was asked: old run ids stay)."""
+        if self.style_override is None and self.num_fewshot is None and self.style_stop:
+            return None
+        return {"style": self.style_override, "num_fewshot": self.num_fewshot, "style_stop": self.style_stop,
+                "exemplars": EXEMPLARS_HASH}
 
 
 def read_template(path: Path | str) -> str:
@@ -78,6 +140,8 @@ class PromptStyle:
 
     chat: Callable[[Problem], str]
     completion: Callable[[Problem], str]
+    # A few-shot style: exemplars then the problem (build_messages / build_prompt use it, with k shots).
+    fewshot: FewShotStyle | None = None
     # Stop sequences the completion prompt needs (MBPP's `[DONE]`), added to the run's own in completions mode.
     completion_stop: tuple[str, ...] = ()
 
@@ -104,6 +168,12 @@ def _choice_completion(problem: Problem) -> str:
 PROMPTS: Registry[PromptStyle] = Registry("prompt style")
 PROMPTS.add("boxed", PromptStyle(_boxed_chat, _boxed_completion))
 PROMPTS.add("choice", PromptStyle(_choice_chat, _choice_completion))
+FEWSHOT_STYLES = load_styles()
+for _name, _style in FEWSHOT_STYLES.items():
+    PROMPTS.add(_name, PromptStyle(_style.render_problem, _style.render_problem, fewshot=_style))
+# Changes when any shipped exemplar file changes: part of a few-shot run's identity.
+EXEMPLARS_HASH = hashlib.sha256(json.dumps({n: dataclasses.asdict(s) for n, s in FEWSHOT_STYLES.items()},
+                                           sort_keys=True).encode()).hexdigest()[:12]
 
 
 def _plain_chat(problem: Problem) -> str:
@@ -117,23 +187,29 @@ def _plain_completion(problem: Problem) -> str:
 # Instruction following (IFEval): the prompt verbatim, in both modes.
 PROMPTS.add("plain", PromptStyle(_plain_chat, _plain_completion))
 
-from . import code_prompts as _code_prompts  # noqa: E402  (registers humaneval, mbpp; needs PromptStyle)
+from . import code as _code_prompts  # noqa: E402  (registers humaneval, mbpp; needs PromptStyle)
 
 _ = _code_prompts
 
 
 def build_messages(problem: Problem, cfg: PromptConfig) -> tuple[dict[str, str], ...]:
-    user = fill_template(cfg.template, problem) if cfg.template is not None else PROMPTS.get(cfg.style).chat(problem)
     msgs: list[dict[str, str]] = []
     if cfg.system_prompt:
         msgs.append({"role": "system", "content": cfg.system_prompt})
+    fewshot = cfg.fewshot_style()
+    if fewshot is not None:
+        return tuple(msgs + fewshot.chat(problem, cfg.num_fewshot))
+    user = fill_template(cfg.template, problem) if cfg.template is not None else PROMPTS.get(cfg.style).chat(problem)
     msgs.append({"role": "user", "content": user})
     return tuple(msgs)
 
 
 def build_prompt(problem: Problem, cfg: PromptConfig) -> str:
+    fewshot = cfg.fewshot_style()
     if cfg.template is not None:
         body = fill_template(cfg.template, problem)
+    elif fewshot is not None:
+        body = fewshot.completion(problem, cfg.num_fewshot)
     else:
         body = PROMPTS.get(cfg.style).completion(problem)
     if cfg.system_prompt:

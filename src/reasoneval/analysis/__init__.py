@@ -1,0 +1,11 @@
+"""Readers of finished runs: per-problem outcomes from results.parquet, paired comparison of runs,
+SE against samples per problem, the table of all runs and export to training data.
+
+Each works on a run directory (`result.load_run` plus results.parquet / the sample store); the
+renderers in `reasoneval.report` print or write what these compute.
+"""
+
+from .compare import Comparison, PairedDifference, compare_runs, paired_difference
+from .outcomes import ProblemRow, read_problem_rows
+
+__all__ = ["Comparison", "PairedDifference", "ProblemRow", "compare_runs", "paired_difference", "read_problem_rows"]

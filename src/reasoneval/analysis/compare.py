@@ -1,0 +1,162 @@
+"""Paired comparison of runs on the problems they share (docs/statistics.md, "Comparing two runs").
+
+Per problem i both runs answered, d_i = p_B,i - p_A,i (each run's own fraction of correct samples).
+The mean of d_i is the accuracy difference; its standard error is sd(d) / sqrt(Q). That one figure
+includes both sources of noise: the spread of true differences across problems and the sampling
+noise of each p_hat (Var p_hat_i = p_i (1 - p_i) / n_i): the sample variance of d_i estimates their
+sum. Pairing removes the problem-difficulty variance that two unpaired SEs would count twice.
+CI and p-value use Student t with Q - 1 degrees of freedom.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from scipy import stats
+
+from ..errors import UserError
+from ..metrics import pass_at_k_matrix
+from ..result import RunResult, load_run
+from .outcomes import ProblemRow, by_task, read_problem_rows
+
+# A problem "flips" when it is mostly solved (accuracy >= 0.5) in one run and mostly failed in the other.
+FLIP_AT = 0.5
+
+
+def paired_difference(pa: np.ndarray, pb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                                 np.ndarray]:
+    """Mean of pb - pa along the last axis, its SE, the 95% CI (lo, hi) and the two-sided p-value of "no
+    difference". Vectorised so the simulation in scripts/compare_simulation.py runs this very code."""
+    d = np.asarray(pb, dtype=np.float64) - np.asarray(pa, dtype=np.float64)
+    q = d.shape[-1]
+    mean = d.mean(axis=-1)
+    if q < 2:
+        nan = np.full(mean.shape, np.nan)
+        return mean, nan, nan.copy(), nan.copy(), nan.copy()
+    se = d.std(axis=-1, ddof=1) / math.sqrt(q)
+    tq = float(stats.t.ppf(0.975, q - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se > 0, mean / np.where(se > 0, se, 1.0), np.where(mean == 0, 0.0, np.inf))
+    p = 2.0 * stats.t.sf(np.abs(t), q - 1)
+    return mean, se, mean - tq * se, mean + tq * se, p
+
+
+def _f(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) or math.isinf(x) else x
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """One run against the first on the problems both scored: B - A."""
+
+    num_common: int
+    diff: float | None
+    stderr: float | None
+    ci95: tuple[float, float] | None
+    p_value: float | None
+
+    @classmethod
+    def of(cls, pa: np.ndarray, pb: np.ndarray) -> PairedDifference:
+        if len(pa) == 0:
+            return cls(0, None, None, None, None)
+        m, se, lo, hi, p = paired_difference(pa, pb)
+        ci = (_f(lo), _f(hi))
+        return cls(len(pa), _f(m), _f(se), (ci[0], ci[1]) if ci[0] is not None and ci[1] is not None else None,
+                   _f(p))
+
+
+@dataclass(frozen=True)
+class Flip:
+    id: str
+    problem_key: str
+    accuracy_a: float
+    accuracy_b: float
+
+
+@dataclass(frozen=True)
+class TaskComparison:
+    """One task across runs; `versus` and `flips` hold one entry per run after the first."""
+
+    task: str
+    pass1: list[tuple[float | None, float | None]]  # per run: (pass@1, SE) over all its problems
+    versus: list[PairedDifference]
+    ks: list[int]  # the k every run has
+    pass_at_k: list[dict[int, float | None]]  # per run, on its own problems
+    pass_at_k_diff: list[dict[int, PairedDifference]]  # per later run: paired difference of pass@k
+    maj_ks: list[int]
+    maj_at_k: list[dict[int, float | None]]
+    flips: list[list[Flip]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    runs: list[RunResult]
+    tasks: list[TaskComparison]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        def pd(x: PairedDifference) -> dict[str, Any]:
+            d = asdict(x)
+            d["ci95"] = list(x.ci95) if x.ci95 else None
+            return d
+
+        return {
+            "runs": [{"model": r.model, "run_id": r.run_id, "run_dir": str(r.run_dir), "n": r.n} for r in self.runs],
+            "tasks": {t.task: {
+                "pass1": [{"mean": m, "stderr": s} for m, s in t.pass1],
+                "versus_first": [pd(v) for v in t.versus],
+                "pass_at_k": [{str(k): v for k, v in d.items()} for d in t.pass_at_k],
+                "pass_at_k_diff": [{str(k): pd(v) for k, v in d.items()} for d in t.pass_at_k_diff],
+                "maj_at_k": [{str(k): v for k, v in d.items()} for d in t.maj_at_k],
+                "flips": [[asdict(f) for f in fl] for fl in t.flips],
+            } for t in self.tasks},
+        }
+
+
+def _per_problem_pass_k(rows: Sequence[ProblemRow], k: int) -> np.ndarray:
+    n = np.array([r.n for r in rows], dtype=np.int64)
+    c = np.array([r.num_correct for r in rows], dtype=np.int64)
+    if not len(rows):
+        return np.zeros(0)
+    return pass_at_k_matrix(n, c, k)[:, k - 1]
+
+
+def compare_runs(run_dirs: Sequence[Any]) -> Comparison:
+    """Compare every run with the first, task by task, on the problems each pair shares."""
+    if len(run_dirs) < 2:
+        raise UserError("compare needs at least two run directories (RUN_A RUN_B [...])")
+    results = [load_run(d) for d in run_dirs]
+    rows = [by_task(read_problem_rows(d)) for d in run_dirs]
+    tasks = [t for t in results[0].tasks if all(t in r.tasks for r in results[1:])]
+    if not tasks:
+        raise UserError("the runs share no task: " + "; ".join(f"{r.run_dir}: {', '.join(r.tasks)}" for r in results))
+    out = []
+    for t in tasks:
+        metrics = [r.tasks[t] for r in results]
+        ks = sorted(set.intersection(*(set(k for k, v in m.pass_at_k.items() if v is not None) for m in metrics)))
+        mks = sorted(set.intersection(*(set(k for k, v in m.maj_at_k.items() if v is not None) for m in metrics)))
+        first = {r.problem_key: r for r in rows[0].get(t, [])}
+        versus, diffs, flips = [], [], []
+        for other in rows[1:]:
+            pairs = [(first[r.problem_key], r) for r in other.get(t, []) if r.problem_key in first
+                     and first[r.problem_key].n and r.n]
+            a = [x for x, _ in pairs]
+            b = [y for _, y in pairs]
+            pa = np.array([x.num_correct / x.n for x in a])
+            pb = np.array([y.num_correct / y.n for y in b])
+            versus.append(PairedDifference.of(pa, pb))
+            diffs.append({k: PairedDifference.of(_per_problem_pass_k(a, k), _per_problem_pass_k(b, k))
+                          for k in ks if k > 1 and all(x.n >= k for x in a) and all(y.n >= k for y in b)})
+            fl = [Flip(y.id, y.problem_key, float(u), float(v)) for (_, y), u, v in zip(pairs, pa, pb)
+                  if (u >= FLIP_AT) != (v >= FLIP_AT)]
+            flips.append(sorted(fl, key=lambda f: (-abs(f.accuracy_b - f.accuracy_a), f.id)))
+        out.append(TaskComparison(
+            task=t, pass1=[(m.mean, m.stderr) for m in metrics], versus=versus, ks=ks,
+            pass_at_k=[{k: m.pass_at_k.get(k) for k in ks} for m in metrics], pass_at_k_diff=diffs,
+            maj_ks=mks, maj_at_k=[{k: m.maj_at_k.get(k) for k in mks} for m in metrics], flips=flips))
+    return Comparison(runs=results, tasks=out)

@@ -1,0 +1,89 @@
+"""`reasoneval runs [DIR]`: one table of every run under a results folder."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..result import CONFIG_FILE, SUMMARY_FILE, RunResult, load_run
+
+log = logging.getLogger("reasoneval")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    result: RunResult
+
+    @property
+    def identity(self) -> str:
+        ident = self.result.config.settings.get("model_identity")
+        if isinstance(ident, dict):
+            return ",".join(f"{k}={v}" for k, v in sorted(ident.items()) if v)
+        return str(ident or "")
+
+    @property
+    def date(self) -> str:
+        return str(self.result.config.updated or self.result.config.created or "")
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Run directories (config.json and summary.json) under root, root itself included."""
+    root = Path(root)
+    if not root.is_dir():
+        raise UserError(f"{root} is not a directory; pass the results folder (default: results)")
+    found = []
+    for d, dirs, files in os.walk(root):
+        if CONFIG_FILE in files and SUMMARY_FILE in files:
+            found.append(Path(d))
+            dirs[:] = []  # a run directory holds no runs
+        dirs.sort()
+    return sorted(found)
+
+
+def list_runs(root: Path, model: str | None = None, task: str | None = None) -> list[RunRow]:
+    rows = []
+    for d in find_runs(root):
+        try:
+            r = load_run(d)
+        except UserError as e:
+            log.warning("skipping %s: %s", d, e)
+            continue
+        if model and not (fnmatch.fnmatch(r.model, model) or fnmatch.fnmatch(d.parent.name, model)):
+            continue
+        if task:
+            tasks = {t: m for t, m in r.tasks.items() if fnmatch.fnmatch(t, task)}
+            if not tasks:
+                continue
+            r = dataclasses.replace(r, tasks=tasks)
+        rows.append(RunRow(r))
+    return sorted(rows, key=lambda x: (x.result.model, x.date, x.result.run_id))
+
+
+def table_rows(rows: list[RunRow]) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
+    """Header and cells for the table / Markdown, plus flat records for CSV (one column per figure)."""
+    tasks = list(dict.fromkeys(t for r in rows for t in r.result.tasks))
+    head = ["model", "identity", "run id", "K", *[f"{t} pass@1 ± SE (%)" for t in tasks], "complete", "date", "dir"]
+    cells, records = [], []
+    for row in rows:
+        r = row.result
+        line = [r.model, row.identity, r.run_id, str(r.n)]
+        rec: dict[str, Any] = {"model": r.model, "identity": row.identity, "run_id": r.run_id, "n": r.n}
+        for t in tasks:
+            m = r.tasks.get(t)
+            if m is None or m.mean is None:
+                line.append("")
+                rec[f"{t}_pass1"] = rec[f"{t}_stderr"] = ""
+                continue
+            line.append(f"{100 * m.mean:.1f}" + ("" if m.stderr is None else f" ± {100 * m.stderr:.1f}"))
+            rec[f"{t}_pass1"], rec[f"{t}_stderr"] = m.mean, "" if m.stderr is None else m.stderr
+        line += ["yes" if r.complete else "no", row.date, str(r.run_dir)]
+        rec.update(complete=r.complete, date=row.date, run_dir=str(r.run_dir))
+        cells.append(line)
+        records.append(rec)
+    return head, cells, records

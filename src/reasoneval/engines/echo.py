@@ -1,0 +1,73 @@
+"""`echo`: a zero-cost engine that answers every request with a fixed text after a fixed delay.
+
+For measuring the harness itself (the driver overhead of `--engine ray` against the in-process runner)
+and as the replicas' inner engine in tests of the Ray engine, where the model's cost is not the point.
+It never looks at the prompt, so its answers are scored as whatever the fixed text says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..types import Completion, Request
+from .base import Capabilities, CommonOptions, EngineInfo, option
+
+
+@dataclass(frozen=True)
+class Options:
+    """The echo engine's options (`--engine-arg KEY=VALUE`)."""
+
+    text: str = option("The answer is \\boxed{0}.", "the answer every request gets")
+    delay_s: float = option(0.0, "seconds each request takes (0: none)")
+    slots: int = option(64, "requests served at once (more wait their turn)")
+
+    def __post_init__(self) -> None:
+        if self.delay_s < 0:
+            raise UserError(f"echo engine option delay_s must be >= 0, got {self.delay_s}")
+        if self.slots < 1:
+            raise UserError(f"echo engine option slots must be at least 1, got {self.slots}")
+
+
+CAPABILITIES = Capabilities(extra_body_keys=None)
+
+
+class EchoEngine:
+    name = "echo"
+
+    def __init__(self, common: CommonOptions, options: Options) -> None:
+        self.model = common.model or "echo"
+        self.opts = options
+        self._slots: asyncio.Semaphore | None = None
+        self._tokens = len(options.text.split())
+
+    async def start(self) -> EngineInfo:
+        self._slots = asyncio.Semaphore(self.opts.slots)
+        return EngineInfo(model=self.model, max_concurrency=self.opts.slots)
+
+    async def generate(self, request: Request) -> Completion:
+        assert self._slots is not None, "start() was not awaited"
+        t0 = time.perf_counter()
+        async with self._slots:
+            if self.opts.delay_s > 0:
+                await asyncio.sleep(self.opts.delay_s)
+        return Completion(text=self.opts.text, finish_reason="stop", prompt_tokens=None,
+                          completion_tokens=self._tokens, latency_s=time.perf_counter() - t0)
+
+    async def close(self) -> None:
+        pass
+
+    def attach_run(self, run_dir: Path) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": self.model, **dataclasses.asdict(self.opts)}
+
+
+def create(common: CommonOptions, options: Options) -> EchoEngine:
+    return EchoEngine(common, options)

@@ -1,0 +1,103 @@
+"""Few-shot prompt styles for base models: exemplars are data (prompts/exemplars/<style>.json, each citing its source).
+
+A style's file gives the exemplars and the format, following lm-evaluation-harness's construction so
+that prompts are comparable with its tasks:
+
+    prompt = join(fewshot_delimiter, [render(q_i) + target_delimiter + a_i for the first k exemplars]
+                                       + [render(problem)])
+
+where render(q) fills `question_template`'s `{question}` (one plain replacement, never str.format:
+problems are full of LaTeX braces). As chat (a chat model asked few-shot), each exemplar is a user turn
+(the rendered question) and an assistant turn (its answer), then the problem as the last user turn
+(lm-eval's `--fewshot_as_multiturn`).
+
+`stop` ends an answer where the model would go on to write the next exemplar ("Question:",
+"Problem:"); `strict_pattern` is the regex (one group) that finds the final answer in the style's own
+format ("#### N", "The answer is N.", "Final Answer: The final answer is X. ...", or "boxed": the last
+\\boxed{}); the strict-match and exact_match scorers use it (scoring/lmeval.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Mapping
+
+from ..errors import UserError
+from ..types import Problem
+
+EXEMPLAR_DIR = "exemplars"
+
+
+@dataclass(frozen=True)
+class Exemplar:
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class FewShotStyle:
+    name: str
+    description: str
+    source: tuple[str, ...]
+    question_template: str
+    target_delimiter: str
+    fewshot_delimiter: str
+    default_shots: int
+    stop: tuple[str, ...]
+    strict_pattern: str | None
+    exemplars: tuple[Exemplar, ...]
+
+    def render(self, question: str) -> str:
+        return self.question_template.replace("{question}", question)
+
+    def render_problem(self, problem: Problem) -> str:
+        """The problem alone in the style's format (zero-shot)."""
+        return self.render(problem.problem)
+
+    def shots(self, k: int | None) -> tuple[Exemplar, ...]:
+        k = self.default_shots if k is None else k
+        if not 0 <= k <= len(self.exemplars):
+            raise UserError(f"--num-fewshot {k} is out of range for prompt style {self.name!r}: it has "
+                            f"{len(self.exemplars)} exemplars; pass 0 to {len(self.exemplars)}")
+        return self.exemplars[:k]
+
+    def completion(self, problem: Problem, k: int | None) -> str:
+        parts = [self.render(e.question) + self.target_delimiter + e.answer for e in self.shots(k)]
+        parts.append(self.render(problem.problem))
+        return self.fewshot_delimiter.join(parts)
+
+    def chat(self, problem: Problem, k: int | None) -> list[dict[str, str]]:
+        msgs: list[dict[str, str]] = []
+        for e in self.shots(k):
+            msgs.append({"role": "user", "content": self.render(e.question)})
+            msgs.append({"role": "assistant", "content": e.answer})
+        msgs.append({"role": "user", "content": self.render(problem.problem)})
+        return msgs
+
+
+def _parse(name: str, d: Mapping[str, Any]) -> FewShotStyle:
+    try:
+        exemplars = tuple(Exemplar(str(e["question"]), str(e["answer"])) for e in d["exemplars"])
+        style = FewShotStyle(
+            name=name, description=str(d["description"]), source=tuple(d["source"]),
+            question_template=str(d["question_template"]), target_delimiter=str(d["target_delimiter"]),
+            fewshot_delimiter=str(d["fewshot_delimiter"]), default_shots=int(d["default_shots"]),
+            stop=tuple(str(s) for s in d["stop"]), strict_pattern=d.get("strict_pattern"), exemplars=exemplars)
+    except (KeyError, TypeError, ValueError) as e:
+        raise UserError(f"few-shot style file {name}.json is malformed ({e!r}); reinstall reasoneval") from None
+    if "{question}" not in style.question_template or not 0 <= style.default_shots <= len(exemplars):
+        raise UserError(f"few-shot style file {name}.json is malformed; reinstall reasoneval")
+    return style
+
+
+def load_styles() -> dict[str, FewShotStyle]:
+    """Every style shipped in prompts/exemplars, by name (the file's stem)."""
+    out: dict[str, FewShotStyle] = {}
+    folder = resources.files(__package__).joinpath(EXEMPLAR_DIR)
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".json"):
+            name = entry.name[:-len(".json")]
+            out[name] = _parse(name, json.loads(entry.read_text(encoding="utf-8")))
+    return out

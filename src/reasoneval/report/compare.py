@@ -1,0 +1,103 @@
+"""Renderers of a `Comparison`: the terminal table and Markdown (the HTML page is in html.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..analysis.compare import Comparison, PairedDifference
+
+MAX_FLIPS_SHOWN = 10
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def _pm(m: float | None, se: float | None) -> str:
+    return "-" if m is None else _pct(m) + ("" if se is None else f" ± {100 * se:.1f}")
+
+
+def _signed(d: PairedDifference) -> str:
+    if d.diff is None:
+        return "-"
+    return f"{100 * d.diff:+.1f}" + ("" if d.stderr is None else f" ± {100 * d.stderr:.1f}")
+
+
+def _ci(d: PairedDifference) -> str:
+    return "-" if d.ci95 is None else f"[{100 * d.ci95[0]:+.1f}, {100 * d.ci95[1]:+.1f}]"
+
+
+def _p(d: PairedDifference) -> str:
+    return "-" if d.p_value is None else (f"{d.p_value:.3g}" if d.p_value >= 1e-4 else "<1e-4")
+
+
+def run_labels(c: Comparison) -> list[str]:
+    return [f"{chr(65 + i) if i < 26 else i}: {r.model} ({r.run_id})" for i, r in enumerate(c.runs)]
+
+
+def rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Header and rows shared by the table and Markdown: one row per task and run."""
+    letters = [chr(65 + i) if i < 26 else str(i) for i in range(len(c.runs))]
+    ks = sorted({k for t in c.tasks for k in t.ks if k > 1})
+    mk = max((max(t.maj_ks) for t in c.tasks if t.maj_ks), default=None)
+    head = ["task", "run", "pass@1 ± SE (%)", "Δ vs A ± SE", "95% CI", "p", "common", "flips"]
+    head += [f"pass@{k}" for k in ks] + ([f"maj@{mk}"] if mk else [])
+    out = []
+    for t in c.tasks:
+        for i, letter in enumerate(letters):
+            m, se = t.pass1[i]
+            row = [t.task, letter, _pm(m, se)]
+            if i == 0:
+                row += ["", "", "", "", ""]
+            else:
+                d = t.versus[i - 1]
+                row += [_signed(d), _ci(d), _p(d), str(d.num_common), str(len(t.flips[i - 1]))]
+            row += [_pct(t.pass_at_k[i].get(k)) for k in ks]
+            if mk:
+                row.append(_pct(t.maj_at_k[i].get(mk)))
+            out.append(row)
+    return head, out
+
+
+def render_compare_table(c: Comparison, console: Console | None = None) -> None:
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=200)
+    for label in run_labels(c):
+        console.print(label)
+    head, body = rows(c)
+    table = Table(title="paired comparison (B - A on the problems both ran)", title_justify="left")
+    for i, h in enumerate(head):
+        table.add_column(h, justify="left" if i < 2 else "right", no_wrap=i == 0)
+    for r in body:
+        table.add_row(*r)
+    console.print(table)
+    for t in c.tasks:
+        for i, fl in enumerate(t.flips):
+            if fl:
+                shown = ", ".join(f"{f.id} ({_pct(f.accuracy_a)}→{_pct(f.accuracy_b)})" for f in fl[:MAX_FLIPS_SHOWN])
+                more = f" and {len(fl) - MAX_FLIPS_SHOWN} more" if len(fl) > MAX_FLIPS_SHOWN else ""
+                console.print(f"{t.task}, A→{chr(66 + i)} flipped: {shown}{more}")
+
+
+def compare_markdown(c: Comparison) -> str:
+    head, body = rows(c)
+    lines = [f"- {label}" for label in run_labels(c)] + [""]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    for t in c.tasks:
+        for i, fl in enumerate(t.flips):
+            if fl:
+                lines.append("")
+                lines.append(f"{t.task}, A→{chr(66 + i)} flipped ({len(fl)}): "
+                             + ", ".join(f"`{f.id}` {_pct(f.accuracy_a)}→{_pct(f.accuracy_b)}" for f in fl))
+    return "\n".join(lines) + "\n"
+
+
+def compare_summary_dict(c: Comparison) -> dict[str, Any]:
+    return c.to_json_dict()

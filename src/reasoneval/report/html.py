@@ -1,0 +1,332 @@
+"""report.html: one page per run (and one per comparison) that opens with no network.
+
+Everything is inline: the figures as SVG drawn here, the problem table as JSON, a small script. The
+samples of each problem (responses, extracted answers, grades) are gzip-compressed JSON, base64, and
+decoded only when the problem is opened (the browser's DecompressionStream). Up to INLINE_LIMIT bytes
+of compressed samples go into the page itself; past that they go to `report_files/p<N>.js` beside it,
+each a script the page adds on demand (a <script> tag works from file://, fetch() does not), so a run of
+675 problems x 64 samples x 10k tokens still paints its table at once (docs/benchmarks.md).
+Model output is data here too: the page puts it in text nodes, never in innerHTML.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import gzip
+import html
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..analysis.outcomes import OUTCOME_COLUMNS, iter_problem_rows
+from ..metrics import TaskMetrics, maj_ks
+from ..result import RunResult
+from .svg import histogram, interval_plot, line_plot
+
+REPORT_FILE = "report.html"
+SIDECAR_DIR = "report_files"
+INLINE_LIMIT = 16 * 1024 * 1024  # compressed sample bytes kept inside the page
+
+
+def _esc(s: object) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe inside a <script> element (no `</script>` or `<!--` can close or confuse it)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c").replace(
+        "\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{100 * x:.{digits}f}"
+
+
+# gzip level 3: a third of level 6's time for ~20% more bytes (measured on 2.5 MB of reasoning-like text:
+# 38 ms vs 136 ms); the page is rebuilt by every `report`, so writing it must stay cheap.
+GZIP_LEVEL = 3
+
+
+def _pack(obj: Any) -> str:
+    return base64.b64encode(gzip.compress(json.dumps(obj, ensure_ascii=False).encode("utf-8"), GZIP_LEVEL,
+                                          mtime=0)).decode()
+
+
+CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
+table{border-collapse:collapse}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
+td:first-child,th:first-child,.l{text-align:left}th{background:#f4f4f4}#problems th{position:sticky;top:0}
+.plots{display:flex;flex-wrap:wrap;gap:12px}.plot{border:1px solid #eee;background:#fff}
+.pt{font-weight:600;font-size:13px}.tk{font-size:11px;fill:#555}.lg{font-size:11px}.ax{stroke:#333}.gr{stroke:#eee}
+#problems tbody tr{cursor:pointer}#problems tbody tr:hover{background:#eef5ff}#problems th{cursor:pointer;user-select:none}
+.ok{color:#1a7f37}.bad{color:#c62828}.controls{margin:8px 0;display:flex;gap:8px;align-items:center}
+#detail{border:1px solid #ccc;padding:10px;margin-top:12px;background:#fafafa}
+pre{white-space:pre-wrap;word-break:break-word;background:#fff;border:1px solid #eee;padding:8px;max-height:40em;overflow:auto}
+mark{background:#ffe066}details.sample>summary{cursor:pointer;padding:2px 0}.muted{color:#777}
+.tablewrap{max-height:36em;overflow:auto;border:1px solid #ddd}
+"""
+
+SCRIPT = r"""
+(function(){
+const P = JSON.parse(document.getElementById('re-problems').textContent);
+const inline = JSON.parse(document.getElementById('re-samples').textContent);
+const sidecar = document.body.dataset.sidecar;
+const pending = {};
+window.reSamples = function(i, b64){ const r = pending[i]; delete pending[i]; if (r) r(b64); };
+function load(i){
+  if (inline !== null) return Promise.resolve(inline[i]);
+  return new Promise(function(resolve, reject){
+    pending[i] = resolve;
+    const s = document.createElement('script'); s.src = sidecar + '/p' + i + '.js';
+    s.onerror = function(){ reject(new Error('cannot load ' + s.src)); }; document.head.appendChild(s);
+  });
+}
+async function unpack(b64){
+  const bin = atob(b64); const u = new Uint8Array(bin.length);
+  for (let k = 0; k < bin.length; k++) u[k] = bin.charCodeAt(k);
+  const stream = new Blob([u]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return JSON.parse(await new Response(stream).text());
+}
+function el(tag, attrs, text){ const e = document.createElement(tag); for (const k in (attrs||{})) e.setAttribute(k, attrs[k]);
+  if (text !== undefined && text !== null) e.textContent = String(text); return e; }
+const cols = [['id','id'],['task','task'],['acc','accuracy'],['n','K'],['maj','majority answer'],['ref','reference'],['tok','mean tokens']];
+const tbody = document.querySelector('#problems tbody');
+const filter = document.getElementById('filter'); const taskSel = document.getElementById('task');
+const onlyWrong = document.getElementById('wrong'); const count = document.getElementById('count');
+let sortKey = null, sortDir = 1;
+function fmt(r, k){ if (k === 'acc') return r.acc === null ? '-' : (100*r.acc).toFixed(1);
+  if (k === 'tok') return r.tok === null ? '-' : Math.round(r.tok); return r[k] === null ? '' : r[k]; }
+function render(){
+  const q = filter.value.toLowerCase(); const t = taskSel.value; const w = onlyWrong.checked;
+  let rows = P.filter(function(r){ return (!t || r.task === t) && (!w || (r.acc !== null && r.acc < 1)) &&
+    (!q || [r.id, r.task, r.maj, r.ref].some(function(v){ return v !== null && String(v).toLowerCase().includes(q); })); });
+  if (sortKey) rows = rows.slice().sort(function(a, b){ const x = a[sortKey], y = b[sortKey];
+    if (x === y) return 0; if (x === null) return 1; if (y === null) return -1; return (x < y ? -1 : 1) * sortDir; });
+  tbody.replaceChildren();
+  for (const r of rows){ const tr = el('tr', {'data-i': r.i});
+    for (const [k] of cols){ const td = el('td', {}, fmt(r, k));
+      if (k === 'id' || k === 'task' || k === 'maj' || k === 'ref') td.className = 'l';
+      if (k === 'acc' && r.acc !== null) td.className = r.acc >= 0.5 ? 'ok' : 'bad'; tr.appendChild(td); }
+    tr.addEventListener('click', function(){ show(r); }); tbody.appendChild(tr); }
+  count.textContent = rows.length + ' of ' + P.length + ' problems';
+}
+document.querySelectorAll('#problems th').forEach(function(th){ th.addEventListener('click', function(){
+  const k = th.dataset.k; sortDir = (sortKey === k) ? -sortDir : 1; sortKey = k;
+  document.querySelectorAll('#problems th').forEach(function(h){ h.removeAttribute('aria-sort'); });
+  th.setAttribute('aria-sort', sortDir > 0 ? 'ascending' : 'descending'); render(); }); });
+filter.addEventListener('input', render); taskSel.addEventListener('change', render); onlyWrong.addEventListener('change', render);
+function highlighted(text, ans){
+  const pre = el('pre'); if (!ans) { pre.textContent = text; return pre; }
+  const at = text.lastIndexOf(ans); if (at < 0) { pre.textContent = text; return pre; }
+  pre.appendChild(document.createTextNode(text.slice(0, at))); pre.appendChild(el('mark', {}, ans));
+  pre.appendChild(document.createTextNode(text.slice(at + ans.length))); return pre;
+}
+async function show(r){
+  const d = document.getElementById('detail'); d.hidden = false; d.replaceChildren(el('h3', {}, r.task + ' / ' + r.id));
+  d.appendChild(el('p', {'class': 'muted'}, 'loading samples...')); d.scrollIntoView({block: 'nearest'});
+  let data; try { data = await unpack(await load(r.i)); } catch (e) { d.lastChild.textContent = 'cannot load the samples: ' + e; return; }
+  d.lastChild.remove();
+  d.appendChild(el('pre', {'class': 'problem'}, data.problem));
+  d.appendChild(el('p', {}, 'reference: ' + data.answer + ' | accuracy ' + fmt(r, 'acc') + '% over ' + r.n + ' samples'));
+  for (const s of data.samples){
+    const det = el('details', {'class': 'sample'}); const sum = el('summary');
+    sum.appendChild(el('span', {'class': s.correct ? 'ok' : 'bad'}, s.correct ? '\u2713 correct' : '\u2717 wrong'));
+    sum.appendChild(document.createTextNode(' #' + s.index + ' answer: ' + (s.extracted === null ? '(none)' : s.extracted) +
+      ' | ' + (s.tokens === null ? '?' : s.tokens) + ' tokens | finish: ' + s.finish + ' | seed ' + s.seed +
+      (s.status && s.status !== 'ok' ? ' | grade: ' + s.status : '')));
+    det.appendChild(sum);
+    det.addEventListener('toggle', function(){
+      if (det.open && det.childNodes.length === 1) det.appendChild(highlighted(s.text, s.extracted)); });
+    d.appendChild(det);
+  }
+}
+render();
+})();
+"""
+
+
+def _majority(extracted: Sequence[str | None]) -> str | None:
+    votes = Counter(e for e in extracted if e not in (None, ""))
+    return votes.most_common(1)[0][0] if votes else None
+
+
+def _metrics_table(result: RunResult) -> str:
+    ks = [k for k in maj_ks(result.n)]
+    head = (["task", "problems", "pass@1 ± SE (%)", "95% CI"] + [f"pass@{k}" for k in ks if k > 1]
+            + [f"maj@{k}" for k in ks] + ["mean tokens", "truncated %", "no answer %", "missing"])
+    rows = list(result.tasks.items())
+    if len(result.tasks) > 1:
+        rows.append(("all (micro)", result.aggregate))
+
+    def cells(name: str, m: TaskMetrics) -> list[str]:
+        pm = "-" if m.mean is None else _pct(m.mean) + ("" if m.stderr is None else f" ± {_pct(m.stderr)}")
+        ci = "-" if m.ci95 is None else f"[{_pct(m.ci95[0])}, {_pct(m.ci95[1])}]"
+        return ([name, str(m.num_problems), pm, ci] + [_pct(m.pass_at_k.get(k)) for k in ks if k > 1]
+                + [_pct(m.maj_at_k.get(k)) for k in ks]
+                + ["-" if m.tokens.mean is None else f"{m.tokens.mean:.0f}", _pct(m.truncation_rate),
+                   _pct(m.no_answer_rate), str(m.num_missing)])
+
+    out = ['<table id="metrics"><thead><tr>' + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for name, m in rows:
+        out.append("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in cells(name, m)) + "</tr>")
+    out.append("</tbody></table>")
+    if result.aggregate.macro_mean is not None and len(result.tasks) > 1:
+        out.append(f"<p>macro mean over tasks: {_pct(result.aggregate.macro_mean)}%</p>")
+    return "".join(out)
+
+
+def _breakdowns(result: RunResult) -> str:
+    out = []
+    for t, m in result.tasks.items():
+        for fld, groups in m.breakdown.items():
+            out.append(f'<h3>{_esc(t)}: accuracy by {_esc(fld)}</h3><table class="breakdown"><thead><tr>'
+                       f"<th>{_esc(fld)}</th><th>problems</th><th>accuracy ± SE (%)</th><th></th></tr></thead><tbody>")
+            for v, g in groups.items():
+                se = "" if g.stderr is None else f" ± {_pct(g.stderr)}"
+                out.append(f'<tr><td>{_esc(v)}</td><td>{g.num_problems}</td><td>{_pct(g.mean)}{se}</td>'
+                           f'<td class="l"><svg width="120" height="10"><rect width="{120 * g.mean:.1f}" height="10" '
+                           f'fill="#1f77b4"/></svg></td></tr>')
+            out.append("</tbody></table>")
+    return "".join(out) or "<p class=muted>no subject or level in this data</p>"
+
+
+def _plots(result: RunResult, lengths: list[int], truncated: list[int]) -> str:
+    passk = {t: sorted(m.pass_at_k.items()) for t, m in result.tasks.items()}
+    maj = {t: sorted(m.maj_at_k.items()) for t, m in result.tasks.items()}
+    se: dict[str, list[tuple[float, float | None]]] = {}
+    for t, m in result.tasks.items():
+        se[f"{t} SE"] = [(k, v.stderr) for k, v in sorted(m.se_vs_k.items())]
+        se[f"{t} SE resample"] = [(k, v.stderr_resample) for k, v in sorted(m.se_vs_k.items())]
+    return ('<div class="plots">'
+            + line_plot({k: [(float(x), y) for x, y in v] for k, v in passk.items()}, title="pass@k", xlabel="k (log scale)",
+                        ylabel="%", logx=True)
+            + line_plot({k: [(float(x), y) for x, y in v] for k, v in maj.items()}, title="maj@k", xlabel="k (log scale)",
+                        ylabel="%", logx=True)
+            + histogram(lengths, truncated, title="response length", xlabel="completion tokens")
+            + line_plot(se, title="SE of pass@1 vs samples per problem", xlabel="k (log scale)", ylabel="points",
+                        logx=True, logy=True, dashed=[n for n in se if n.endswith("resample")])
+            + "</div>")
+
+
+def _samples_payload(d: dict[str, Any]) -> dict[str, Any]:
+    return {"problem": d.get("problem") or "", "answer": d.get("answer") or "", "samples": [
+        {"index": i, "text": txt, "extracted": e, "correct": bool(c), "status": st, "seed": sd, "tokens": tk, "finish": fr}
+        for i, txt, e, c, st, sd, tk, fr in zip(d["sample_indices"], d["responses"], d["extracted"], d["correct"],
+                                                d["grade_status"], d["seeds"], d["completion_tokens"], d["finish_reasons"])]}
+
+
+def write_run_html(result: RunResult, path: Path | None = None, inline_limit: int = INLINE_LIMIT) -> Path:
+    """Write the run's report.html (and report_files/ when the samples are too large to inline)."""
+    path = Path(path) if path else result.run_dir / REPORT_FILE
+    sidecar = path.parent / SIDECAR_DIR
+    if sidecar.exists():
+        shutil.rmtree(sidecar)
+    problems: list[dict[str, Any]] = []
+    lengths: list[int] = []
+    truncated: list[int] = []
+    packed: dict[int, str] | None = {}
+    packed_bytes = 0
+    cols = (*OUTCOME_COLUMNS, "problem", "responses", "grade_status", "seeds")
+    for i, d in enumerate(iter_problem_rows(result.run_dir, cols, batch_size=1)):  # rows can be 100s of MB
+        correct = [bool(c) for c in d["correct"]]  # type: ignore[attr-defined]
+        toks = [t for t in d["completion_tokens"] if t is not None]  # type: ignore[attr-defined]
+        for t, fr in zip(d["completion_tokens"], d["finish_reasons"]):  # type: ignore[call-overload]
+            if t is not None:
+                (truncated if fr == "length" else lengths).append(int(t))
+        problems.append({"i": i, "id": d["id"], "task": d["task"], "n": len(correct),
+                         "acc": sum(correct) / len(correct) if correct else None,
+                         "maj": _majority(d["extracted"]), "ref": d["answer"],  # type: ignore[arg-type]
+                         "tok": sum(toks) / len(toks) if toks else None})
+        blob = _pack(_samples_payload(d))
+        if packed is not None and packed_bytes + len(blob) <= inline_limit:
+            packed[i] = blob
+            packed_bytes += len(blob)
+            continue
+        if packed is not None:  # past the limit: every problem's samples go beside the page
+            sidecar.mkdir(parents=True, exist_ok=True)
+            for j, b in packed.items():
+                _write_sidecar(sidecar, j, b)
+            packed = None
+        _write_sidecar(sidecar, i, blob)
+    tasks = list(result.tasks)
+    cfg = result.config
+    settings = json.dumps({"settings": dict(cfg.settings), "engine": cfg.engine, "engine_config": cfg.engine_config,
+                           "scoring": {t: s.to_json_dict() for t, s in cfg.scoring.items()}, "versions": cfg.versions,
+                           "scorers": result.scorers, "timing": dataclasses.asdict(result.timing)}, indent=2,
+                          ensure_ascii=False, default=str)
+    head_cols = [("id", "id"), ("task", "task"), ("acc", "accuracy %"), ("n", "K"), ("maj", "majority answer"),
+                 ("ref", "reference"), ("tok", "mean tokens")]
+    body = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_esc(result.model)} - reasoneval {_esc(result.run_id)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
+<body data-sidecar="{SIDECAR_DIR}">
+<h1>{_esc(result.model)}</h1>
+<p>run <code>{_esc(result.run_id)}</code> · K = {result.n} samples per problem · engine {_esc(cfg.engine)} ·
+{"complete" if result.complete else "<b class=bad>incomplete</b>"} · created {_esc(cfg.created or "?")} ·
+updated {_esc(cfg.updated or "?")}</p>
+<details><summary>settings and versions</summary><pre>{_esc(settings)}</pre></details>
+<h2>Metrics</h2>{_metrics_table(result)}
+<h2>Plots</h2>{_plots(result, lengths, truncated)}
+<h2>By subject and level</h2>{_breakdowns(result)}
+<h2>Problems</h2>
+<div class="controls"><input id="filter" type="search" placeholder="filter: id, task, answer" size="30">
+<select id="task"><option value="">all tasks</option>{"".join(f'<option>{_esc(t)}</option>' for t in tasks)}</select>
+<label><input id="wrong" type="checkbox"> not always right</label><span id="count" class="muted"></span></div>
+<div class="tablewrap"><table id="problems"><thead><tr>{"".join(f'<th data-k="{k}">{_esc(h)}</th>' for k, h in head_cols)}</tr></thead>
+<tbody></tbody></table></div>
+<div id="detail" hidden></div>
+<script type="application/json" id="re-problems">{_script_json(problems)}</script>
+<script type="application/json" id="re-samples">{_script_json(packed)}</script>
+<script>{SCRIPT}</script>
+</body></html>
+"""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(body, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _write_sidecar(d: Path, i: int, blob: str) -> None:
+    (d / f"p{i}.js").write_text(f"reSamples({i},\"{blob}\");\n", encoding="ascii")
+
+
+def write_compare_html(c: Any, path: Path) -> Path:
+    """The comparison page of `analysis.compare.Comparison`: the table, pass@k of each run, the
+    differences with their 95% CIs, and the flipped problems."""
+    from .compare import rows, run_labels
+
+    head, body_rows = rows(c)
+    letters = [chr(65 + i) if i < 26 else str(i) for i in range(len(c.runs))]
+    plots = []
+    intervals = []
+    for t in c.tasks:
+        series = {f"{letters[i]} {t.task}": [(float(k), v) for k, v in sorted(t.pass_at_k[i].items())]
+                  for i in range(len(c.runs))}
+        plots.append(line_plot(series, title=f"{t.task}: pass@k", xlabel="k (log scale)", ylabel="%", logx=True))
+        for i, v in enumerate(t.versus):
+            if v.diff is not None and v.ci95 is not None:
+                intervals.append((f"{t.task} {letters[i + 1]}-A", v.diff, v.ci95[0], v.ci95[1]))
+    flips = []
+    for t in c.tasks:
+        for i, fl in enumerate(t.flips):
+            if fl:
+                items = "".join(f"<tr><td>{_esc(f.id)}</td><td>{_pct(f.accuracy_a)}</td><td>{_pct(f.accuracy_b)}</td></tr>"
+                                for f in fl)
+                flips.append(f"<h3>{_esc(t.task)}: A→{letters[i + 1]} flipped ({len(fl)})</h3><table><thead><tr><th>id</th>"
+                             f"<th>A %</th><th>{letters[i + 1]} %</th></tr></thead><tbody>{items}</tbody></table>")
+    table = ('<table id="compare"><thead><tr>' + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
+             + "".join("<tr>" + "".join(f"<td>{_esc(x)}</td>" for x in r) + "</tr>" for r in body_rows) + "</tbody></table>")
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>reasoneval comparison</title><style>{CSS}</style></head><body>
+<h1>Comparison</h1><ul>{"".join(f"<li>{_esc(label)} <code>{_esc(r.run_dir)}</code></li>" for label, r in zip(run_labels(c), c.runs))}</ul>
+<p>Each run against A on the problems both ran: difference ± SE paired over problems (it includes the
+sampling noise of each problem's accuracy), 95% CI and p-value from Student t.</p>
+{table}<h2>Plots</h2><div class="plots">{"".join(plots)}{interval_plot(intervals, title="difference against A")}</div>
+<h2>Flipped problems</h2>{"".join(flips) or "<p>none</p>"}
+</body></html>
+"""
+    Path(path).write_text(page, encoding="utf-8")
+    return Path(path)

@@ -1,0 +1,192 @@
+"""lm-evaluation-harness's extractions, to report numbers comparable with it (docs/lm-eval.md).
+
+`strict_match` and `flexible_extract` are lm-eval's gsm8k filters followed by its `exact_match` metric
+(lm_eval/tasks/gsm8k/gsm8k.yaml, 0.4.13): a regex picks a string out of the response, then the string
+and the reference are compared after deleting ",", "$", everything up to "#### " and one trailing ".",
+ignoring case.
+
+`exact_match` is lm-eval's minerva_math answer string match (lm_eval/tasks/minerva_math/utils.py):
+the answer after "Final Answer: The final answer is" (or, for styles without that line, the last
+\\boxed{}), normalised by Minerva's `normalize_final_answer` (Lewkowycz et al. 2022, appendix D) on both
+sides, then compared as strings. lm-eval additionally tries sympy's `parse_latex` on the two strings;
+that step is not done here (model output is never parsed by sympy outside the grading workers, and
+the symbolic comparison is what reasoneval's own `math` grade is for), so this figure is the string
+match alone.
+
+These scorers run in-process: they apply fixed regexes and string replacements to the response and
+never evaluate it. They are "extra" scorers of a task (TaskScoring.extra): their accuracy is reported
+beside the primary grade.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from ..errors import UserError
+from ..grading.extract import last_boxed
+from ..types import Problem, SampleRecord
+from .base import SCORERS, Score, ScoringContext
+
+VERSION = "lmeval-0.4.13-1"
+# lm_eval/tasks/gsm8k/gsm8k.yaml
+GSM8K_STRICT = r"#### (\-?[0-9\.\,]+)"
+GSM8K_FLEXIBLE = r"(-?[$0-9.,]{2,})|(-?[0-9]+)"
+GSM8K_IGNORE = (",", r"\$", r"(?s).*#### ", r"\.$")
+# lm_eval/tasks/minerva_math/utils.py, get_unnormalized_answer
+MINERVA_ANSWER = r"Final Answer: The final answer is(.*?). I hope it is correct."
+MINERVA_END = "I hope it is correct."
+INVALID = "[invalid]"
+
+
+def _compile(pattern: str, scorer: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise UserError(f"{scorer} scorer: pattern {pattern!r} is not a valid regex ({e})") from None
+
+
+def regex_filter(text: str, pattern: re.Pattern[str], group_select: int = 0) -> str | None:
+    """lm-eval's RegexFilter: all matches, the `group_select`-th; of a match with several groups, the
+    first non-empty one; stripped. None where nothing matches (lm-eval's "[invalid]")."""
+    matches = pattern.findall(text)
+    if not matches:
+        return None
+    try:
+        m = matches[group_select]
+    except IndexError:
+        return None
+    if isinstance(m, tuple):
+        m = next((g for g in m if g), "")
+        if not m:
+            return None
+    return str(m).strip()
+
+
+def gsm8k_normalize(s: str) -> str:
+    """lm-eval gsm8k exact_match's view of a string: regexes_to_ignore deleted, lower case."""
+    for r in GSM8K_IGNORE:
+        s = re.sub(r, "", s)
+    return s.lower()
+
+
+# A `pattern` setting of this value means "the last \\boxed{}" (the answer format of boxed styles).
+BOXED = "boxed"
+
+
+class _GsmScorer:
+    name = ""
+    version = VERSION
+    group_select = 0
+    default_pattern = GSM8K_STRICT
+
+    def __init__(self, context: ScoringContext, pattern: str | None = None) -> None:
+        self.boxed = pattern == BOXED
+        self.pattern = _compile(pattern if pattern and not self.boxed else self.default_pattern, self.name)
+
+    def extract(self, text: str) -> str | None:
+        if self.boxed:
+            return last_boxed(text)
+        return regex_filter(text, self.pattern, self.group_select)
+
+    def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
+        out = []
+        for p, s in zip(problems, samples):
+            answer = self.extract(s.text or "")
+            correct = answer is not None and gsm8k_normalize(answer) == gsm8k_normalize(p.answer)
+            out.append(Score(correct=correct, value=correct, answer=answer,
+                             status="ok" if answer is not None else "no_answer"))
+        return out
+
+
+@SCORERS.register("strict_match")
+class StrictMatchScorer(_GsmScorer):
+    """lm-eval's gsm8k `strict-match`: the first answer in the prompt style's format (`pattern`, one
+    group; default "#### N"), compared as lm-eval's exact_match does."""
+
+    name = "strict_match"
+    default_pattern = GSM8K_STRICT
+
+
+@SCORERS.register("flexible_extract")
+class FlexibleExtractScorer(_GsmScorer):
+    """lm-eval's gsm8k `flexible-extract`: the last number-like run in the response (no settings)."""
+
+    name = "flexible_extract"
+    default_pattern = GSM8K_FLEXIBLE
+    group_select = -1
+
+    def __init__(self, context: ScoringContext) -> None:
+        super().__init__(context)
+
+
+# Minerva's normalisation (Lewkowycz et al. 2022, appendix D) as lm-eval 0.4.13 ships it.
+SUBSTITUTIONS = [("an ", ""), ("a ", ""), (".$", "$"), ("\\$", ""), (r"\ ", ""), (" ", ""), ("mbox", "text"),
+                 (",\\text{and}", ","), ("\\text{and}", ","), ("\\text{m}", "\\text{}")]
+REMOVED_EXPRESSIONS = [
+    "square", "ways", "integers", "dollars", "mph", "inches", "ft", "hours", "km", "units", "\\ldots", "sue",
+    "points", "feet", "minutes", "digits", "cents", "degrees", "cm", "gm", "pounds", "meters", "meals", "edges",
+    "students", "childrentickets", "multiples", "\\text{s}", "\\text{.}", "\\text{\ns}", "\\text{}^2",
+    "\\text{}^3", "\\text{\n}", "\\text{}", r"\mathrm{th}", r"^\circ", r"^{\circ}", r"\;", r",\!", "{,}", '"',
+    "\\dots",
+]
+
+
+def normalize_final_answer(final_answer: str) -> str:
+    """lm_eval/tasks/minerva_math/utils.py normalize_final_answer, unchanged in behaviour."""
+    final_answer = final_answer.split("=")[-1]
+    for expr in REMOVED_EXPRESSIONS:
+        if expr.isalpha():
+            final_answer = re.sub(rf"(?<!\\)\b{expr}\b", "", final_answer)
+    for before, after in SUBSTITUTIONS:
+        final_answer = final_answer.replace(before, after)
+    for expr in REMOVED_EXPRESSIONS:
+        if expr.isalpha():
+            segments = re.split(r"(\\[a-zA-Z]+)", final_answer)
+            for i in range(0, len(segments), 2):
+                segments[i] = segments[i].replace(expr, "")
+            final_answer = "".join(segments)
+        else:
+            final_answer = final_answer.replace(expr, "")
+    final_answer = re.sub(r"(.*?)(\$)(.*?)(\$)(.*)", "$\\3$", final_answer)
+    final_answer = re.sub(r"(\\text\{)(.*?)(\})", "\\2", final_answer)
+    final_answer = re.sub(r"(\\textbf\{)(.*?)(\})", "\\2", final_answer)
+    final_answer = re.sub(r"(\\overline\{)(.*?)(\})", "\\2", final_answer)
+    final_answer = re.sub(r"(\\boxed\{)(.*)(\})", "\\2", final_answer)
+    final_answer = re.sub(r"(frac)([^{])(.)", "frac{\\2}{\\3}", final_answer)
+    final_answer = re.sub(r"(sqrt)(\[[^\]]*\])(\w)", "\\1\\2{\\3}", final_answer)
+    final_answer = re.sub(r"(sqrt)(?!\[)([^{])", "sqrt{\\2}", final_answer)
+    final_answer = final_answer.replace("$", "")
+    if re.fullmatch(r"-?\d{1,3}(,\d{3})+", final_answer):
+        final_answer = final_answer.replace(",", "")
+    return final_answer
+
+
+@SCORERS.register("exact_match")
+class ExactMatchScorer:
+    """lm-eval's minerva_math `exact_match` (string part): the answer in the style's format (`pattern`,
+    default Minerva's "Final Answer: The final answer is X. I hope it is correct."), or with `pattern`
+    "boxed" the last \\boxed{} (hendrycks_math's extraction), Minerva-normalised, equal to the normalised reference as a string."""
+
+    name = "exact_match"
+    version = VERSION
+
+    def __init__(self, context: ScoringContext, pattern: str | None = None) -> None:
+        self.boxed = pattern == BOXED
+        self.pattern = None if self.boxed else _compile(pattern or MINERVA_ANSWER, self.name)
+
+    def extract(self, text: str) -> str | None:
+        if self.pattern is None:
+            return last_boxed(text)
+        # lm-eval appends the closing sentence so that a response stopped right after the answer matches.
+        m = self.pattern.search(text + MINERVA_END)
+        return m.group(1).strip() if m else None
+
+    def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
+        out = []
+        for p, s in zip(problems, samples):
+            answer = self.extract(s.text or "")
+            correct = answer is not None and normalize_final_answer(answer) == normalize_final_answer(p.answer)
+            out.append(Score(correct=correct, value=correct, answer=answer,
+                             status="ok" if answer is not None else "no_answer"))
+        return out

@@ -1,0 +1,102 @@
+"""`reasoneval compare` on real runs: the paired difference equals the hand-computed one; flips; renderers;
+and the test's calibration by simulation (scripts/compare_simulation.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from reasoneval.analysis import compare_runs
+from reasoneval.cli import main
+from reasoneval.errors import UserError
+from tests.analysis.runs import make_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def acc_a(i: int, j: int) -> bool:  # problem i: i % 5 of its 4 samples right (all 4 when i % 5 == 4)
+    return j < (i % 5)
+
+
+def acc_b(i: int, j: int) -> bool:  # another pattern over the same problems
+    return j < ((i + 2) % 5)
+
+
+@pytest.fixture
+def two_runs(make_openai_server: Any, tmp_path: Path) -> tuple[Path, Path]:
+    a = make_run(make_openai_server, tmp_path, "model-a", acc_a, q=12, n=4)
+    b = make_run(make_openai_server, tmp_path, "model-b", acc_b, q=12, n=4)
+    return a, b
+
+
+def test_paired_difference_matches_hand_computation(two_runs: tuple[Path, Path]) -> None:
+    a, b = two_runs
+    c = compare_runs([a, b])
+    [t] = c.tasks
+    pa = np.array([min(i % 5, 4) / 4 for i in range(12)])
+    pb = np.array([min((i + 2) % 5, 4) / 4 for i in range(12)])
+    d = pb - pa
+    se = d.std(ddof=1) / math.sqrt(12)
+    v = t.versus[0]
+    assert v.num_common == 12
+    assert v.diff == pytest.approx(d.mean()) and v.stderr == pytest.approx(se)
+    tq = stats.t.ppf(0.975, 11)
+    assert v.ci95 == pytest.approx((d.mean() - tq * se, d.mean() + tq * se))
+    assert v.p_value == pytest.approx(2 * stats.t.sf(abs(d.mean() / se), 11))
+    assert t.pass1[0][0] == pytest.approx(pa.mean()) and t.pass1[1][0] == pytest.approx(pb.mean())
+    # flips: mostly right (>= 0.5) in one run and mostly wrong in the other
+    want = {f"p{i:03d}" for i in range(12) if (pa[i] >= 0.5) != (pb[i] >= 0.5)}
+    assert {f.id for f in t.flips[0]} == want and want
+    assert t.ks == [1, 2, 3, 4] and t.maj_ks
+    # pass@4 per problem is 1 if any sample is right
+    anya, anyb = (pa > 0).astype(float), (pb > 0).astype(float)
+    assert t.pass_at_k_diff[0][4].diff == pytest.approx((anyb - anya).mean())
+
+
+def test_compare_only_pairs_common_problems(make_openai_server: Any, tmp_path: Path) -> None:
+    a = make_run(make_openai_server, tmp_path / "a", "model-a", acc_a, q=12, n=4)
+    b = make_run(make_openai_server, tmp_path / "b", "model-b", acc_b, q=7, n=4)
+    [t] = compare_runs([a, b]).tasks
+    assert t.versus[0].num_common == 7
+    pa = np.array([min(i % 5, 4) / 4 for i in range(7)])
+    pb = np.array([min((i + 2) % 5, 4) / 4 for i in range(7)])
+    assert t.versus[0].diff == pytest.approx((pb - pa).mean())
+
+
+def test_cli_table_json_markdown_and_html(two_runs: tuple[Path, Path], tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_runs
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    v = data["tasks"]["math500"]["versus_first"][0]
+    assert v["num_common"] == 12 and len(v["ci95"]) == 2 and 0 <= v["p_value"] <= 1
+    assert main(["compare", str(a), str(b), "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "| math500 | B |" in md and "Δ vs A" in md and "flipped" in md
+    page = tmp_path / "cmp.html"
+    assert main(["compare", str(a), str(b), "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert "paired comparison" in out and "model-b" in out
+    html = page.read_text()
+    assert "model-a" in html and "model-b" in html and "<svg" in html
+
+
+def test_compare_needs_two_runs_and_a_shared_task(two_runs: tuple[Path, Path]) -> None:
+    with pytest.raises(UserError, match="at least two"):
+        compare_runs([two_runs[0]])
+
+
+def test_simulation_calibrates_the_test() -> None:
+    """1000 simulated comparisons: equal accuracy rejects 3-7%; a 5-point gap at the power the formula gives."""
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_simulation.py"), "--runs", "1000"],
+                       capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "src")}, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count(" ok") == 8

@@ -1,0 +1,148 @@
+"""The ray engine on a real Ray cluster of two nodes on this machine (tests/conftest.py `ray_cluster`: 1 CPU
+and 1 declared GPU per node).
+
+The replicas' inner engine is `echo` (zero cost, a fixed delay) where the model is not the point, and the
+embedded `local` model once, end to end. What cannot run here: vLLM on real GPUs inside the replicas
+(the declared GPUs have no hardware behind them; `inner=auto` runs `local` on such a cluster).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reasoneval.engines import CommonOptions, create_engine
+from reasoneval.errors import EngineDown
+from reasoneval.pipeline import EvalConfig, generate_run, load_tasks
+
+pytestmark = pytest.mark.usefixtures("ray_cluster")
+
+
+def _cfg(tmp_path: Path, **engine_args: Any) -> EvalConfig:
+    return EvalConfig(tasks=["arith"], limit=20, n=4, engine="ray", engine_args=engine_args, concurrency=64,
+                      output_dir=str(tmp_path / "results"), progress=False, print_table=False, max_retries=0)
+
+
+def _journal(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+
+
+async def _run(cfg: EvalConfig, during: Any = None) -> tuple[Path, Any, Any]:
+    engine = create_engine("ray", cfg.common_options(), cfg.engine_args)
+    info = await engine.start()
+    try:
+        gen = asyncio.ensure_future(generate_run(cfg, load_tasks(cfg), engine, info))
+        if during is not None:
+            await during(engine, gen)
+        run_dir, _, stats = await gen
+        return run_dir, stats, engine
+    finally:
+        await engine.close()
+
+
+def test_killed_replica_is_restarted_and_every_sample_is_journaled_exactly_once(tmp_path: Path) -> None:
+    import ray
+
+    cfg = _cfg(tmp_path, replicas=2, inner="echo", inner_args=("delay_s=0.05", "slots=2"), max_restarts=2)
+
+    async def kill_mid_run(engine: Any, gen: asyncio.Future[Any]) -> None:
+        while sum(engine.served()) < 20:
+            await asyncio.sleep(0.01)
+        ray.kill(engine.replicas[0].handle, no_restart=False)  # Ray restarts it (max_restarts)
+
+    run_dir, stats, engine = asyncio.run(_run(cfg, kill_mid_run))
+    keys = [(r["task"], r["problem_key"], r["index"]) for r in _journal(run_dir)]
+    assert len(keys) == 80 and len(set(keys)) == 80, collections.Counter(keys).most_common(3)
+    assert all(r["status"] == "ok" for r in _journal(run_dir))
+    assert stats.done == 80 and stats.failed == 0
+    # The killed replica had requests in flight: they went to a free slot, not to the journal as failures.
+    assert engine.replicas == [] and engine.requeued >= 1
+    assert engine.deaths == [1, 0]  # one kill, counted once however many requests it failed
+
+
+def test_a_slow_replica_gets_few_requests_pull_based_not_round_robin(tmp_path: Path) -> None:
+    # Replica 0 takes 0.25 s a request, replica 1 0.02 s (2 slots each): a round robin would give each half.
+    cfg = _cfg(tmp_path, replicas=2, inner="echo", inner_args=("delay_s=0.02", "slots=2"),
+               slow_replica_delay_s=0.23)
+    served: list[int] = []
+
+    async def record(engine: Any, gen: asyncio.Future[Any]) -> None:
+        await asyncio.wait([gen])
+        served.extend(engine.served())
+
+    asyncio.run(_run(cfg, record))
+    assert sum(served) == 80
+    # Replica 0 serves ~1/13 of the capacity; allow for a loaded machine slowing the fast one down.
+    assert served[0] <= 0.25 * sum(served), served
+
+
+def test_replicas_that_keep_dying_stop_the_run_with_the_cause_and_keep_what_finished(tmp_path: Path) -> None:
+    import ray
+
+    cfg = _cfg(tmp_path, replicas=1, inner="echo", inner_args=("delay_s=0.05", "slots=2"), max_restarts=1)
+
+    async def kill_twice(engine: Any, gen: asyncio.Future[Any]) -> None:
+        for _ in range(2):
+            before = engine.replicas[0].deaths
+            while sum(engine.served()) < 4 * (before + 1):
+                await asyncio.sleep(0.01)
+            ray.kill(engine.replicas[0].handle, no_restart=False)
+            while engine.replicas[0].deaths == before and not gen.done():
+                await asyncio.sleep(0.01)
+
+    with pytest.raises(EngineDown, match="died more than 1 time"):
+        asyncio.run(_run(cfg, kill_twice))
+    (run_dir,) = (tmp_path / "results").glob("*/*")
+    keys = [(r["task"], r["problem_key"], r["index"]) for r in _journal(run_dir)]
+    assert 8 <= len(keys) < 80 and len(set(keys)) == len(keys)
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+def test_replicas_run_the_local_model_end_to_end(tmp_path: Path) -> None:
+    from reasoneval.pipeline import evaluate
+
+    result = evaluate(tasks=["arith"], limit=3, n=2, max_tokens=24, engine="ray", output_dir=str(tmp_path),
+                      engine_args={"replicas": 2, "inner_args": ("threads=1", "parallel=2")},
+                      progress=False, print_table=False)
+    assert result.complete and result.config.engine_config["inner_config"]["inner"] == "local"
+    assert result.config.engine_config["gpus_per_replica"] == 1  # the declared GPUs were scheduled
+    # The session's cluster has two nodes of one GPU each: one replica on each.
+    assert result.config.engine_config["nodes"] == 2
+
+
+def test_bad_options_are_one_line_errors() -> None:
+    from reasoneval.errors import UserError
+
+    with pytest.raises(UserError, match="needs 6 GPUs; the Ray cluster has 2"):
+        asyncio.run(create_engine("ray", CommonOptions(), {"replicas": 3, "gpus_per_replica": 2}).start())
+    with pytest.raises(UserError, match="needs 3 CPUs; the Ray cluster has 2"):
+        asyncio.run(create_engine("ray", CommonOptions(), {"replicas": 3, "gpus_per_replica": 0}).start())
+    with pytest.raises(UserError, match="inner=.tgi. of the ray engine is not valid"):
+        create_engine("ray", CommonOptions(), {"inner": "tgi"})
+
+
+@pytest.mark.slow
+def test_run_engine_ray_from_the_cli_starts_and_stops_its_own_cluster(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    daemons = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True).stdout.split()
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = f"{root / 'src'}{os.pathsep}{root}"
+    r = subprocess.run([sys.executable, "-m", "reasoneval", "run", "--engine", "ray", "--replicas", "2",
+                        "--gpus-per-replica", "1", "--engine-arg", "inner=echo", "--engine-arg", "num_cpus=2",
+                        "--engine-arg", "num_gpus=2", "--tasks", "arith", "--limit", "3", "--n", "2",
+                        "--output-dir", str(tmp_path), "--json"], capture_output=True, text=True, env=env, timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads(r.stdout)
+    assert summary["complete"] and summary["config"]["engine_config"]["replicas"] == 2
+    after = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True).stdout.split()
+    assert set(after) <= set(daemons)  # the cluster the run started is gone
