@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -77,3 +78,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.excinfo is not None:
         gc.collect()
     return (yield)
+
+
+@pytest.fixture(autouse=True)
+def _reasoneval_logger_restored() -> Iterator[None]:
+    """A test that runs `main()` in-process calls setup_logging, which stops the reasoneval logger from
+    propagating and adds a handler on that test's (then closed) captured stderr. Later tests' caplog would see
+    nothing, and records would hit a closed file. Undo both after each test."""
+    yield
+    root = logging.getLogger("reasoneval")
+    root.propagate = True
+    for h in [h for h in root.handlers if getattr(h, "_reasoneval", False)]:
+        root.removeHandler(h)
