@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peak RSS of `reasoneval report` and `reasoneval score` on a synthetic 2 GB store (500 problems x 64
+"""Peak RSS of `reasoneval report`, `score` and `export` on a synthetic 2 GB store (500 problems x 64
 samples x ~64 KB responses). Target: < 300 MB for the main process; the grading workers are reported
 separately. Each command runs in a fresh interpreter that prints its own ru_maxrss (and its children's)
 at exit, beside a baseline interpreter that only imports reasoneval.
@@ -106,7 +106,15 @@ def main() -> int:
         sc = measure("score", str(run_dir), "--json", "--grading-workers", str(a.grading_workers))
         print(f"reasoneval score (cold grade cache):  main {sc['self_mb']:.0f} MB, grading workers "
               f"{sc['children_mb']:.0f} MB each at most, {sc['wall_s']:.0f} s", flush=True)
-    peak = max(rep["self_mb"], sc["self_mb"])
+        exports = []
+        for fmt in ("jsonl", "parquet"):  # streams the journal: memory must not follow the store's size
+            out = Path(tmp) / f"export.{fmt}"
+            ex = measure("export", str(run_dir), "-o", str(out))
+            exports.append(ex["self_mb"])
+            print(f"reasoneval export -o export.{fmt}: {ex['self_mb']:.0f} MB ({ex['self_mb'] / base['self_mb']:.2f}x the "
+                  f"baseline), {out.stat().st_size / 1e9:.2f} GB written in {ex['wall_s']:.0f} s", flush=True)
+            out.unlink()
+    peak = max(rep["self_mb"], sc["self_mb"], *exports)
     ok = peak < 300
     print(f"{a.problems} problems x {a.samples} samples, {size / 1e9:.2f} GB store: peak RSS of the main "
           f"process {peak:.0f} MB (target < 300 MB: {'met' if ok else 'MISSED'})")

@@ -34,7 +34,8 @@ def write_data(data_dir: Path, q: int) -> Path:
 
 def make_run(make_server: Callable[..., Any], tmp_path: Path, model: str, correct: Callable[[int, int], bool],
              q: int = 12, n: int = 8, truncated: Callable[[int, int], bool] = lambda i, j: False,
-             tokens: Callable[[int, int], int] = lambda i, j: 100 + 10 * j, seed: int = 42) -> Path:
+             tokens: Callable[[int, int], int] = lambda i, j: 100 + 10 * j, seed: int = 42,
+             response: Callable[[int, int, str], str] = lambda i, j, said: f"Adding gives \\boxed{{{said}}}.") -> Path:
     """A finished run of `model` on q problems x n samples; returns its run directory."""
     data_dir = write_data(tmp_path / "data", q)
     replies = {}
@@ -46,7 +47,7 @@ def make_run(make_server: Callable[..., Any], tmp_path: Path, model: str, correc
                               completion_tokens=tokens(i, j))
             else:
                 said = answer if correct(i, j) else str(int(answer) + 1)
-                reply = Reply(text=f"Adding gives \\boxed{{{said}}}.", completion_tokens=tokens(i, j))
+                reply = Reply(text=response(i, j, said), completion_tokens=tokens(i, j))
             replies[sample_seed(seed, TASK, key, j)] = reply
     server = make_server(model=model, responder=lambda body: replies[body["seed"]])
     result = reasoneval.evaluate(base_url=server.base_url, model=model, data_dir=str(data_dir), tasks=[TASK], n=n,

@@ -84,7 +84,7 @@ def test_cli_table_json_markdown_and_html(two_runs: tuple[Path, Path], tmp_path:
     page = tmp_path / "cmp.html"
     assert main(["compare", str(a), str(b), "--html", str(page)]) == 0
     out = capsys.readouterr().out
-    assert "paired comparison" in out and "model-b" in out
+    assert "paired comparison" in out and "model-b" in out and "not compared" not in out
     html = page.read_text()
     assert "model-a" in html and "model-b" in html and "<svg" in html
 

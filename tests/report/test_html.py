@@ -159,3 +159,20 @@ def test_page_json_cannot_close_its_script_element() -> None:
     import json
 
     assert json.loads(s)["text"] == "</script><script>alert(1)</script><!-- \u2028"
+
+
+def test_html_in_model_output_stays_text(make_openai_server: Any, tmp_path: Path, browser: Any) -> None:  # noqa: F811
+    evil = '<img src=x onerror="window.pwned=1"></script><script>window.pwned=2</script> so \\boxed{{{}}}'
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
+        run = pool.submit(make_run, make_openai_server, tmp_path, "model-x", right, q=3, n=2,
+                          response=lambda i, j, said: evil.format(said)).result()
+    page, errors = open_page(browser, run / REPORT_FILE)
+    page.click("#problems tbody tr >> nth=0")
+    page.wait_for_selector("#detail details.sample")
+    page.click("#detail details.sample >> nth=0")
+    assert "<img src=x" in page.text_content("#detail details.sample >> nth=0 >> pre")  # shown as text
+    assert page.evaluate("window.pwned === undefined && document.querySelectorAll('#detail img').length === 0")
+    assert errors == []
+    page.close()

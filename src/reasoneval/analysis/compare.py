@@ -98,6 +98,8 @@ class TaskComparison:
 class Comparison:
     runs: list[RunResult]
     tasks: list[TaskComparison]
+    # tasks some runs have and others do not: not compared
+    skipped: list[str] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
         def pd(x: PairedDifference) -> dict[str, Any]:
@@ -115,6 +117,7 @@ class Comparison:
                 "maj_at_k": [{str(k): v for k, v in d.items()} for d in t.maj_at_k],
                 "flips": [[asdict(f) for f in fl] for fl in t.flips],
             } for t in self.tasks},
+            "skipped_tasks": list(self.skipped),
         }
 
 
@@ -159,4 +162,5 @@ def compare_runs(run_dirs: Sequence[Any]) -> Comparison:
             task=t, pass1=[(m.mean, m.stderr) for m in metrics], versus=versus, ks=ks,
             pass_at_k=[{k: m.pass_at_k.get(k) for k in ks} for m in metrics], pass_at_k_diff=diffs,
             maj_ks=mks, maj_at_k=[{k: m.maj_at_k.get(k) for k in mks} for m in metrics], flips=flips))
-    return Comparison(runs=results, tasks=out)
+    every = [t for r in results for t in r.tasks]
+    return Comparison(runs=results, tasks=out, skipped=[t for t in dict.fromkeys(every) if t not in tasks])

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UserError
@@ -61,6 +62,7 @@ def iter_problem_rows(run_dir: Path, columns: Sequence[str] = OUTCOME_COLUMNS, b
     for g in range(pf.metadata.num_row_groups):
         for batch in pf.read_row_group(g, columns=cols, use_threads=False).to_batches(max_chunksize=batch_size):
             yield from batch.to_pylist()
+        pa.default_memory_pool().release_unused()  # give the row group's buffers back before the next
 
 
 def read_problem_rows(run_dir: Path) -> list[ProblemRow]:

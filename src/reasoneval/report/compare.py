@@ -76,6 +76,8 @@ def render_compare_table(c: Comparison, console: Console | None = None) -> None:
     for r in body:
         table.add_row(*r)
     console.print(table)
+    if c.skipped:
+        console.print(f"not in every run, not compared: {', '.join(c.skipped)}")
     for t in c.tasks:
         for i, fl in enumerate(t.flips):
             if fl:
@@ -90,6 +92,8 @@ def compare_markdown(c: Comparison) -> str:
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")
     lines += ["| " + " | ".join(r) + " |" for r in body]
+    if c.skipped:
+        lines += ["", f"not in every run, not compared: {', '.join(c.skipped)}"]
     for t in c.tasks:
         for i, fl in enumerate(t.flips):
             if fl:

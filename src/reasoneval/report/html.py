@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import gzip
 import html
 import json
 import shutil
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
@@ -50,9 +50,20 @@ def _pct(x: float | None, digits: int = 1) -> str:
 GZIP_LEVEL = 3
 
 
-def _pack(obj: Any) -> str:
-    return base64.b64encode(gzip.compress(json.dumps(obj, ensure_ascii=False).encode("utf-8"), GZIP_LEVEL,
-                                          mtime=0)).decode()
+def _pack(d: dict[str, Any]) -> str:
+    """One problem's samples as gzip'd JSON in base64, encoded sample by sample (no whole JSON text in memory)."""
+    z = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # wbits 31: a gzip stream, as DecompressionStream wants
+    head = {"problem": d.get("problem") or "", "answer": d.get("answer") or ""}
+    parts = [z.compress((json.dumps(head, ensure_ascii=False)[:-1] + ',"samples":[').encode("utf-8"))]
+    for n, (i, txt, e, c, st, sd, tk, fr) in enumerate(zip(
+            d["sample_indices"], d["responses"], d["extracted"], d["correct"], d["grade_status"], d["seeds"],
+            d["completion_tokens"], d["finish_reasons"])):
+        sample = {"index": i, "text": txt, "extracted": e, "correct": bool(c), "status": st, "seed": sd, "tokens": tk,
+                  "finish": fr}
+        parts.append(z.compress(((", " if n else "") + json.dumps(sample, ensure_ascii=False)).encode("utf-8")))
+    parts.append(z.compress(b"]}"))
+    parts.append(z.flush())
+    return base64.b64encode(b"".join(parts)).decode()
 
 
 CSS = """
@@ -211,13 +222,6 @@ def _plots(result: RunResult, lengths: list[int], truncated: list[int]) -> str:
             + "</div>")
 
 
-def _samples_payload(d: dict[str, Any]) -> dict[str, Any]:
-    return {"problem": d.get("problem") or "", "answer": d.get("answer") or "", "samples": [
-        {"index": i, "text": txt, "extracted": e, "correct": bool(c), "status": st, "seed": sd, "tokens": tk, "finish": fr}
-        for i, txt, e, c, st, sd, tk, fr in zip(d["sample_indices"], d["responses"], d["extracted"], d["correct"],
-                                                d["grade_status"], d["seeds"], d["completion_tokens"], d["finish_reasons"])]}
-
-
 def write_run_html(result: RunResult, path: Path | None = None, inline_limit: int = INLINE_LIMIT) -> Path:
     """Write the run's report.html (and report_files/ when the samples are too large to inline)."""
     path = Path(path) if path else result.run_dir / REPORT_FILE
@@ -240,7 +244,7 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
                          "acc": sum(correct) / len(correct) if correct else None,
                          "maj": _majority(d["extracted"]), "ref": d["answer"],  # type: ignore[arg-type]
                          "tok": sum(toks) / len(toks) if toks else None})
-        blob = _pack(_samples_payload(d))
+        blob = _pack(d)
         if packed is not None and packed_bytes + len(blob) <= inline_limit:
             packed[i] = blob
             packed_bytes += len(blob)
