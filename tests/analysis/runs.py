@@ -6,17 +6,35 @@ Each sample's reply is chosen by its seed, so which samples are right is known e
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import reasoneval
 from reasoneval.config import sample_seed
 from reasoneval.tasks import problem_key
-from tests.fixtures.openai_server import Reply
+from tests.fixtures.openai_server import OpenAIServer, Reply
 
 TASK = "math500"
 SUBJECTS = ("Algebra", "Geometry", "Number Theory")
+
+
+@contextlib.contextmanager
+def loopback_servers() -> Iterator[Callable[..., OpenAIServer]]:
+    """A factory of started loopback servers (for module-scoped fixtures); all are stopped on exit."""
+    servers: list[OpenAIServer] = []
+
+    def make(**kw: Any) -> OpenAIServer:
+        server = OpenAIServer(**kw).start()
+        servers.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in servers:
+            server.stop()
 
 
 def problems(q: int) -> list[tuple[str, str, dict[str, Any]]]:

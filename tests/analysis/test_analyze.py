@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from reasoneval.analysis.analyze import analyze_run, target_se
 from reasoneval.cli import main
-from tests.analysis.runs import make_run
+from tests.analysis.runs import loopback_servers, make_run
 
 Q, K = 20, 16
 
@@ -23,20 +22,8 @@ def correct(i: int, j: int) -> bool:  # problem i right on (i * 7) % 17 of its 1
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.fixtures.openai_server import OpenAIServer
-
-    servers: list[Any] = []
-
-    def make(**kw: Any) -> Any:
-        s = OpenAIServer(**kw).start()
-        servers.append(s)
-        return s
-
-    try:
+    with loopback_servers() as make:
         return make_run(make, tmp_path_factory.mktemp("an"), "model-a", correct, q=Q, n=K)
-    finally:
-        for s in servers:
-            s.stop()
 
 
 def test_subsampling_agrees_with_the_closed_form(run: Path) -> None:

@@ -15,7 +15,7 @@ from reasoneval.analysis.compare import compare_runs
 from reasoneval.cli import main
 from reasoneval.report.html import REPORT_FILE, SIDECAR_DIR, write_compare_html, write_run_html
 from reasoneval.result import load_run
-from tests.analysis.runs import make_run
+from tests.analysis.runs import loopback_servers, make_run
 from tests.report.browser import browser  # noqa: F401  (fixture)
 
 Q, K = 15, 4
@@ -32,22 +32,10 @@ def cut(i: int, j: int) -> bool:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.fixtures.openai_server import OpenAIServer
-
-    servers: list[Any] = []
-
-    def make(**kw: Any) -> Any:
-        s = OpenAIServer(**kw).start()
-        servers.append(s)
-        return s
-
     tmp = tmp_path_factory.mktemp("html")
-    try:
+    with loopback_servers() as make:
         a = make_run(make, tmp, "model-a", right, q=Q, n=K, truncated=cut)
         make_run(make, tmp, "model-b", lambda i, j: j < (i + 1) % 5, q=Q, n=K)
-    finally:
-        for s in servers:
-            s.stop()
     return a
 
 

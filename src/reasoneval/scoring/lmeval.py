@@ -21,7 +21,7 @@ beside the primary grade.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..errors import UserError
 from ..grading.extract import last_boxed
@@ -70,6 +70,18 @@ def gsm8k_normalize(s: str) -> str:
     return s.lower()
 
 
+def string_match_scores(problems: Sequence[Problem], samples: Sequence[SampleRecord],
+                        extract: Callable[[str], str | None], normalize: Callable[[str], str]) -> list[Score]:
+    """lm-eval's exact_match: the extracted answer, normalised, equal to the normalised reference."""
+    out = []
+    for p, s in zip(problems, samples):
+        answer = extract(s.text or "")
+        correct = answer is not None and normalize(answer) == normalize(p.answer)
+        out.append(Score(correct=correct, value=correct, answer=answer,
+                         status="ok" if answer is not None else "no_answer"))
+    return out
+
+
 # A `pattern` setting of this value means "the last \\boxed{}" (the answer format of boxed styles).
 BOXED = "boxed"
 
@@ -90,13 +102,7 @@ class _GsmScorer:
         return regex_filter(text, self.pattern, self.group_select)
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
-        out = []
-        for p, s in zip(problems, samples):
-            answer = self.extract(s.text or "")
-            correct = answer is not None and gsm8k_normalize(answer) == gsm8k_normalize(p.answer)
-            out.append(Score(correct=correct, value=correct, answer=answer,
-                             status="ok" if answer is not None else "no_answer"))
-        return out
+        return string_match_scores(problems, samples, self.extract, gsm8k_normalize)
 
 
 @SCORERS.register("strict_match")
@@ -183,10 +189,4 @@ class ExactMatchScorer:
         return m.group(1).strip() if m else None
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
-        out = []
-        for p, s in zip(problems, samples):
-            answer = self.extract(s.text or "")
-            correct = answer is not None and normalize_final_answer(answer) == normalize_final_answer(p.answer)
-            out.append(Score(correct=correct, value=correct, answer=answer,
-                             status="ok" if answer is not None else "no_answer"))
-        return out
+        return string_match_scores(problems, samples, self.extract, normalize_final_answer)
