@@ -292,7 +292,8 @@ def test_a_server_that_exits_at_once_stops_the_cli_with_exit_status_4(tmp_path: 
 
 # A reasoneval-like process that launches a server and then is interrupted, fails or is killed.
 SCRIPT = textwrap.dedent("""
-    import asyncio, sys
+    import asyncio, faulthandler, sys
+    faulthandler.enable()
     from reasoneval.engines.launch import Options, create
     from reasoneval.engines.base import CommonOptions
 
@@ -326,7 +327,13 @@ def launch_script(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], int
 def test_server_is_stopped_when_reasoneval_is_interrupted_or_killed(tmp_path: Path, sig: int) -> None:
     proc, server_pid = launch_script(tmp_path, "wait")
     proc.send_signal(sig)
-    proc.wait(30)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        # Say where it hung (faulthandler's dump of every thread, on SIGABRT) instead of a bare timeout.
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"reasoneval did not exit within 30 s of {signal.Signals(sig).name}; its stderr:\n{err[-4000:]}")
     assert proc.returncode != 0
     assert wait_gone(server_pid), f"server {server_pid} still running after {signal.Signals(sig).name}"
 
