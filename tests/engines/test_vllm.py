@@ -207,8 +207,11 @@ class TestEngine:
         assert {p.name: p.stat().st_mtime_ns for p in model_dir.iterdir()} == before
 
     def test_start_reports_model_and_context(self, served: Served, model_dir: Path) -> None:
+        from reasoneval.engines.checkpoint import checkpoint_identity
+
         assert served.info.model == model_dir.name
-        assert served.info.model_identity == str(model_dir.resolve())
+        # A folder is identified by its content (a re-saved checkpoint is a new run), not its path.
+        assert served.info.model_identity == checkpoint_identity(model_dir.resolve())
         assert served.info.max_model_len == MAX_MODEL_LEN
         assert served.info.max_concurrency == MAX_CONCURRENCY
 
