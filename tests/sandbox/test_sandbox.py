@@ -39,7 +39,12 @@ def _bwrap_works() -> bool:
 @pytest.fixture(scope="module")
 def bwrap() -> Sandbox:
     if shutil.which("bwrap") is None:
-        pytest.fail("bubblewrap is not installed: apt-get install -y bubblewrap (CI installs it)")
+        # CI installs it and must run these; elsewhere (the README's test command on a fresh machine) the
+        # bubblewrap mode is skipped with the reason, while the rlimits fallback is still tested.
+        message = "bubblewrap is not installed: apt-get install -y bubblewrap (CI installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
     sb = Sandbox("bwrap")
     assert sb.mode == "bwrap"
     return sb
