@@ -292,8 +292,11 @@ def test_a_server_that_exits_at_once_stops_the_cli_with_exit_status_4(tmp_path: 
 
 # A reasoneval-like process that launches a server and then is interrupted, fails or is killed.
 SCRIPT = textwrap.dedent("""
-    import asyncio, faulthandler, sys
+    import asyncio, faulthandler, signal, sys
     faulthandler.enable()
+    # As started from a terminal: a test run under nohup would hand down SIGHUP ignored, which
+    # reasoneval honours (it installs no SIGHUP handler then), so SIGHUP would not stop it.
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     from reasoneval.engines.launch import Options, create
     from reasoneval.engines.base import CommonOptions
 
