@@ -11,7 +11,7 @@ plain loop is taken within each round and the median over rounds is reported.
 Configurations (`--configs`, comma-separated):
   plain          `Llama.create_chat_completion` in a loop, one request at a time (what the old worker ran)
   engine:P:MODE  `LocalEngine` with parallel=P and cpu_repack=MODE (auto|on|off), P requests in flight;
-                 engine:P:MODE:noreuse the same with reuse_prefix=false (every prompt evaluated whole)
+                 engine:P:MODE:reuse the same with reuse_prefix=true (prompt prefixes reused within a slot)
   baseline       `create(EngineOptions())` of the reasoneval found on --baseline-src (e.g. the code before
                  batched decoding, from `git worktree add`), one request in flight per replica
 """
@@ -31,7 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIGS = ("plain,engine:1:auto,engine:1:off,engine:4:auto,engine:8:auto,engine:16:auto,engine:8:off,"
-                   "engine:8:auto:noreuse")
+                   "engine:8:auto:reuse")
 
 
 def questions(n: int) -> list[str]:
@@ -75,7 +75,7 @@ def child(config: str, n: int, max_tokens: int, threads: int | None) -> dict[str
 
         _, parallel, mode, *flags = config.split(":")
         engine = LocalEngine(CommonOptions(), Options(parallel=int(parallel), cpu_repack=mode, threads=threads,
-                                                      reuse_prefix="noreuse" not in flags))
+                                                      reuse_prefix="reuse" in flags))
 
     async def go() -> dict[str, Any]:
         info = await engine.start()

@@ -171,8 +171,9 @@ class Options:
     cpu_repack: str = option("auto", "llama.cpp's repacked CPU kernels (AMX, AVX repack): auto = on unless the "
                              "start-up self-test crashes, on, off")
     threads: int | None = option(None, "llama.cpp threads per worker (default: CPU cores // replicas)")
-    reuse_prefix: bool = option(True, "keep a finished sequence's KV cells so the next request in its slot "
-                                "evaluates only the part of its prompt they do not share (same samples)")
+    reuse_prefix: bool = option(False, "keep a finished sequence's KV cells so the next request in its slot "
+                                "evaluates only the part of its prompt they do not share (faster; changes a few "
+                                "samples, and which ones depends on scheduling: docs/engines.md)")
     startup_timeout: float = option(600.0, "seconds to wait for a worker to load the model and pass its self-test")
 
     def __post_init__(self) -> None:
@@ -199,7 +200,7 @@ class _WorkerConfig:
     n_threads: int
     parallel: int
     cpu_repack: bool
-    reuse_prefix: bool = True
+    reuse_prefix: bool = False
     n_batch: int = 512
 
 
