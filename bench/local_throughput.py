@@ -1,17 +1,22 @@
 """Output tokens/s of the `local` engine against a plain one-sequence llama-cpp-python loop.
 
-    PYTHONPATH=src python bench/local_throughput.py [--requests 24] [--max-tokens 96] [--rounds 3]
+    PYTHONPATH=src python bench/local_throughput.py [--requests 24] [--max-tokens 96] [--rounds 3] [--samples-per-question 1]
 
 Every configuration runs in its own process on the same chat requests (arith-like questions,
 temperature 0.7, top_p 0.95, one seed each), the configurations interleaved and their order rotated
 in every round, because the machine is shared and its speed drifts. Each figure is output tokens
 over wall time from the first request to the last answer (model loading excluded); the ratio to the
-plain loop is taken within each round and the median over rounds is reported.
+plain loop is taken within each round and the median over rounds is reported. With
+`--samples-per-question K` the requests are K samples (seeds) of each question in turn, as an
+evaluation asks for them: the workload where prompt-prefix reuse shares whole prompts.
 
 Configurations (`--configs`, comma-separated):
-  plain          `Llama.create_chat_completion` in a loop, one request at a time (what the old worker ran)
+  plain          `Llama.create_chat_completion` in a loop, one request at a time, `reset()` before each
+                 (what the old worker ran: every prompt evaluated whole, so the seed decides the sample)
+  plain-cache    the same loop without `reset()`: llama-cpp-python's own prompt-prefix cache, which
+                 evaluates a repeated prompt's last token alone (a one-row ubatch: not exact)
   engine:P:MODE  `LocalEngine` with parallel=P and cpu_repack=MODE (auto|on|off), P requests in flight;
-                 engine:P:MODE:reuse the same with reuse_prefix=true (prompt prefixes reused within a slot)
+                 engine:P:MODE:noreuse the same with reuse_prefix=false (every prompt evaluated whole)
   baseline       `create(EngineOptions())` of the reasoneval found on --baseline-src (e.g. the code before
                  batched decoding, from `git worktree add`), one request in flight per replica
 """
@@ -31,17 +36,19 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIGS = ("plain,engine:1:auto,engine:1:off,engine:4:auto,engine:8:auto,engine:16:auto,engine:8:off,"
-                   "engine:8:auto:reuse")
+                   "engine:8:auto:noreuse")
 
 
-def questions(n: int) -> list[str]:
-    return [f"What is {17 + 7 * i} + {25 + 11 * i}? Think step by step, then give the answer." for i in range(n)]
+def questions(n: int, k: int = 1) -> list[str]:
+    """n requests: k samples of each question in turn."""
+    return [f"What is {17 + 7 * (i // k)} + {25 + 11 * (i // k)}? Think step by step, then give the answer."
+            for i in range(n)]
 
 
-def child(config: str, n: int, max_tokens: int, threads: int | None) -> dict[str, Any]:
+def child(config: str, n: int, max_tokens: int, threads: int | None, k: int = 1) -> dict[str, Any]:
     """Runs one configuration in this process; returns tokens, seconds and the texts."""
-    qs = questions(n)
-    if config == "plain":
+    qs = questions(n, k)
+    if config in ("plain", "plain-cache"):
         import llama_cpp
 
         from reasoneval.engines.local import default_model_path, threads_per_replica
@@ -52,7 +59,8 @@ def child(config: str, n: int, max_tokens: int, threads: int | None) -> dict[str
         texts, tokens = [], 0
         t0 = time.perf_counter()
         for seed, q in enumerate(qs):
-            llm.reset()
+            if config == "plain":
+                llm.reset()
             out = llm.create_chat_completion(messages=[{"role": "user", "content": q}], temperature=0.7,
                                              top_p=0.95, top_k=0, min_p=0.0, max_tokens=max_tokens, seed=seed)
             texts.append(out["choices"][0]["message"]["content"])
@@ -62,8 +70,8 @@ def child(config: str, n: int, max_tokens: int, threads: int | None) -> dict[str
     from reasoneval.types import Request, SamplingParams
 
     params = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=max_tokens)
-    reqs = [Request(task="bench", problem_key=f"k{i}", problem_id=f"p{i}", index=0, seed=i, params=params,
-                    messages=({"role": "user", "content": q},)) for i, q in enumerate(qs)]
+    reqs = [Request(task="bench", problem_key=f"k{i // k}", problem_id=f"p{i // k}", index=i % k, seed=i,
+                    params=params, messages=({"role": "user", "content": q},)) for i, q in enumerate(qs)]
     if config == "baseline":  # the reasoneval of --baseline-src, from before per-engine options
         from reasoneval.engines.base import EngineOptions  # type: ignore[attr-defined]
         from reasoneval.engines.local import create
@@ -75,7 +83,7 @@ def child(config: str, n: int, max_tokens: int, threads: int | None) -> dict[str
 
         _, parallel, mode, *flags = config.split(":")
         engine = LocalEngine(CommonOptions(), Options(parallel=int(parallel), cpu_repack=mode, threads=threads,
-                                                      reuse_prefix="reuse" in flags))
+                                                      reuse_prefix="noreuse" not in flags))
 
     async def go() -> dict[str, Any]:
         info = await engine.start()
@@ -102,7 +110,7 @@ def run_child(config: str, args: argparse.Namespace) -> dict[str, Any]:
     src = args.baseline_src if config == "baseline" else str(ROOT / "src")
     env = dict(os.environ, PYTHONPATH=src)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", config, "--requests", str(args.requests),
-           "--max-tokens", str(args.max_tokens)]
+           "--max-tokens", str(args.max_tokens), "--samples-per-question", str(args.samples_per_question)]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
@@ -123,20 +131,22 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=24)
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--samples-per-question", type=int, default=1, help="K samples (seeds) of each question")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
     ap.add_argument("--configs", default=DEFAULT_CONFIGS)
     ap.add_argument("--baseline-src", default=None, help="a src/ folder holding another reasoneval")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.requests, args.max_tokens, args.threads)))
+        print(json.dumps(child(args.child, args.requests, args.max_tokens, args.threads, args.samples_per_question)))
         return
     configs = [c for c in args.configs.split(",") if c]
     if args.baseline_src:
         configs.append("baseline")
     if "plain" not in configs:
         configs.insert(0, "plain")
-    print(f"{args.requests} chat requests x <= {args.max_tokens} tokens, {args.rounds} rounds; "
+    print(f"{args.requests} chat requests ({args.samples_per_question} per question) x <= {args.max_tokens} "
+          f"tokens, {args.rounds} rounds; "
           f"cores: {len(os.sched_getaffinity(0))}; load average before: {loadavg()}", flush=True)
     results: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
     for r in range(args.rounds):

@@ -410,17 +410,16 @@ def test_batched_samples_are_decided_by_their_own_seeds() -> None:
 
 @needs_model
 def test_prefix_reuse_evaluates_only_the_unshared_part_of_a_prompt() -> None:
-    # Opt-in (reuse_prefix=true): distinct questions share the chat template's prefix, so a request
-    # admitted into a slot keeps the cells of that prefix from the slot's previous sequence and
-    # evaluates only the rest. On these requests the samples are still llama-cpp-python's own; on
-    # the README run 5 of 160 differ (docs/engines.md), which is why it is off by default.
-    assert Options().reuse_prefix is False
+    # On by default: distinct questions share the chat template's prefix, so a request admitted into
+    # a slot keeps the cells of that prefix from the slot's previous sequence and evaluates only the
+    # rest; the samples are still llama-cpp-python's own.
+    assert Options().reuse_prefix is True
     import llama_cpp
 
     from reasoneval.engines.local import _Decoder, _WorkerConfig
 
     questions = [f"What is {17 + 7 * i} + {25 + 11 * i}? Think step by step." for i in range(5)]
-    questions.append(questions[0])  # the same prompt again: all but its last token is reused
+    questions.append(questions[0])  # the same prompt again: all but its last two tokens are reused
     params = {"temperature": 0.8, "top_p": 0.95, "top_k": None, "min_p": None, "max_tokens": 16, "stop": [],
               "extra_body": {}}
     decoder = _Decoder(_WorkerConfig(str(default_model_path()), 1024, 1, 2, False, reuse_prefix=True))
@@ -438,6 +437,113 @@ def test_prefix_reuse_evaluates_only_the_unshared_part_of_a_prompt() -> None:
                                          temperature=0.8, top_p=0.95, top_k=0, min_p=0.0, max_tokens=16,
                                          repeat_penalty=1.0)
         assert texts[i] == out["choices"][0]["message"]["content"], i
+
+
+def test_exact_reuse_never_leaves_a_one_row_chunk_that_whole_evaluation_would_not() -> None:
+    from reasoneval.engines.local import _exact_reuse
+
+    assert _exact_reuse(0, 50, 8) == 0
+    assert _exact_reuse(48, 50, 8) == 48  # rows 48, 49: two rows, as in the whole prompt's last chunk
+    assert _exact_reuse(49, 50, 8) == 48  # row 49 alone would be a one-row ubatch: re-evaluate 48 too
+    assert _exact_reuse(48, 49, 8) == 48  # row 48 is alone in Llama.eval's chunk [48, 49) as well
+    assert _exact_reuse(15, 40, 8) == 14  # chunk [15, 16) would be one row: start at 14
+    assert _exact_reuse(14, 40, 8) == 14
+
+
+@needs_model
+@pytest.mark.parametrize("threads", [1, 2])
+def test_prefix_reuse_gives_bitwise_the_logits_of_whole_prompt_evaluation(threads: int) -> None:
+    # Every logits row a request samples from, reuse on against off, compared bit for bit (crc32 of
+    # the float row: far more sensitive than the texts). Small n_batch (8) so that prompts span
+    # several chunks and reused prefixes end inside, at the edge of and one short of a chunk. Each
+    # prompt comes three times in a row: the second arrives while the first is being evaluated and
+    # follows it (a copy of its cells, its logits row), the third finds a free slot holding all but
+    # the prompt's last token (on this machine some of these prompts gave different rows before
+    # _exact_reuse) or copies the cells of a busy slot; max_tokens differ, so sequences finish at
+    # different times. Prompts differ only in their numbers; chat questions share the preamble.
+    from reasoneval.engines.local import _Decoder, _WorkerConfig
+
+    prompts = [p for i in range(12) for p in [f"Question {i}: what is {17 + 7 * i} plus {25 + 11 * i}? Answer:"] * 3]
+    messages = [f"What is {17 + 7 * i} + {25 + 11 * i}?" for i in range(4)] * 2
+
+    def params(j: int) -> dict[str, Any]:
+        return {"temperature": 1.0, "top_p": 1.0, "top_k": None, "min_p": None, "max_tokens": 1 + 2 * (j % 4),
+                "stop": [], "extra_body": {}}
+
+    def run(reuse: bool) -> tuple[dict[Any, list[int]], dict[Any, str], _Decoder]:
+        decoder = _Decoder(_WorkerConfig(str(default_model_path()), 512, threads, 3, False, reuse_prefix=reuse,
+                                         n_batch=8))
+        decoder.logits_trace = []
+        for i, prompt in enumerate(prompts):
+            decoder.add(("p", i), {"params": params(i), "seed": i, "messages": None, "prompt": prompt})
+        for i, m in enumerate(messages):
+            decoder.add(("m", i), {"params": params(i), "seed": i, "messages": [{"role": "user", "content": m}],
+                                   "prompt": None})
+        texts: dict[Any, str] = {}
+        while decoder.busy():
+            texts.update((job, out["text"]) for job, _, out in decoder.step())
+        rows: dict[Any, list[int]] = {}
+        for job, crc in decoder.logits_trace:
+            rows.setdefault(job, []).append(crc)
+        return rows, texts, decoder
+
+    rows_on, texts_on, on = run(True)
+    rows_off, texts_off, off = run(False)
+    assert off.reused_tokens == off.followed == off.copied_streams == 0
+    assert on.reused_tokens > 10 * len(prompts) and on.followed >= 6 and on.copied_streams >= 1
+    assert len(rows_on) == len(prompts) + len(messages)
+    assert rows_on == rows_off
+    assert texts_on == texts_off
+
+
+@needs_model
+def test_followers_of_a_cancelled_prompt_evaluate_it_themselves() -> None:
+    # Three requests with one prompt: the first evaluates it, the other two wait to copy its cells.
+    # The first is cancelled after its first chunk: the second takes over the evaluation, the third
+    # follows it, and both give bitwise the rows they give without reuse.
+    from reasoneval.engines.local import _Decoder, _WorkerConfig
+
+    prompt = "Question: a train leaves at nine and travels 120 km at 80 km per hour. When does it arrive? Answer:"
+    params = {"temperature": 1.0, "top_p": 1.0, "top_k": None, "min_p": None, "max_tokens": 5, "stop": [],
+              "extra_body": {}}
+
+    def run(reuse: bool, cancel: bool) -> dict[Any, list[int]]:
+        decoder = _Decoder(_WorkerConfig(str(default_model_path()), 512, 1, 3, False, reuse_prefix=reuse, n_batch=8))
+        decoder.logits_trace = []
+        for j in (0, 1, 2) if cancel else (1, 2):
+            decoder.add(j, {"params": params, "seed": 20 + j, "messages": None, "prompt": prompt})
+        if cancel:
+            decoder.step()  # the first chunk of request 0's prompt
+            decoder.cancel(0)
+        while decoder.busy():
+            decoder.step()
+        rows: dict[Any, list[int]] = {}
+        for job, crc in decoder.logits_trace:
+            rows.setdefault(job, []).append(crc)
+        return rows
+
+    cancelled = run(True, cancel=True)
+    assert set(cancelled) == {1, 2} and all(len(r) == 5 for r in cancelled.values())
+    assert cancelled == run(False, cancel=False)
+
+
+@needs_model
+def test_reuse_is_turned_off_where_the_self_test_finds_split_prompts_inexact(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # On this CPU split prompts are exact; the check's failure (as other kernels might give) is
+    # injected. The run goes on without reuse, says so once, and config.json records it.
+    engine = local_engine(parallel=2)
+    asyncio.run(run_engine(engine, [req(seed=1, max_tokens=2)]))
+    assert engine.describe()["reuse_prefix"] is True and engine.describe()["reuse_prefix_fallback"] is None
+    monkeypatch.setenv(FAULT_ENV, "reuse-inexact")
+    engine = local_engine(parallel=2)
+    with caplog.at_level(logging.WARNING):
+        out = asyncio.run(run_engine(engine, [req(seed=1, max_tokens=4), req(seed=2, max_tokens=4)]))
+    assert [c.finish_reason for c in out] == ["length", "length"]
+    d = engine.describe()
+    assert d["reuse_prefix"] is False and d["reuse_prefix_requested"] is True
+    assert "different logits" in d["reuse_prefix_fallback"]
+    assert sum("prompt-prefix reuse" in r.getMessage() for r in caplog.records) == 1
 
 
 @needs_model

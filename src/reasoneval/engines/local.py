@@ -39,6 +39,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,9 +172,9 @@ class Options:
     cpu_repack: str = option("auto", "llama.cpp's repacked CPU kernels (AMX, AVX repack): auto = on unless the "
                              "start-up self-test crashes, on, off")
     threads: int | None = option(None, "llama.cpp threads per worker (default: CPU cores // replicas)")
-    reuse_prefix: bool = option(False, "keep a finished sequence's KV cells so the next request in its slot "
-                                "evaluates only the part of its prompt they do not share (faster; changes a few "
-                                "samples, and which ones depends on scheduling: docs/engines.md)")
+    reuse_prefix: bool = option(True, "keep a finished sequence's prompt KV cells so the next request in its slot "
+                                "evaluates only the part of its prompt they do not share (faster, same samples: "
+                                "docs/engines.md); false evaluates every prompt whole")
     startup_timeout: float = option(600.0, "seconds to wait for a worker to load the model and pass its self-test")
 
     def __post_init__(self) -> None:
@@ -209,7 +210,8 @@ class _WorkerConfig:
 
 # Test-only fault injection: the worker kills itself with SIGSEGV, as llama.cpp's AMX kernels do on
 # some Intel CPUs. "segv": at its first llama_decode (the start-up self-test); "segv-repack": the
-# same, only when the repacked kernels are on; "segv-request": at the first decode of a request.
+# same, only when the repacked kernels are on; "segv-request": at the first decode of a request;
+# "reuse-inexact": the self-test's check of prefix reuse finds different logits.
 FAULT_ENV = "REASONEVAL_LOCAL_FAULT"
 
 
@@ -284,7 +286,7 @@ class _Seq:
     """One request being generated in a worker: its KV sequence (slot), sampler and text so far."""
 
     __slots__ = ("job_id", "slot", "prompt", "feed", "n_past", "sampler", "completion", "text", "checked",
-                 "multibyte_fix", "stops", "criteria", "max_tokens", "is_request")
+                 "multibyte_fix", "stops", "criteria", "max_tokens", "is_request", "leader", "followers")
 
     def __init__(self, job_id: Any, prompt: list[int], sampler: Any, stops: list[bytes], criteria: Any,
                  max_tokens: int, completion: list[int], is_request: bool) -> None:
@@ -302,6 +304,10 @@ class _Seq:
         self.criteria = criteria
         self.max_tokens = max_tokens
         self.is_request = is_request
+        # Same prompt as a sequence still evaluating it: this one waits for that evaluation, then
+        # takes a copy of its cells and samples from its last logits row (reuse_prefix).
+        self.leader: _Seq | None = None
+        self.followers: list[_Seq] = []
 
 
 class _Decoder:
@@ -333,11 +339,18 @@ class _Decoder:
         self.n_batch = config.n_batch
         self.batch = C.llama_batch_init(self.n_batch, 0, 1)
         self.free_slots = list(range(config.parallel))
-        # The tokens whose KV cells each slot holds, positions 0.. in order. A finished sequence's
-        # cells stay, so the next request in that slot evaluates only what its prompt does not share
-        # with them (the chat template, a few-shot preamble, the same problem's earlier sample).
+        # The prompt tokens whose KV cells each slot holds and may lend (positions 0.. in order). A
+        # finished sequence's cells stay, so with reuse_prefix the next request in that slot evaluates
+        # only what its prompt does not share with them (the chat template, a few-shot preamble, the
+        # same problem's earlier sample). Generated tokens' cells are never lent: decoding computes
+        # them one row per sequence, unlike prompt evaluation (_exact_reuse).
         self.slot_tokens: list[list[int]] = [[] for _ in range(config.parallel)]
         self.reused_tokens = 0
+        self.copied_streams = 0  # prefixes copied from a busy slot
+        self.followed = 0  # requests that took a concurrent same prompt's cells and logits row
+        self.reuse = config.reuse_prefix  # turned off by the self-test where reuse would not be exact
+        # Test hook: when a list, every sampling step appends (job_id, crc32 of its logits row).
+        self.logits_trace: list[tuple[Any, int]] | None = None
         self.active: dict[int, _Seq] = {}
         self.waiting: deque[_Seq] = deque()
         self._pieces: dict[int, bytes] = {}
@@ -429,21 +442,42 @@ class _Decoder:
     def _admit(self) -> None:
         while self.waiting and self.free_slots:
             seq = self.waiting.popleft()
-            # The free slot holding the longest prefix of this prompt; at least the prompt's last
-            # token is evaluated again, for its logits.
-            best, shared = self.free_slots[0], 0
-            for slot in self.free_slots if self.config.reuse_prefix else ():
-                n = _common_prefix(self.slot_tokens[slot], seq.prompt, len(seq.prompt) - 1)
-                if n > shared:
-                    best, shared = slot, n
-            self.free_slots.remove(best)
-            seq.slot = best
-            self.C.llama_memory_seq_rm(self.mem, best, shared, -1)
-            del self.slot_tokens[best][shared:]
-            seq.feed = seq.prompt[shared:]
-            seq.n_past = shared
-            self.reused_tokens += shared
-            self.active[seq.slot] = seq
+            slot, source, shared = self.free_slots[0], -1, 0
+            if self.reuse:
+                leader = next((s for s in self.active.values() if s.leader is None and s.n_past < len(s.prompt)
+                               and s.prompt == seq.prompt), None)
+                if leader is not None:  # the same prompt is being evaluated: wait for its cells
+                    self._occupy(seq, slot, 0)
+                    seq.leader = leader
+                    leader.followers.append(seq)
+                    continue
+                # The slot holding the longest prefix of this prompt: a free one (its last sequence's
+                # prompt cells) or a busy one (then its cells are copied into a free slot); at least
+                # the prompt's last token is evaluated again, for its logits.
+                for s in self.free_slots + [s for s in self.active if self.active[s].leader is None]:
+                    n = _common_prefix(self.slot_tokens[s], seq.prompt, len(seq.prompt) - 1)
+                    if n > shared:
+                        source, shared = s, n
+                shared = _exact_reuse(shared, len(seq.prompt), self.n_batch)
+                if source in self.free_slots:
+                    slot = source
+                elif shared:  # llama.cpp copies the whole KV stream, at the next llama_decode
+                    self.C.llama_memory_seq_rm(self.mem, slot, -1, -1)
+                    self.C.llama_memory_seq_cp(self.mem, source, slot, -1, -1)
+                    self.slot_tokens[slot] = self.slot_tokens[source][:shared]
+                    self.copied_streams += 1
+            self._occupy(seq, slot, shared)
+
+    def _occupy(self, seq: _Seq, slot: int, shared: int) -> None:
+        """Put seq into the free slot, keeping the slot's first `shared` cells."""
+        self.free_slots.remove(slot)
+        seq.slot = slot
+        self.C.llama_memory_seq_rm(self.mem, slot, shared, -1)
+        del self.slot_tokens[slot][shared:]
+        seq.feed = seq.prompt[shared:]
+        seq.n_past = shared
+        self.reused_tokens += shared
+        self.active[slot] = seq
 
     def cancel(self, job_id: Any) -> None:
         for seq in list(self.waiting):
@@ -455,6 +489,14 @@ class _Decoder:
                 self._release(seq)
 
     def _release(self, seq: _Seq, keep_cells: bool = True) -> None:
+        if seq.leader is not None:  # a follower cancelled before its leader's prompt was done
+            seq.leader.followers.remove(seq)
+        elif seq.followers and seq.n_past < len(seq.prompt):
+            # A leader cancelled mid-prompt: its first follower evaluates the prompt, the rest follow it.
+            heir, *rest = seq.followers
+            heir.leader, heir.followers = None, rest
+            for f in rest:
+                f.leader = heir
         if not keep_cells:
             self.C.llama_memory_seq_rm(self.mem, seq.slot, -1, -1)
             self.slot_tokens[seq.slot].clear()
@@ -506,25 +548,30 @@ class _Decoder:
         n = 0
         sample_at: list[tuple[_Seq, int]] = []
         generating: list[_Seq] = []
+        prompt_done: _Seq | None = None
         seqs = [self.active[k] for k in sorted(self.active)]
-        prefill = next((seq for seq in seqs if seq.n_past < len(seq.prompt)), None)
+        prefill = next((seq for seq in seqs if seq.n_past < len(seq.prompt) and seq.leader is None), None)
         if prefill is not None:
             seq = prefill
-            take = min(len(seq.feed), self.n_batch)
             start = seq.n_past
+            # Chunks end where `Llama.eval`'s would (multiples of n_batch), also after a reused prefix.
+            take = min(len(seq.feed), self.n_batch - start % self.n_batch)
             for i in range(take):
                 tok[n], pos[n], nsid[n], sid[n][0], lg[n] = seq.feed[i], start + i, 1, seq.slot, 0
                 n += 1
             lg[n - 1] = 1
             if take == len(seq.feed):
                 sample_at.append((seq, n - 1))
-            self.slot_tokens[seq.slot].extend(seq.feed[:take])
+                prompt_done = seq
+            if take > 1:  # a one-row chunk's cells are computed differently: never reused (_exact_reuse)
+                self.slot_tokens[seq.slot].extend(seq.feed[:take])
             seq.feed = seq.feed[take:]
             seq.n_past = start + take
         else:
             for seq in seqs:
+                if seq.leader is not None:
+                    continue
                 tok[n], pos[n], nsid[n], sid[n][0], lg[n] = seq.feed[0], seq.n_past, 1, seq.slot, 1
-                self.slot_tokens[seq.slot].append(seq.feed[0])
                 sample_at.append((seq, n))
                 generating.append(seq)
                 n += 1
@@ -539,6 +586,17 @@ class _Decoder:
             return replies
         for seq in generating:
             seq.n_past += 1
+        if prompt_done is not None:
+            leader, row = prompt_done, sample_at[0][1]
+            for follower in leader.followers:  # its prompt is the leader's: copy the cells, share the row
+                # (llama.cpp copies the whole KV stream at the next llama_decode, before computing)
+                self.C.llama_memory_seq_cp(self.mem, leader.slot, follower.slot, -1, -1)
+                self.slot_tokens[follower.slot] = list(self.slot_tokens[leader.slot])
+                follower.leader, follower.feed, follower.n_past = None, [], len(leader.prompt)
+                self.reused_tokens += len(leader.prompt)
+                self.followed += 1
+                sample_at.append((follower, row))
+            leader.followers = []
         replies = []
         for seq, idx in sample_at:
             reply = self._advance(seq, idx)
@@ -550,6 +608,9 @@ class _Decoder:
     def _advance(self, seq: _Seq, idx: int) -> tuple[Any, str, Any] | None:
         """Sample the next token of seq from batch row idx and apply the stop rules."""
         C = self.C
+        if self.logits_trace is not None:
+            row = ctypes.string_at(C.llama_get_logits_ith(self.ctx, idx), 4 * self.n_vocab)
+            self.logits_trace.append((seq.job_id, zlib.crc32(row)))
         token = C.llama_sampler_sample(seq.sampler, self.ctx, idx)
         if seq.criteria is not None:
             # llama-cpp-python's chat criteria look at the last evaluated token (the previous one).
@@ -595,7 +656,8 @@ class _Decoder:
 
     def self_test(self) -> None:
         """A short greedy generation: one sequence alone, then `parallel` together, so the kernels
-        of both shapes (one row, a batch of rows) run once before the worker says it is ready."""
+        of both shapes (one row, a batch of rows) run once before the worker says it is ready; then,
+        with reuse_prefix, the check that prefix reuse is exact on this machine."""
         params: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "top_k": None, "min_p": None, "max_tokens": 2,
                   "stop": [], "extra_body": {}}
         jobs = [{"params": params, "seed": 0, "messages": None, "prompt": "Hello"}]
@@ -608,10 +670,68 @@ class _Decoder:
                     self.step()
         while self.busy():
             self.step()
+        if self.reuse and not self._split_prompts_are_exact():
+            self.reuse = False
         self.C.llama_memory_clear(self.mem, True)
         for tokens in self.slot_tokens:
             tokens.clear()
         self.reused_tokens = 0
+
+    def _split_prompts_are_exact(self) -> bool:
+        """Whether a prompt evaluated in other multi-row chunks than `Llama.eval`'s gives bitwise the
+        same logits in every row: what exact prefix reuse rests on (_exact_reuse). True on the CPUs
+        measured (AVX2/AVX-512 kernels); checked on each machine since other kernels (AMX, ARM) tile
+        differently."""
+        C, batch = self.C, self.batch
+        text = b"The quick brown fox jumps over the lazy dog; then it counts: one, two, three, four, five, six."
+        tokens = self.llm.tokenize(text, add_bos=False, special=False)[:40]
+        if len(tokens) % self.n_batch == 1:  # Llama.eval's last chunk would be one row
+            tokens.pop()
+
+        def evaluate(chunks: list[int]) -> list[int]:
+            C.llama_memory_seq_rm(self.mem, 0, -1, -1)
+            rows, pos = [], 0
+            for size in chunks:
+                for i in range(size):
+                    batch.token[i], batch.pos[i], batch.n_seq_id[i] = tokens[pos + i], pos + i, 1
+                    batch.seq_id[i][0], batch.logits[i] = 0, 1
+                batch.n_tokens = size
+                if C.llama_decode(self.ctx, batch) != 0:
+                    return []
+                rows += [zlib.crc32(ctypes.string_at(C.llama_get_logits_ith(self.ctx, i), 4 * self.n_vocab))
+                         for i in range(size)]
+                pos += size
+            return rows
+
+        n, step = len(tokens), self.n_batch
+        whole = evaluate([min(step, n - i) for i in range(0, n, step)])
+        split: list[int] = []
+        while sum(split) < n:  # chunks of 3, 2, 5 rows (the last one at least 2)
+            split.append(min((3, 2, 5)[len(split) % 3], n - sum(split)))
+        if split[-1] == 1:
+            split[-2:] = [split[-2] + 1]
+        exact = bool(whole) and whole == evaluate(split) and self.fault != "reuse-inexact"
+        C.llama_memory_seq_rm(self.mem, 0, -1, -1)
+        return exact
+
+
+def _exact_reuse(shared: int, n_prompt: int, n_batch: int) -> int:
+    """How many of `shared` cached prompt cells a prompt of n_prompt tokens may keep so that its
+    samples stay bitwise those of evaluating the whole prompt (`Llama.eval`'s chunks of n_batch).
+
+    llama.cpp computes a one-row ubatch differently from a multi-row one: with one token the query
+    is a contiguous tensor, so attention's Q·K product takes the tiled GEMM instead of the per-row
+    dot products, and the float bits (and, through the F16 cache, sometimes the sample) differ.
+    Between multi-row ubatches the split does not matter (each row's dot products run in the same
+    order whatever its batch-mates; bench/reuse_exactness.py checks it). So a reused prefix must
+    not leave the rest of its n_batch chunk as a single row: then one more cell is evaluated again.
+    Only cells evaluated in multi-row prompt chunks are ever offered for reuse (`step`), so every
+    reused cell holds what whole-prompt evaluation would have put there.
+    """
+    end = min(n_prompt, (shared // n_batch + 1) * n_batch)
+    if shared % n_batch and end - shared == 1:
+        return shared - 1
+    return shared
 
 
 def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
@@ -652,7 +772,7 @@ def _worker_main(conn: multiprocessing.connection.Connection, config: _WorkerCon
         conn.send(("error", f"the start-up self-test failed: {type(e).__name__}: {e}"))
         return
     conn.send(("ready", {"load_s": load_s, "self_test_s": time.perf_counter() - t0 - load_s,
-                         "n_ctx": decoder.n_ctx}))
+                         "n_ctx": decoder.n_ctx, "reuse_prefix": decoder.reuse}))
     while True:
         try:
             if not decoder.busy():
@@ -718,6 +838,7 @@ class _Worker:
         self.broken: EngineError | None = None
         self.closed = False
         self.load_s: float | None = None
+        self.reuse_prefix = False  # what the worker's self-test allowed
         self.deaths = 0
         self.last_reply = time.monotonic()
         self._ids = itertools.count()
@@ -771,6 +892,7 @@ class _Worker:
             self.kill()
             raise _StartFailed(f"the local engine could not start: {payload}", crash=False)
         self.load_s = payload["load_s"]
+        self.reuse_prefix = payload["reuse_prefix"]
 
     @staticmethod
     def _read_stderr(proc: subprocess.Popen[bytes], lines: deque[str]) -> None:
@@ -962,6 +1084,7 @@ class LocalEngine:
             reuse_prefix=local.reuse_prefix,
         )
         self.fallback: str | None = None
+        self.reuse_fallback: str | None = None
         self._workers: list[_Worker] = []
         self._changed: asyncio.Event | None = None
         self.startup_s: float | None = None
@@ -1003,6 +1126,8 @@ class LocalEngine:
             "parallel": self.config.parallel,
             "exact_single_sequence": self.config.parallel == 1,
             "reuse_prefix": self.config.reuse_prefix,
+            "reuse_prefix_requested": self.local.reuse_prefix,
+            "reuse_prefix_fallback": self.reuse_fallback,
             "n_ctx": self.n_ctx,
             "n_threads": self.config.n_threads,
             "cpu_repack": "on" if self.config.cpu_repack else "off",
@@ -1055,6 +1180,12 @@ class LocalEngine:
         except BaseException:
             await self.close()
             raise
+        if self.config.reuse_prefix and not all(w.reuse_prefix for w in self._workers):
+            self.reuse_fallback = ("the self-test found that a prompt evaluated in other chunks than llama.cpp's "
+                                   "gives different logits on this machine")
+            log.warning("local engine: %s, so prompt-prefix reuse would change samples: it is off for this run "
+                        "(docs/engines.md)", self.reuse_fallback)
+            self.config = dataclasses.replace(self.config, reuse_prefix=False)
         for w in self._workers:
             w.start_reader(loop)
         self.startup_s = time.perf_counter() - t0
