@@ -205,6 +205,39 @@ def test_lifecycle_start_generate_move_log_and_stop(tmp_path: Path) -> None:
 
 
 @needs_server
+def test_llamacpp_without_repacked_kernels_serves_through_the_wrapper(tmp_path: Path) -> None:
+    # cpu_repack=off: the fix for the AMX crash (this CPU has no AMX, so the switch itself is checked
+    # in the server's interpreter, and the server generates with it).
+    plan = launch_plan(8555, server="llamacpp", cpu_repack="off")
+    assert plan.command[:5] == (sys.executable, "-m", "reasoneval.engines._llamacpp_server", "--no-repack", "--model")
+    assert launch_plan(8555, server="llamacpp").command[:3] == (sys.executable, "-m", "llama_cpp.server")
+    probe = ("from reasoneval.engines._llamacpp_server import disable_repack; disable_repack(); "
+             "from llama_cpp import llama_cpp as C; print(C.llama_model_default_params().use_extra_bufts)")
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "False"
+
+    async def go() -> str:
+        engine = make_engine("launch", server="llamacpp", log_dir=str(tmp_path), max_model_len=1024, cpu_repack="off")
+        await engine.start()
+        try:
+            return (await engine.generate(req(seed=5, max_tokens=4))).text
+        finally:
+            await engine.close()
+
+    assert asyncio.run(go())
+    assert "_llamacpp_server --no-repack" in next(tmp_path.glob("*.log")).read_text().splitlines()[0]
+    with pytest.raises(UserError, match="cpu_repack"):
+        make_engine("launch", server="vllm", cpu_repack="off")
+
+
+def test_a_llamacpp_server_killed_by_sigsegv_suggests_cpu_repack_off(tmp_path: Path) -> None:
+    server = launch.ServerProcess.start(
+        (sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", "llama_cpp.server"),
+        tmp_path / "server.log")
+    server.proc.wait(30)
+    assert "cpu_repack=off" in launch._try_hint(server)
+
+
+@needs_server
 def test_a_server_that_dies_at_startup_is_a_user_error_quoting_its_log(tmp_path: Path) -> None:
     engine = make_engine("launch", server="llamacpp", log_dir=str(tmp_path), server_args=("--n_ctx", "lots"))
     with pytest.raises(UserError) as e:

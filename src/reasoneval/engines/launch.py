@@ -100,6 +100,8 @@ class Options:
     gpu_memory_utilization: float | None = option(None, "share of GPU memory for weights + KV cache", flag=True)
     enable_prefix_caching: bool = option(False, "vllm: share KV cache between requests with a common prefix",
                                          flag=True)
+    cpu_repack: str = option("on", "llamacpp: llama.cpp's repacked CPU kernels (AMX, AVX repack): on, or off where "
+                             "they crash (some Intel CPUs with AMX)")
     server_args: tuple[str, ...] = option((), "extra arguments for the server command", flag="--server-arg")
     startup_timeout: float = option(1800.0, "seconds to wait for the server to answer")
 
@@ -108,6 +110,10 @@ class Options:
             raise UserError(f"unknown --server {self.server!r}; choose one of {', '.join(SERVERS)}")
         if self.tensor_parallel_size < 1 or self.data_parallel_size < 1:
             raise UserError("--tensor-parallel-size and --data-parallel-size must be at least 1")
+        if self.cpu_repack not in ("on", "off"):
+            raise UserError(f"launch option cpu_repack must be on or off, got {self.cpu_repack!r}")
+        if self.cpu_repack == "off" and self.server != "llamacpp":
+            raise UserError("launch option cpu_repack is for --server llamacpp (llama.cpp's CPU kernels)")
 
 
 CAPABILITIES = Capabilities()  # an OpenAI-compatible server: extra_body goes through as is
@@ -170,7 +176,9 @@ def _llamacpp_plan(model: str | None, opts: Options, port: int, extra: tuple[str
         raise UserError("--server llamacpp runs one CPU process: drop --tensor-parallel-size/--data-parallel-size")
     path, name = resolve_model(model, opts.model_path)
     n_ctx = opts.max_model_len or DEFAULT_N_CTX
-    cmd = (sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", name,
+    # Without repacking, through our wrapper: llama_cpp.server has no switch for it.
+    server = ("reasoneval.engines._llamacpp_server", "--no-repack") if opts.cpu_repack == "off" else ("llama_cpp.server",)
+    cmd = (sys.executable, "-m", *server, "--model", str(path), "--model_alias", name,
            "--host", HOST, "--port", str(port), "--n_ctx", str(n_ctx),
            "--n_threads", str(threads_per_replica(1)))
     return ServerPlan("llamacpp", cmd + extra, port, ("/v1/models",), gguf=path, n_ctx=n_ctx)
@@ -457,6 +465,9 @@ class LaunchEngine:
 
 def _try_hint(server: ServerProcess) -> str:
     code = server.exited()
+    if code == -signal.SIGSEGV and "llama_cpp.server" in server.command:
+        return ("llama.cpp's repacked CPU kernels (AMX on some Intel CPUs) are the usual suspect: try "
+                f"--engine-arg cpu_repack=off (whole log: {server.log_path})")
     if code == -signal.SIGKILL:
         return ("a SIGKILL is often the out-of-memory killer: try a smaller --max-model-len or "
                 "--gpu-memory-utilization; the whole log is in " + str(server.log_path))

@@ -56,7 +56,7 @@ DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct-Q4_1"
 DEFAULT_N_CTX = 4096
 INSTALL_HINT = "pip install 'reasoneval[local]'"
 # Sequences a worker decodes together by default (see docs/engines.md for the measurements).
-DEFAULT_PARALLEL = 8
+DEFAULT_PARALLEL = 16
 # llama.cpp's limit on sequences in one context (llama_max_parallel_sequences()).
 MAX_PARALLEL = 256
 
@@ -719,14 +719,15 @@ def _exact_reuse(shared: int, n_prompt: int, n_batch: int) -> int:
     """How many of `shared` cached prompt cells a prompt of n_prompt tokens may keep so that its
     samples stay bitwise those of evaluating the whole prompt (`Llama.eval`'s chunks of n_batch).
 
-    llama.cpp computes a one-row ubatch differently from a multi-row one: with one token the query
-    is a contiguous tensor, so attention's Q·K product takes the tiled GEMM instead of the per-row
-    dot products, and the float bits (and, through the F16 cache, sometimes the sample) differ.
-    Between multi-row ubatches the split does not matter (each row's dot products run in the same
-    order whatever its batch-mates; bench/reuse_exactness.py checks it). So a reused prefix must
-    not leave the rest of its n_batch chunk as a single row: then one more cell is evaluated again.
-    Only cells evaluated in multi-row prompt chunks are ever offered for reuse (`step`), so every
-    reused cell holds what whole-prompt evaluation would have put there.
+    llama.cpp computes a one-row ubatch differently from a multi-row one (measured: about one
+    position in five gets other float bits; as we read ggml, a one-token query is a contiguous
+    tensor, so attention's Q·K product takes another matrix kernel), and the F16 cache and 8-bit
+    activations can turn that into another sample. Between multi-row ubatches the split does not
+    matter (tests/engines/test_local.py compares every logits row; the worker's self-test checks
+    it on each machine). So a reused prefix must not leave the rest of its n_batch chunk as a
+    single row: then one more cell is evaluated again. Only cells evaluated in multi-row prompt
+    chunks are ever offered for reuse (`step`), so every reused cell holds what whole-prompt
+    evaluation would have put there.
     """
     end = min(n_prompt, (shared // n_batch + 1) * n_batch)
     if shared % n_batch and end - shared == 1:

@@ -1,0 +1,44 @@
+"""Run llama-cpp-python's OpenAI server: `python -m reasoneval.engines._llamacpp_server [--no-repack] ARGS`.
+
+Why: the server's settings have no switch for llama.cpp's repacked CPU kernels (the model parameter
+`use_extra_bufts`, llama.cpp's own `--no-repack`), and those kernels (AMX) segfault on some Intel
+CPUs (docs/engines.md). With `--no-repack` every model the server loads uses llama.cpp's plain
+kernels; otherwise this is `python -m llama_cpp.server ARGS`.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from typing import Any
+
+
+def disable_repack() -> None:
+    """Make every later `llama_cpp.Llama(...)` load its weights without repacking."""
+    import llama_cpp
+    from llama_cpp import llama_cpp as C
+
+    defaults = C.llama_model_default_params
+
+    def model_params() -> Any:
+        p = defaults()
+        if not hasattr(p, "use_extra_bufts"):
+            raise SystemExit(f"llama-cpp-python {llama_cpp.__version__} cannot turn off the repacked CPU kernels "
+                             "(no use_extra_bufts): upgrade it, or drop cpu_repack=off")
+        p.use_extra_bufts = False
+        return p
+
+    C.llama_model_default_params = model_params
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args[:1] == ["--no-repack"]:
+        args = args[1:]
+        disable_repack()
+    sys.argv = ["llama_cpp.server", *args]
+    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()
