@@ -679,9 +679,9 @@ class _Decoder:
 
     def _split_prompts_are_exact(self) -> bool:
         """Whether a prompt evaluated in other multi-row chunks than `Llama.eval`'s gives bitwise the
-        same logits in every row: what exact prefix reuse rests on (_exact_reuse). True on the CPUs
-        measured (AVX2/AVX-512 kernels); checked on each machine since other kernels (AMX, ARM) tile
-        differently."""
+        same logits in every row: what exact prefix reuse rests on (_exact_reuse). True on the CPU
+        measured (AVX-512, no AMX); checked on each machine, since other kernels (AMX, AVX2, ARM) may
+        tile multi-row products differently."""
         C, batch = self.C, self.batch
         text = b"The quick brown fox jumps over the lazy dog; then it counts: one, two, three, four, five, six."
         tokens = self.llm.tokenize(text, add_bos=False, special=False)[:40]
