@@ -10,25 +10,15 @@ from __future__ import annotations
 
 import runpy
 import sys
-from typing import Any
 
 
 def disable_repack() -> None:
     """Make every later `llama_cpp.Llama(...)` load its weights without repacking."""
-    import llama_cpp
     from llama_cpp import llama_cpp as C
 
-    defaults = C.llama_model_default_params
+    from .local import model_params_with_repack
 
-    def model_params() -> Any:
-        p = defaults()
-        if not hasattr(p, "use_extra_bufts"):
-            raise SystemExit(f"llama-cpp-python {llama_cpp.__version__} cannot turn off the repacked CPU kernels "
-                             "(no use_extra_bufts): upgrade it, or drop cpu_repack=off")
-        p.use_extra_bufts = False
-        return p
-
-    C.llama_model_default_params = model_params
+    C.llama_model_default_params = model_params_with_repack(C.llama_model_default_params, False)
 
 
 def main() -> None:

@@ -215,6 +215,23 @@ class _WorkerConfig:
 FAULT_ENV = "REASONEVAL_LOCAL_FAULT"
 
 
+def model_params_with_repack(defaults: Callable[[], Any], repack: bool) -> Callable[[], Any]:
+    """`llama_model_default_params` with llama.cpp's repacked CPU kernels (`use_extra_bufts`) on or off."""
+
+    def model_params() -> Any:
+        p = defaults()
+        if hasattr(p, "use_extra_bufts"):
+            p.use_extra_bufts = repack
+        elif not repack:
+            import llama_cpp
+
+            raise RuntimeError(f"llama-cpp-python {llama_cpp.__version__} cannot turn off the repacked CPU "
+                               "kernels (no use_extra_bufts): upgrade it, or use cpu_repack=on")
+        return p
+
+    return model_params
+
+
 def _load_llama(config: _WorkerConfig) -> Any:
     """A `llama_cpp.Llama` with our model and context parameters.
 
@@ -225,15 +242,7 @@ def _load_llama(config: _WorkerConfig) -> Any:
     from llama_cpp import llama_cpp as C
 
     model_defaults, context_defaults = C.llama_model_default_params, C.llama_context_default_params
-
-    def model_params() -> Any:
-        p = model_defaults()
-        if hasattr(p, "use_extra_bufts"):
-            p.use_extra_bufts = bool(config.cpu_repack)
-        elif not config.cpu_repack:
-            raise RuntimeError(f"llama-cpp-python {llama_cpp.__version__} cannot turn off the repacked CPU "
-                               "kernels (no use_extra_bufts): upgrade it, or use cpu_repack=on")
-        return p
+    model_params = model_params_with_repack(model_defaults, config.cpu_repack)
 
     def context_params() -> Any:
         p = context_defaults()
