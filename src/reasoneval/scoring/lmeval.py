@@ -64,10 +64,16 @@ def regex_filter(text: str, pattern: re.Pattern[str], group_select: int = 0) -> 
 
 
 def gsm8k_normalize(s: str) -> str:
-    """lm-eval gsm8k exact_match's view of a string: regexes_to_ignore deleted, lower case."""
-    for r in GSM8K_IGNORE:
-        s = re.sub(r, "", s)
-    return s.lower()
+    """lm-eval gsm8k exact_match's view of a string: regexes_to_ignore (GSM8K_IGNORE) deleted, lower case.
+
+    Same result as re.sub of each pattern in turn; `(?s).*#### ` is done as "cut up to the last '#### '",
+    which is what it matches (from the start, greedy), because the regex retries `.*` from every position
+    when there is no '#### ': quadratic on a long answer."""
+    s = s.replace(",", "").replace("$", "")
+    cut = s.rfind("#### ")
+    if cut >= 0:
+        s = s[cut + len("#### "):]
+    return re.sub(r"\.$", "", s).lower()
 
 
 def string_match_scores(problems: Sequence[Problem], samples: Sequence[SampleRecord],
@@ -154,18 +160,111 @@ def normalize_final_answer(final_answer: str) -> str:
             final_answer = "".join(segments)
         else:
             final_answer = final_answer.replace(expr, "")
-    final_answer = re.sub(r"(.*?)(\$)(.*?)(\$)(.*)", "$\\3$", final_answer)
-    final_answer = re.sub(r"(\\text\{)(.*?)(\})", "\\2", final_answer)
-    final_answer = re.sub(r"(\\textbf\{)(.*?)(\})", "\\2", final_answer)
-    final_answer = re.sub(r"(\\overline\{)(.*?)(\})", "\\2", final_answer)
-    final_answer = re.sub(r"(\\boxed\{)(.*)(\})", "\\2", final_answer)
+    final_answer = _first_dollar_pair_per_line(final_answer)
+    final_answer = _unwrap_lazy(final_answer, "\\text{")
+    final_answer = _unwrap_lazy(final_answer, "\\textbf{")
+    final_answer = _unwrap_lazy(final_answer, "\\overline{")
+    final_answer = _unwrap_boxed_greedy(final_answer)
     final_answer = re.sub(r"(frac)([^{])(.)", "frac{\\2}{\\3}", final_answer)
-    final_answer = re.sub(r"(sqrt)(\[[^\]]*\])(\w)", "\\1\\2{\\3}", final_answer)
+    final_answer = _brace_sqrt_index(final_answer)
     final_answer = re.sub(r"(sqrt)(?!\[)([^{])", "sqrt{\\2}", final_answer)
     final_answer = final_answer.replace("$", "")
     if re.fullmatch(r"-?\d{1,3}(,\d{3})+", final_answer):
         final_answer = final_answer.replace(",", "")
     return final_answer
+
+
+# lm-eval's normalize_final_answer uses regexes that retry a scan to the end of the line from every position
+# (`(.*?)(\$)(.*?)(\$)(.*)` on a line without two $, `(\\text\{)(.*?)(\})` with no closing brace, ...):
+# quadratic on a long answer, in the harness process. These give the same results in linear time
+# (tests/scoring/test_pathological.py compares them with the regexes on random strings).
+
+def _first_dollar_pair_per_line(s: str) -> str:
+    r"""re.sub(r"(.*?)(\$)(.*?)(\$)(.*)", "$\\3$", s): a line (`.` stops at "\n") holding two $ becomes
+    "$" + the text between its first two $ + "$"."""
+    lines = s.split("\n")
+    for n, line in enumerate(lines):
+        i = line.find("$")
+        j = line.find("$", i + 1) if i >= 0 else -1
+        if j >= 0:
+            lines[n] = "$" + line[i + 1:j] + "$"
+    return "\n".join(lines)
+
+
+def _unwrap_lazy(s: str, opener: str) -> str:
+    r"""re.sub(rf"({re.escape(opener)})(.*?)(\\}})", "\\2", s): `opener` ... the first "}" after it on its line
+    becomes what is between."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        i = s.find(opener, pos)
+        if i < 0:
+            break
+        start = i + len(opener)
+        eol = s.find("\n", start)
+        close = s.find("}", start, eol if eol >= 0 else len(s))
+        if close < 0:  # no "}" on this line: no other opener on it matches either
+            if eol < 0:
+                break
+            out.append(s[pos:eol])
+            pos = eol
+            continue
+        out.append(s[pos:i])
+        out.append(s[start:close])
+        pos = close + 1
+    out.append(s[pos:])
+    return "".join(out)
+
+
+def _unwrap_boxed_greedy(s: str) -> str:
+    r"""re.sub(r"(\\boxed\{)(.*)(\})", "\\2", s): `\\boxed{` ... the last "}" on its line becomes what is between."""
+    out: list[str] = []
+    pos = 0
+    opener = "\\boxed{"
+    while True:
+        i = s.find(opener, pos)
+        if i < 0:
+            break
+        start = i + len(opener)
+        eol = s.find("\n", start)
+        end = eol if eol >= 0 else len(s)
+        close = s.rfind("}", start, end)
+        if close < 0:
+            if eol < 0:
+                break
+            out.append(s[pos:eol])
+            pos = eol
+            continue
+        out.append(s[pos:i])
+        out.append(s[start:close])
+        pos = close + 1
+    out.append(s[pos:])
+    return "".join(out)
+
+
+def _brace_sqrt_index(s: str) -> str:
+    r"""re.sub(r"(sqrt)(\[[^\]]*\])(\w)", "\\1\\2{\\3}", s): `sqrt[n]x` -> `sqrt[n]{x}`."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        i = s.find("sqrt[", pos)
+        if i < 0:
+            break
+        close = s.find("]", i + 5)
+        if close < 0:  # no "]" after this one: none after the later ones either
+            break
+        if close + 1 < len(s) and _WORD_CHAR.match(s, close + 1):
+            out.append(s[pos:close + 1])
+            out.append("{" + s[close + 1] + "}")
+            pos = close + 2
+        else:  # every "sqrt[" before this "]" ends at it too, and fails the same way
+            out.append(s[pos:close + 1])
+            pos = close + 1
+    out.append(s[pos:])
+    return "".join(out)
+
+
+_WORD_CHAR = re.compile(r"\w")
 
 
 @SCORERS.register("exact_match")
