@@ -29,7 +29,7 @@ for _p in (str(ROOT / "src"), str(ROOT)):
         sys.path.insert(0, _p)
 
 from reasoneval.grading.extract import extract_answer, last_boxed  # noqa: E402
-from reasoneval.grading.normalize import answer_key, cheap_compare  # noqa: E402
+from reasoneval.grading.pool import GradingPool  # noqa: E402
 from reasoneval.scoring import ScoringContext  # noqa: E402
 from reasoneval.scoring.code import extract_code, strip_reasoning  # noqa: E402
 from reasoneval.scoring.lmeval import (  # noqa: E402
@@ -86,6 +86,7 @@ INPUTS: dict[str, Callable[[int], str]] = {
     "[BEGIN] and [DONE]": _repeat("[BEGIN]\n[DONE]"),
 }
 
+_POOL = GradingPool(workers=1)
 _STRICT = StrictMatchScorer(ScoringContext())
 _FLEX = FlexibleExtractScorer(ScoringContext())
 _MINERVA = ExactMatchScorer(ScoringContext())
@@ -115,8 +116,10 @@ PARSERS: dict[str, Callable[[str], object]] = {
     "math: extract_answer(truncated)": lambda t: extract_answer(t, "math", truncated=True),
     "choice: extract_answer": lambda t: extract_answer(t, "choice"),
     "math: last_boxed": last_boxed,
-    "math: answer_key (maj@k)": answer_key,
-    "math: cheap_compare": lambda t: cheap_compare(t, "12"),
+    # the grading pool's harness-side steps on an extracted answer (a whole response here): maj@k's answer
+    # keys and the cheap comparisons before a worker is asked (an over-long answer never reaches a worker)
+    "math: maj@k keys (cluster_many)": lambda t: _POOL.cluster_many([([t, "12", t], "math")]),
+    "math: equivalent_many": lambda t: _POOL.equivalent_many([(t, "12", "math", None)]),
     "lm-eval: strict_match": _strict,
     "lm-eval: flexible_extract": _flexible,
     "lm-eval: exact_match (minerva)": _exact_match,
