@@ -132,6 +132,39 @@ def _new_minerva_regexes(s: str) -> str:
     return lmeval._brace_sqrt_index(s)
 
 
+def _lm_eval_normalize_final_answer(final_answer: str) -> str:
+    """lm_eval/tasks/minerva_math/utils.py (0.4.13) as written there."""
+    final_answer = final_answer.split("=")[-1]
+    for expr in lmeval.REMOVED_EXPRESSIONS:
+        if expr.isalpha():
+            final_answer = re.sub(rf"(?<!\\)\b{expr}\b", "", final_answer)
+    for before, after in lmeval.SUBSTITUTIONS:
+        final_answer = final_answer.replace(before, after)
+    for expr in lmeval.REMOVED_EXPRESSIONS:
+        if expr.isalpha():
+            segments = re.split(r"(\\[a-zA-Z]+)", final_answer)
+            for i in range(0, len(segments), 2):
+                segments[i] = segments[i].replace(expr, "")
+            final_answer = "".join(segments)
+        else:
+            final_answer = final_answer.replace(expr, "")
+    final_answer = _old_minerva_regexes(final_answer)
+    final_answer = re.sub(r"(sqrt)(?!\[)([^{])", "sqrt{\\2}", final_answer)
+    final_answer = final_answer.replace("$", "")
+    if re.fullmatch(r"-?\d{1,3}(,\d{3})+", final_answer):
+        final_answer = final_answer.replace(",", "")
+    return final_answer
+
+
+def test_normalize_final_answer_equals_lm_evals() -> None:
+    rng = random.Random(5)
+    alphabet = ["ft", "feet", "in", "units", "sue", "ways", "\\", "\\text{", "}", "{", "$", " ", "\n", "x", "2",
+                ",", "=", "s", "square", "cm", "\\cm", "_", "é", "^\\circ", "\\;", "sqrt", "frac", "mbox", "a "]
+    for _ in range(20000):
+        t = _random_text(rng, alphabet, 14)
+        assert lmeval.normalize_final_answer(t) == _lm_eval_normalize_final_answer(t), repr(t)
+
+
 def test_lmeval_normalisers_equal_lm_evals_regexes() -> None:
     rng = random.Random(4)
     alphabet = ["$", "\n", "\\text{", "\\textbf{", "\\overline{", "\\boxed{", "}", "{", "sqrt[", "]", "x", "2",
