@@ -165,6 +165,19 @@ def test_normalize_final_answer_equals_lm_evals() -> None:
         assert lmeval.normalize_final_answer(t) == _lm_eval_normalize_final_answer(t), repr(t)
 
 
+def test_minerva_answer_search_equals_the_regex() -> None:
+    rng = random.Random(6)
+    rx = re.compile(r"ab(.*?). cd.")
+    for _ in range(20000):
+        t = _random_text(rng, ["ab", "a", "b", " cd", " c", "d", ".", "\n", "x", " "], 14)
+        m = rx.search(t)
+        assert lmeval.wild_pair_search(t, "ab", " cd") == (m.group(1) if m else None), repr(t)
+    scorer = lmeval.ExactMatchScorer(None)  # type: ignore[arg-type]
+    assert scorer.extract("Final Answer: The final answer is $4$. I hope it is correct.") == "$4$"
+    assert scorer.extract("Final Answer: The final answer is 7. ") == "7"  # the appended end completes it
+    assert scorer.extract("Final Answer: The final answer is 7") is None  # as the regex: no ". " before it
+
+
 def test_lmeval_normalisers_equal_lm_evals_regexes() -> None:
     rng = random.Random(4)
     alphabet = ["$", "\n", "\\text{", "\\textbf{", "\\overline{", "\\boxed{", "}", "{", "sqrt[", "]", "x", "2",

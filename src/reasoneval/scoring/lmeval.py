@@ -270,6 +270,25 @@ def _brace_sqrt_index(s: str) -> str:
 _WORD_CHAR = re.compile(r"\w")
 
 
+def wild_pair_search(text: str, prefix: str, suffix: str) -> str | None:
+    r"""Group 1 of re.search(re.escape(prefix) + "(.*?)." + re.escape(suffix) + ".", text) (Minerva's answer
+    pattern), in linear time: the regex rescans the rest of the line from every `prefix` on it. The first
+    prefix of a line decides for the line (a later one's candidates are a subset of its)."""
+    cursor = 0
+    while True:
+        p = text.find(prefix, cursor)
+        if p < 0:
+            return None
+        start = p + len(prefix)
+        line_end = text.find("\n", start)
+        if line_end < 0:
+            line_end = len(text)
+        r = text.find(suffix, start + 1, line_end)
+        if r >= 0 and r + len(suffix) < line_end:
+            return text[start:r - 1]
+        cursor = line_end + 1
+
+
 @SCORERS.register("exact_match")
 class ExactMatchScorer:
     """lm-eval's minerva_math `exact_match` (string part): the answer in the style's format (`pattern`,
@@ -287,6 +306,9 @@ class ExactMatchScorer:
         if self.pattern is None:
             return last_boxed(text)
         # lm-eval appends the closing sentence so that a response stopped right after the answer matches.
+        if self.pattern.pattern == MINERVA_ANSWER:
+            found = wild_pair_search(text + MINERVA_END, "Final Answer: The final answer is", " I hope it is correct")
+            return found.strip() if found is not None else None
         m = self.pattern.search(text + MINERVA_END)
         return m.group(1).strip() if m else None
 
