@@ -11,7 +11,9 @@ ask for, and its punkt_tab data is a separate download; the worker builds the sa
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import sys
 from typing import Any, Sequence
 
@@ -44,21 +46,68 @@ def init_checkers() -> None:
     instructions_util._get_sentence_tokenizer = lambda: tokenizer
 
 
+def answer_part(response: str) -> str:
+    """What a reasoning model answered: the text after the last `</think>` ("" when it was cut off inside its
+    reasoning), as given -- not stripped: Google's loose rule drops the first / last line of the response itself."""
+    close = response.rfind("</think>")
+    if close >= 0:
+        return response[close + len("</think>"):]
+    return "" if response.lstrip().startswith("<think>") else response
+
+
+def loose_variants(response: str) -> list[str]:
+    """Google's `test_instruction_following_loose` (instruction_following_eval/evaluation_lib.py): the response,
+    without `*`, without its first line, last line or both (of the response as given, then stripped), and those
+    without `*`, in Google's order. (if-verifiable strips the response first, so a response starting with a blank
+    line loses its first real line: more lenient than Google's definition.)"""
+    lines = response.split("\n")
+    first, last, both = ("\n".join(lines[1:]).strip(), "\n".join(lines[:-1]).strip(),
+                         "\n".join(lines[1:-1]).strip())
+    return [response, response.replace("*", ""), first, last, both,
+            first.replace("*", ""), last.replace("*", ""), both.replace("*", "")]
+
+
+def checker_seed(prompt: str, index: int, instruction_id: str) -> int:
+    """The seed of `random` while an instruction's checker is built: checkers draw the arguments a prompt does
+    not give (if-verifiable's build_description calls `random`), so re-scoring a sample gives the same verdict."""
+    digest = hashlib.sha256(json.dumps([prompt, index, instruction_id]).encode("utf-8", "replace")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def _follows(checker: Any, text: str) -> bool:
+    try:
+        return bool(text.strip() and checker.check_following(text))
+    except Exception:  # a checker failing on odd text (e.g. language detection on symbols): not followed
+        return False
+
+
 def check_items(items: Sequence[Item]) -> list[Checked]:
-    """Runs in a worker: each item's instructions checked strictly and loosely."""
-    from if_verifiable.common import evaluate_instructions
+    """Runs in a worker: each item's instructions checked strictly and loosely, as Google's evaluation_lib does
+    (strict: the response as given; loose: any of `loose_variants`)."""
     from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
 
     out: list[Checked] = []
     for prompt, ids, kwargs, response in items:
-        results, _ = evaluate_instructions(response=response, instruction_id_list=ids, kwargs_list=kwargs,
-                                           prompt=prompt, instruction_registry=INSTRUCTION_DICT)
-        got = {i: r for i, r in enumerate(results)}
-        if len(results) != len(ids):
-            # an empty response checks nothing: every instruction counts as not followed
-            got = {}
-        out.append([(iid, bool(got[i].strict_pass), bool(got[i].loose_pass)) if i in got else (iid, False, False)
-                    for i, iid in enumerate(ids)])
+        response = answer_part(response)
+        variants = loose_variants(response)
+        checked: Checked = []
+        for index, iid in enumerate(ids):
+            cls = INSTRUCTION_DICT.get(iid)
+            if cls is None:  # an instruction this registry does not know: not followed
+                checked.append((iid, False, False))
+                continue
+            random.seed(checker_seed(prompt, index, iid))
+            checker = cls(iid)
+            # the Hub's copy fills unused arguments with nulls: drop them (as if-verifiable does)
+            checker.build_description(**{k: v for k, v in (kwargs[index] if index < len(kwargs) else {}).items()
+                                         if v is not None})
+            args = checker.get_instruction_args()
+            if args and "prompt" in args:
+                checker.build_description(prompt=prompt)
+            strict = _follows(checker, response)
+            loose = strict or any(_follows(checker, v) for v in variants[1:])
+            checked.append((iid, strict, loose))
+        out.append(checked)
     return out
 
 

@@ -30,7 +30,7 @@ from .base import SCORERS, Score, ScoringContext
 
 log = logging.getLogger("reasoneval")
 
-IFEVAL_SCORER_VERSION = "1"
+IFEVAL_SCORER_VERSION = "2"  # 2: Google's loose rule on the response as given; seeded checkers
 _CHUNK = 32
 
 
