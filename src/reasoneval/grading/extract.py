@@ -88,21 +88,21 @@ def boxed_spans(text: str) -> list[tuple[int, int, int]]:
     content, was quadratic on `\\boxed{` repeated and nested). An unclosed box ends the list: boxes starting
     after it would be nested inside it, so none of them counts.
     """
-    starts = {m.end() - 1: m for m in _BOX_RE.finditer(text)}  # a box's opening brace -> its match
+    starts = {m.end() - 1: m.start() for m in _BOX_RE.finditer(text)}  # a box's opening brace -> its start
     if not starts:
         return []
     found: list[tuple[int, int, int]] = []
     stack: list[int] = []  # positions of open braces
     for m in _BRACE_RE.finditer(text, min(starts)):
-        c = m.group()
+        c = m[0]
         if c == "{":
             stack.append(m.start())
         elif c == "}" and stack:
             o = stack.pop()
-            box = starts.get(o)
-            if box is not None:
-                found.append((box.start(), m.end(), box.end()))
-    unclosed = min((starts[o].start() for o in stack if o in starts), default=None)
+            if o in starts:
+                end = m.end()
+                found.append((starts[o], end, o + 1))
+    unclosed = min((starts[o] for o in stack if o in starts), default=None)
     found.sort()
     return [b for b in found if unclosed is None or b[0] < unclosed]
 
@@ -132,11 +132,19 @@ def _last_boxed(text: str, boxes: list[tuple[int, int, int]] | None = None) -> s
     return ", ".join(text[b[2]:b[1] - 1].strip() for b in reversed(group))
 
 
+_SENTENCE_END_RE = re.compile(r"[.;:!?。](?:\s|\$|$)")
+_GAP_WORD_RE = re.compile(r"[^\W\d_]+")
+
+
 def _joinable_gap(gap: str) -> bool:
     """Two boxes separated by only connectors ("and", commas, \\quad, at most one other word) are one answer."""
-    if len(gap) > 60 or "\n\n" in gap or re.search(r"[.;:!?。](?:\s|\$|$)", gap):
+    if len(gap) > 60 or "\n\n" in gap:
+        return False
+    if not gap.strip(" ,\t\n"):
+        return True  # (the common case, decided without the regexes: a response may hold 100k boxes)
+    if _SENTENCE_END_RE.search(gap):
         return False  # a sentence ends between them: separate statements
-    words = re.findall(r"[^\W\d_]+", gap)
+    words = _GAP_WORD_RE.findall(gap)
     others = [w for w in words if w.lower() not in _JOIN_WORDS and len(w) > 1]
     return len(others) <= 1
 
