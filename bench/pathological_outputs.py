@@ -78,6 +78,7 @@ INPUTS: dict[str, Callable[[int], str]] = {
     "** bold": _repeat("**"),
     "answer is repeated": _repeat("The answer is "),
     "answer option option": _repeat("option ", "The answer is "),
+    "answer then blanks": _repeat(" ", "The answer is", "x"),
     "Final Answer repeated": _repeat("Final Answer: The final answer is ", tail="\nx"),
     "\\text{ unclosed": _repeat("\\text{", "$"),
     "frac repeated": _repeat("\\frac{1}{2}"),

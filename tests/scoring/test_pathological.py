@@ -106,6 +106,26 @@ def test_choice_leading_letter_unchanged() -> None:
         assert (a and a.group(1)) == (b and b.group(1)), repr(t)
 
 
+def test_choice_phrases_unchanged_on_short_texts() -> None:
+    from reasoneval.grading import extract
+
+    old_letter = r"\(?\s*\**((?-i:[A-Z])|(?<=\()(?-i:[a-j])(?=\)))\**\s*\)?"
+    old_phrase = re.compile(
+        r"(?:answer|option|choice|réponse|respuesta|antwort|risposta|resposta|ответ|答案|选项|答|उत्तर|الإجابة)"
+        r"(?:\s+(?:is|est|es|ist|è|é|would\s+be|should\s+be|must\s+be))?\s*(?:[:：是为]\s*)?"
+        r"(?:(?:for\s+sure|definitely|clearly|probably|therefore|likely|option|choice)\s*,?\s*)*"
+        + old_letter + r"(?![A-Za-z])", re.IGNORECASE)
+    old_it_is = re.compile(r"\b(?:it'?s|it\s+is|choose|pick|select|go\s+with)\s+" + old_letter + r"(?![A-Za-z])")
+    rng = random.Random(7)
+    alphabet = ["answer", " is", " ", "  ", "\n", ":", ",", "option", "clearly", "(", ")", "*", "B", "c", "a", "x",
+                "it is", "choose"]
+    for _ in range(20000):
+        t = _random_text(rng, alphabet, 12)
+        for old, new in ((old_phrase, extract._CHOICE_PHRASE_RE), (old_it_is, extract._CHOICE_IT_IS_RE)):
+            assert [(m.start(), m.group(1)) for m in old.finditer(t)] == \
+                [(m.start(), m.group(1)) for m in new.finditer(t)], repr(t)
+
+
 def _old_gsm8k_normalize(s: str) -> str:
     for r in lmeval.GSM8K_IGNORE:
         s = re.sub(r, "", s)

@@ -268,11 +268,15 @@ def _extract_math(text: str, truncated: bool = False) -> str | None:
 # Choice letters: A-Z (a data file may have up to 26 options). In the case-insensitive phrase patterns the
 # letter itself stays case-sensitive (A-Z; a-j only in parentheses), so "the answer is a number" is no choice.
 CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_LETTER = r"\(?\s*\**((?-i:[A-Z])|(?<=\()(?-i:[a-j])(?=\)))\**\s*\)?"
+# (Blanks before the letter are the preceding pattern's own trailing \s* / \s+; a second \s* here, "\(?\s*", made
+# the split of a blank run ambiguous: quadratic on "answer" followed by a million spaces.)
+_LETTER = r"(?:\(\s*)?\**((?-i:[A-Z])|(?<=\()(?-i:[a-j])(?=\)))\**\s*\)?"
 _CHOICE_PHRASE_RE = re.compile(
     r"(?:answer|option|choice|réponse|respuesta|antwort|risposta|resposta|ответ|答案|选项|答|उत्तर|الإجابة)"
     r"(?:\s+(?:is|est|es|ist|è|é|would\s+be|should\s+be|must\s+be))?\s*(?:[:：是为]\s*)?"
-    r"(?:(?:for\s+sure|definitely|clearly|probably|therefore|likely|option|choice)\s*,?\s*)*"
+    # (at most 8 filler words, each with one optional comma: an unbounded, ambiguous loop here was quadratic
+    # on "option option option ..." and exponential in the blanks between them)
+    r"(?:(?:for\s+sure|definitely|clearly|probably|therefore|likely|option|choice)(?:\s*,)?\s*){0,8}"
     + _LETTER + r"(?![A-Za-z])",
     re.IGNORECASE,
 )
