@@ -130,12 +130,29 @@ def test_a_chunk_past_its_deadline_is_timed_out_and_the_worker_starts_again() ->
     checker = _Checker()
     try:
         # The worker cannot even import its checkers in 10 ms: the chunk times out and the worker is killed.
-        assert checker.run([item], timeout_s=0.01) is None
+        assert checker.run([item], timeout_s=0.01, start_s=0) is None
         assert checker.proc is None
         # The next chunk gets a fresh worker.
         assert checker.run([item, item], timeout_s=60) == [[("punctuation:no_comma", True, True)]] * 2
     finally:
         checker.close()
+
+
+def test_a_pathological_response_times_out_alone_not_with_its_chunk() -> None:
+    from reasoneval.scoring.ifeval import CheckerPool
+
+    # if-verifiable's bullet-list checker (`^\s*\*[^\*].*$`, multiline) is quadratic on a run of blank lines
+    # between two words: seconds at 30 KB.
+    slow = ("List.", ["detectable_format:number_bullet_lists"], [{"num_bullets": 2}], "x\n" + "\n" * 30_000 + "x")
+    fine = ("Say hi.", ["punctuation:no_comma"], [{}], "No commas here.")
+    pool = CheckerPool(workers=1, timeout_s=0.5)
+    try:
+        assert pool.check([fine]) == [[("punctuation:no_comma", True, True)]]  # the worker is started
+        # The chunk runs past 3 x 0.5 s; checked again one at a time, only the slow one times out.
+        assert pool.check([fine, slow, fine]) == [[("punctuation:no_comma", True, True)], None,
+                                                  [("punctuation:no_comma", True, True)]]
+    finally:
+        pool.close()
 
 
 def test_scoring_ifeval_from_a_script_without_a_main_guard(tmp_path: Path) -> None:
