@@ -10,9 +10,14 @@ over the same 1 MB text (the reference, measured in the same run). Exits 1 when 
     PYTHONPATH=src python bench/pathological_outputs.py --size 200000
 
 The math grader's equivalence check (normalisation, LaTeX parsing) runs in worker processes under a
-per-item timeout (grading/pool.py), and IFEval's checkers in worker interpreters under a per-chunk timeout
-(scoring/ifeval.py): they are bounded in time, so they are not listed here; the math grader's harness-side
+per-item timeout (grading/pool.py): bounded in time, so it is not listed here; the math grader's harness-side
 steps are (extraction, `answer_key` for maj@k, `cheap_compare`).
+
+IFEval's checkers (if-verifiable's port of Google's, strict and loose) run in worker interpreters under a
+timeout, a pathological response timed out alone (scoring/ifeval.py). Some are quadratic; `--ifeval` times
+every instruction's checker on every input (in this process, at `--size`; 100 KB is already seconds):
+
+    PYTHONPATH=src python bench/pathological_outputs.py --ifeval --size 100000
 """
 
 from __future__ import annotations
@@ -141,7 +146,11 @@ def best_time(f: Callable[[str], object], text: str, repeat: int = 1) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=int, default=1_000_000, help="characters per input (default 1 MB)")
+    ap.add_argument("--ifeval", action="store_true", help="time IFEval's checkers instead (needs the ifeval extra "
+                    "and $REASONEVAL_DATA_DIR/ifeval.jsonl for each instruction's arguments)")
     a = ap.parse_args()
+    if a.ifeval:
+        return ifeval_main(a.size)
     worst = 0.0
     print(f"{'input':34} {'parser':34} {'1x s':>8} {'0.1x s':>8} {'growth':>7} {'vs split':>9}")
     for in_name, make in INPUTS.items():
@@ -155,6 +164,41 @@ def main() -> int:
             print(f"{in_name:34} {p_name:34} {t_big:8.4f} {t_small:8.4f} {t_big / max(t_small, 1e-6):7.1f} "
                   f"{t_big / max(ref, 1e-6):9.1f}{flag}", flush=True)
     print(f"\nslowest: {worst:.3f} s at {a.size} characters (limit {LIMIT_S} s)")
+    return 0 if worst <= LIMIT_S else 1
+
+
+def ifeval_main(size: int) -> int:
+    """Per input the slowest IFEval instruction's check (strict and loose, as a worker does), the time of
+    `str.split` on the same text as the reference; exits 1 when one takes over 1 s."""
+    import json
+    import os
+
+    from reasoneval.ifeval_worker import check_items, init_checkers
+
+    init_checkers()
+    # each instruction with the arguments of its first use in the data set
+    examples: dict[str, tuple[str, dict[str, object]]] = {}
+    with open(Path(os.environ.get("REASONEVAL_DATA_DIR", ".")) / "ifeval.jsonl", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            for i, iid in enumerate(row["instruction_id_list"]):
+                examples.setdefault(iid, (row["prompt"], row["kwargs"][i]))
+    worst = 0.0
+    print(f"{'input':34} {'slowest instruction':45} {'s':>8} {'vs split':>9} {'over 1 s':>8}")
+    for in_name, make in INPUTS.items():
+        text = make(size)
+        ref = best_time(str.split, text, 3)
+        times = []
+        for iid, (prompt, kw) in examples.items():
+            t0 = time.perf_counter()
+            check_items([(prompt, [iid], [kw], text)])
+            times.append((time.perf_counter() - t0, iid))
+        times.sort(reverse=True)
+        over = sum(t > LIMIT_S for t, _ in times)
+        worst = max(worst, times[0][0])
+        print(f"{in_name:34} {times[0][1]:45} {times[0][0]:8.3f} {times[0][0] / max(ref, 1e-6):9.0f} {over:8d}",
+              flush=True)
+    print(f"\nslowest: {worst:.3f} s at {size} characters over {len(examples)} instructions (limit {LIMIT_S} s)")
     return 0 if worst <= LIMIT_S else 1
 
 

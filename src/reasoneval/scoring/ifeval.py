@@ -105,18 +105,21 @@ class CheckerPool:
             results = list(threads.map(self._run_chunk, chunks))
         return [checked for result in results for checked in result]
 
-    def _run_chunk(self, chunk: list[Item]) -> list[Checked] | list[None]:
+    def _run_chunk(self, chunk: list[Item]) -> list[Checked | None]:
         checker = self._idle.get()
         try:
             result = checker.run(chunk, self.timeout_s * len(chunk), self.start_s)
             if result is not None:
-                return result
+                return list(result)
             if len(chunk) == 1:
                 return [None]
             log.warning("ifeval: a chunk of %d responses ran past %.0f s; checking them one at a time",
                         len(chunk), self.timeout_s * len(chunk))
-            return [(one or [None])[0] for one in (checker.run([item], self.timeout_s, self.start_s)
-                                                  for item in chunk)]
+            out: list[Checked | None] = []
+            for item in chunk:
+                one = checker.run([item], self.timeout_s, self.start_s)
+                out.append(one[0] if one is not None else None)
+            return out
         finally:
             self._idle.put(checker)
 
