@@ -44,6 +44,86 @@ def init_checkers() -> None:
     tokenizer = _english_punkt()
     nltk.tokenize._get_punkt_tokenizer = lambda language="english": tokenizer
     instructions_util._get_sentence_tokenizer = lambda: tokenizer
+    _linear_checkers()
+
+
+def count_placeholders(text: str) -> int:
+    r"""len(re.findall(r"\[.*?\]", text)) in linear time (the regex rescans the rest of the line from every
+    unclosed `[`): once a `[` finds no `]` before the end of its line, no later `[` on that line does."""
+    count, pos = 0, 0
+    while True:
+        i = text.find("[", pos)
+        if i < 0:
+            return count
+        eol = text.find("\n", i + 1)
+        eol = len(text) if eol < 0 else eol
+        j = text.find("]", i + 1, eol)
+        if j >= 0:
+            count, pos = count + 1, j + 1
+        else:
+            pos = eol + 1
+
+
+def count_bullets(text: str) -> int:
+    r"""len(re.findall(r"^\s*\*[^\*].*$", text, flags=re.M)) + len(re.findall(r"^\s*-.*$", text, flags=re.M)) in
+    linear time (each regex rescans a run of blank lines from every line start in it): every line start inside
+    one whitespace run reaches the same first non-space character, so a run is looked at once."""
+    n = len(text)
+    total = 0
+    for bullet_re_star in (True, False):
+        pos = 0  # where findall searches from: the next line start at or after it
+        while pos <= n:
+            if pos == 0 or text[pos - 1] == "\n":
+                p = pos  # `^` matches here
+            else:
+                nl = text.find("\n", pos)
+                if nl < 0:
+                    break
+                p = nl + 1
+            q = p
+            while q < n and text[q].isspace():
+                q += 1
+            if bullet_re_star:
+                hit, rest = q + 1 < n and text[q] == "*" and text[q + 1] != "*", q + 2
+            else:
+                hit, rest = q < n and text[q] == "-", q + 1
+            if hit:
+                total += 1
+                e = text.find("\n", rest)
+                pos = n if e < 0 else e
+            else:
+                pos = q + 1  # line starts up to q reach the same q
+    return total
+
+
+def _linear_checkers() -> None:
+    """Google's checkers whose regexes are quadratic on degenerate text (seconds at 100 KB: docs/benchmarks.md),
+    given linear versions with the same result (tests/scoring/test_ifeval.py compares them on random strings)."""
+    import re
+
+    from if_verifiable.ifeval import instructions as ins
+
+    def placeholders(self: Any, value: str) -> bool:
+        return count_placeholders(value) >= self._num_placeholders
+
+    def bullets(self: Any, value: str) -> bool:
+        return count_bullets(value) == self._num_bullets
+
+    def postscript(self: Any, value: str) -> bool:
+        # r"\s*" + marker + r".*$" matches (findall non-empty) exactly where the marker alone does: `\s*` may be
+        # empty and `.*$` always matches; without the leading `\s*` no whitespace run is rescanned.
+        value = value.lower()
+        if self._postscript_marker == "P.P.S":
+            marker = r"p\.\s?p\.\s?s"
+        elif self._postscript_marker == "P.S.":
+            marker = r"p\.\s?s\."
+        else:
+            marker = self._postscript_marker.lower()
+        return re.search(marker, value, flags=re.MULTILINE) is not None
+
+    ins.PlaceholderChecker.check_following = placeholders
+    ins.BulletListChecker.check_following = bullets
+    ins.PostscriptChecker.check_following = postscript
 
 
 def answer_part(response: str) -> str:

@@ -141,14 +141,14 @@ def test_a_chunk_past_its_deadline_is_timed_out_and_the_worker_starts_again() ->
 def test_a_pathological_response_times_out_alone_not_with_its_chunk() -> None:
     from reasoneval.scoring.ifeval import CheckerPool
 
-    # if-verifiable's bullet-list checker (`^\s*\*[^\*].*$`, multiline) is quadratic on a run of blank lines
-    # between two words: seconds at 30 KB.
-    slow = ("List.", ["detectable_format:number_bullet_lists"], [{"num_bullets": 2}], "x\n" + "\n" * 30_000 + "x")
+    # Counting capital words (NLTK's word tokenizer, strict and 7 loose variants) takes about 1 s on 100 KB.
+    slow = ("Caps.", ["change_case:capital_word_frequency"], [{"capital_relation": "less than",
+                                                                "capital_frequency": 10}], "[BEGIN]\n[DONE]" * 7_000)
     fine = ("Say hi.", ["punctuation:no_comma"], [{}], "No commas here.")
-    pool = CheckerPool(workers=1, timeout_s=0.5)
+    pool = CheckerPool(workers=1, timeout_s=0.1)
     try:
         assert pool.check([fine]) == [[("punctuation:no_comma", True, True)]]  # the worker is started
-        # The chunk runs past 3 x 0.5 s; checked again one at a time, only the slow one times out.
+        # The chunk runs past 3 x 0.1 s; checked again one at a time, only the slow one times out.
         assert pool.check([fine, slow, fine]) == [[("punctuation:no_comma", True, True)], None,
                                                   [("punctuation:no_comma", True, True)]]
     finally:
@@ -235,3 +235,46 @@ def test_checkers_random_choices_are_seeded_so_rescoring_is_reproducible() -> No
     runs = [[s.correct for s in _score(problems, texts)] for _ in range(2)]
     assert runs[0] == runs[1]
     assert len(set(runs[0])) == 2  # the drawn thresholds split these responses (the test can see a change)
+
+
+def test_linear_checkers_equal_googles_regexes() -> None:
+    import random
+    import re
+
+    from if_verifiable.ifeval import instructions as ins
+
+    from reasoneval.ifeval_worker import count_bullets, count_placeholders, init_checkers
+
+    rng = random.Random(0)
+    alphabet = ["*", "**", "-", "\n", "\n\n", " ", "\t", "x", "[", "]", "\r", "\u00a0", "p.", "p", ".", "s.", "P.S."]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(14))) for _ in range(20_000)]
+    for t in texts:  # the checkers' own expressions (if_verifiable/ifeval/instructions.py)
+        assert count_bullets(t) == (len(re.findall(r"^\s*\*[^\*].*$", t, flags=re.MULTILINE))
+                                    + len(re.findall(r"^\s*-.*$", t, flags=re.MULTILINE))), repr(t)
+        assert count_placeholders(t) == len(re.findall(r"\[.*?\]", t)), repr(t)
+    init_checkers()  # installs the linear versions
+    patterns = {"P.S.": r"\s*p\.\s?s\..*$", "P.P.S": r"\s*p\.\s?p\.\s?s.*$", "Note:": r"\s*note:.*$"}
+    for marker, pattern in patterns.items():
+        checker = ins.PostscriptChecker("detectable_content:postscript")
+        checker.build_description(postscript_marker=marker)
+        for t in texts + [t.replace("p", "P") for t in texts[:2000]] + ["x\n note: y", "NOTE:"]:
+            assert checker.check_following(t) == bool(re.findall(pattern, t.lower(), flags=re.MULTILINE)), (marker, t)
+
+
+def test_bullets_placeholders_and_postscript_are_linear_on_degenerate_text() -> None:
+    import time
+
+    from if_verifiable.ifeval import instructions as ins
+
+    from reasoneval.ifeval_worker import init_checkers
+
+    init_checkers()
+    checks = [(ins.BulletListChecker, {"num_bullets": 2}, "x\n" + "\n" * 1_000_000 + "x"),
+              (ins.PlaceholderChecker, {"num_placeholders": 2}, "[" * 1_000_000),
+              (ins.PostscriptChecker, {"postscript_marker": "P.S."}, "def " + " " * 1_000_000)]
+    for cls, kwargs, text in checks:  # Google's regexes: 30-40 s each at 100 KB
+        checker = cls("x")
+        checker.build_description(**kwargs)
+        t0 = time.perf_counter()
+        checker.check_following(text)
+        assert time.perf_counter() - t0 < 1.0, cls.__name__
