@@ -13,9 +13,10 @@ The math grader's equivalence check (normalisation, LaTeX parsing) runs in worke
 per-item timeout (grading/pool.py): bounded in time, so it is not listed here; the math grader's harness-side
 steps are (extraction, `answer_key` for maj@k, `cheap_compare`).
 
-IFEval's checkers (if-verifiable's port of Google's, strict and loose) run in worker interpreters under a
-timeout, a pathological response timed out alone (scoring/ifeval.py). Some are quadratic; `--ifeval` times
-every instruction's checker on every input (in this process, at `--size`; 100 KB is already seconds):
+IFEval's checkers (if-verifiable's port of Google's, strict and loose, with linear versions of the three
+quadratic ones: ifeval_worker.py) run in worker interpreters under a timeout, a slow response timed out alone
+(scoring/ifeval.py). `--ifeval` times every instruction's checker on every input (in this process, at `--size`;
+NLTK's tokenizer takes seconds at 1 MB):
 
     PYTHONPATH=src python bench/pathological_outputs.py --ifeval --size 100000
 """
