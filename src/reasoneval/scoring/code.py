@@ -191,8 +191,12 @@ def judge(r: ProgramResult, marker: str, total: int) -> RunOutcome:
     passed: int | None = None
     lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
     if lines and lines[-1].startswith(marker + " "):
-        parts = lines[-1].split()
-        passed = int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+        # exactly `MARKER <passed> <total>` in ASCII digits: a non-ASCII digit ("²".isdigit()) or a 5,000-digit
+        # count (over int()'s limit) would otherwise raise here; anything else is no marker
+        parts = lines[-1].rstrip("\r").split(" ")
+        if (len(parts) == 3 and all(p.isascii() and p.isdigit() and len(p) <= 9 for p in parts[1:])
+                and int(parts[2]) == total):
+            passed = int(parts[1])
     if passed is None:
         return RunOutcome("exited_early" if r.status == "ok" else "failed", None, total, r.returncode, stderr)
     ok = r.status == "ok" and passed == total
