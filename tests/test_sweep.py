@@ -66,12 +66,20 @@ def _data(tmp_path: Path) -> Path:
     return d
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _sweep(jobs: Path, *args: str, wait: bool = True) -> Any:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "RAY_ADDRESS": ""}
     env.pop("RAY_ADDRESS")
     cmd = [sys.executable, "-m", "reasoneval", "sweep", str(jobs), "--num-gpus", "2", "--num-cpus", "2", *args]
     if not wait:
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # The test interrupts it with SIGINT: give it SIGINT's default disposition (Python then raises
+        # KeyboardInterrupt), as from a terminal. Started from a background job of a script (`pytest ... &`, CI)
+        # it would inherit SIGINT ignored, which reasoneval honours, and the interrupt would never arrive.
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                preexec_fn=_sigint_default)
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
 
 

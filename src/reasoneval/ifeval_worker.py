@@ -11,7 +11,9 @@ ask for, and its punkt_tab data is a separate download; the worker builds the sa
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import sys
 from typing import Any, Sequence
 
@@ -42,23 +44,150 @@ def init_checkers() -> None:
     tokenizer = _english_punkt()
     nltk.tokenize._get_punkt_tokenizer = lambda language="english": tokenizer
     instructions_util._get_sentence_tokenizer = lambda: tokenizer
+    _linear_checkers()
+
+
+def count_placeholders(text: str) -> int:
+    r"""len(re.findall(r"\[.*?\]", text)) in linear time (the regex rescans the rest of the line from every
+    unclosed `[`): once a `[` finds no `]` before the end of its line, no later `[` on that line does."""
+    count, pos = 0, 0
+    while True:
+        i = text.find("[", pos)
+        if i < 0:
+            return count
+        eol = text.find("\n", i + 1)
+        eol = len(text) if eol < 0 else eol
+        j = text.find("]", i + 1, eol)
+        if j >= 0:
+            count, pos = count + 1, j + 1
+        else:
+            pos = eol + 1
+
+
+def count_bullets(text: str) -> int:
+    r"""len(re.findall(r"^\s*\*[^\*].*$", text, flags=re.M)) + len(re.findall(r"^\s*-.*$", text, flags=re.M)) in
+    linear time (each regex rescans a run of blank lines from every line start in it): every line start inside
+    one whitespace run reaches the same first non-space character, so a run is looked at once."""
+    n = len(text)
+    total = 0
+    for bullet_re_star in (True, False):
+        pos = 0  # where findall searches from: the next line start at or after it
+        while pos <= n:
+            if pos == 0 or text[pos - 1] == "\n":
+                p = pos  # `^` matches here
+            else:
+                nl = text.find("\n", pos)
+                if nl < 0:
+                    break
+                p = nl + 1
+            q = p
+            while q < n and text[q].isspace():
+                q += 1
+            if bullet_re_star:
+                hit, rest = q + 1 < n and text[q] == "*" and text[q + 1] != "*", q + 2
+            else:
+                hit, rest = q < n and text[q] == "-", q + 1
+            if hit:
+                total += 1
+                e = text.find("\n", rest)
+                pos = n if e < 0 else e
+            else:
+                pos = q + 1  # line starts up to q reach the same q
+    return total
+
+
+def _linear_checkers() -> None:
+    """Google's checkers whose regexes are quadratic on degenerate text (seconds at 100 KB: docs/benchmarks.md),
+    given linear versions with the same result (tests/scoring/test_ifeval.py compares them on random strings)."""
+    import re
+
+    from if_verifiable.ifeval import instructions as ins
+
+    def placeholders(self: Any, value: str) -> bool:
+        return count_placeholders(value) >= self._num_placeholders
+
+    def bullets(self: Any, value: str) -> bool:
+        return count_bullets(value) == self._num_bullets
+
+    def postscript(self: Any, value: str) -> bool:
+        # r"\s*" + marker + r".*$" matches (findall non-empty) exactly where the marker alone does: `\s*` may be
+        # empty and `.*$` always matches; without the leading `\s*` no whitespace run is rescanned.
+        value = value.lower()
+        if self._postscript_marker == "P.P.S":
+            marker = r"p\.\s?p\.\s?s"
+        elif self._postscript_marker == "P.S.":
+            marker = r"p\.\s?s\."
+        else:
+            marker = self._postscript_marker.lower()
+        return re.search(marker, value, flags=re.MULTILINE) is not None
+
+    ins.PlaceholderChecker.check_following = placeholders
+    ins.BulletListChecker.check_following = bullets
+    ins.PostscriptChecker.check_following = postscript
+
+
+def answer_part(response: str) -> str:
+    """What a reasoning model answered: the text after the last `</think>` ("" when it was cut off inside its
+    reasoning), as given -- not stripped: Google's loose rule drops the first / last line of the response itself."""
+    close = response.rfind("</think>")
+    if close >= 0:
+        return response[close + len("</think>"):]
+    return "" if response.lstrip().startswith("<think>") else response
+
+
+def loose_variants(response: str) -> list[str]:
+    """Google's `test_instruction_following_loose` (instruction_following_eval/evaluation_lib.py): the response,
+    without `*`, without its first line, last line or both (of the response as given, then stripped), and those
+    without `*`, in Google's order. (if-verifiable strips the response first, so a response starting with a blank
+    line loses its first real line: more lenient than Google's definition.)"""
+    lines = response.split("\n")
+    first, last, both = ("\n".join(lines[1:]).strip(), "\n".join(lines[:-1]).strip(),
+                         "\n".join(lines[1:-1]).strip())
+    return [response, response.replace("*", ""), first, last, both,
+            first.replace("*", ""), last.replace("*", ""), both.replace("*", "")]
+
+
+def checker_seed(prompt: str, index: int, instruction_id: str) -> int:
+    """The seed of `random` while an instruction's checker is built: checkers draw the arguments a prompt does
+    not give (if-verifiable's build_description calls `random`), so re-scoring a sample gives the same verdict."""
+    digest = hashlib.sha256(json.dumps([prompt, index, instruction_id]).encode("utf-8", "replace")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def _follows(checker: Any, text: str) -> bool:
+    try:
+        return bool(text.strip() and checker.check_following(text))
+    except Exception:  # a checker failing on odd text (e.g. language detection on symbols): not followed
+        return False
 
 
 def check_items(items: Sequence[Item]) -> list[Checked]:
-    """Runs in a worker: each item's instructions checked strictly and loosely."""
-    from if_verifiable.common import evaluate_instructions
+    """Runs in a worker: each item's instructions checked strictly and loosely, as Google's evaluation_lib does
+    (strict: the response as given; loose: any of `loose_variants`)."""
     from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
 
     out: list[Checked] = []
     for prompt, ids, kwargs, response in items:
-        results, _ = evaluate_instructions(response=response, instruction_id_list=ids, kwargs_list=kwargs,
-                                           prompt=prompt, instruction_registry=INSTRUCTION_DICT)
-        got = {i: r for i, r in enumerate(results)}
-        if len(results) != len(ids):
-            # an empty response checks nothing: every instruction counts as not followed
-            got = {}
-        out.append([(iid, bool(got[i].strict_pass), bool(got[i].loose_pass)) if i in got else (iid, False, False)
-                    for i, iid in enumerate(ids)])
+        response = answer_part(response)
+        variants = loose_variants(response)
+        checked: Checked = []
+        for index, iid in enumerate(ids):
+            cls = INSTRUCTION_DICT.get(iid)
+            if cls is None:  # an instruction this registry does not know: not followed
+                checked.append((iid, False, False))
+                continue
+            random.seed(checker_seed(prompt, index, iid))
+            checker = cls(iid)
+            # the Hub's copy fills unused arguments with nulls: drop them (as if-verifiable does)
+            checker.build_description(**{k: v for k, v in (kwargs[index] if index < len(kwargs) else {}).items()
+                                         if v is not None})
+            args = checker.get_instruction_args()
+            if args and "prompt" in args:
+                checker.build_description(prompt=prompt)
+            strict = _follows(checker, response)
+            loose = strict or any(_follows(checker, v) for v in variants[1:])
+            checked.append((iid, strict, loose))
+        out.append(checked)
     return out
 
 

@@ -330,6 +330,9 @@ SCRIPT = textwrap.dedent("""
     # As started from a terminal: a test run under nohup would hand down SIGHUP ignored, which
     # reasoneval honours (it installs no SIGHUP handler then), so SIGHUP would not stop it.
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    # Likewise SIGINT: a background job of a non-interactive shell (`pytest ... &` in a script, CI) starts with
+    # SIGINT ignored, which reasoneval also honours; a terminal's foreground process gets KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from reasoneval.engines.launch import Options, create
     from reasoneval.engines.base import CommonOptions
 

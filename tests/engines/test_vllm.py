@@ -288,10 +288,13 @@ class TestEngine:
 def _cli(args: list[str], out: Path) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(SRC)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    # Its own session: the test can signal the run and everything it started as one group.
+    # Its own session: the test can signal the run and everything it started as one group. SIGINT's default
+    # disposition: started from a background job (SIGINT ignored, which reasoneval honours) the test's Ctrl-C
+    # would never arrive.
     return subprocess.Popen([sys.executable, "-m", "reasoneval.cli", "run", *args, "--output-dir", str(out),
                              "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _finish(proc: subprocess.Popen[str], timeout: float = 600) -> str:

@@ -160,3 +160,20 @@ def test_completions_api_gets_the_mbpp_three_shot_prompt_and_its_done_stop(mbpp:
     assert req.prompt.endswith(mbpp[0].payload["test_list"][-1] + "\n[BEGIN]\n")
     (chat,) = plan([task], n=1, seed=0, sampling=SamplingParams(), api="chat", prompt=PromptConfig()).requests
     assert chat.params.stop == () and chat.messages is not None and "[BEGIN]" not in chat.messages[-1]["content"]
+
+
+def test_marker_lines_of_any_other_shape_are_no_marker_not_a_crash() -> None:
+    from reasoneval.sandbox.run import ProgramResult
+    from reasoneval.scoring.code import judge
+
+    m = "__reasoneval_done_x__"
+
+    def outcome(stdout: str) -> tuple[str, int | None]:
+        r = judge(ProgramResult("ok", 0, stdout, "", 0.1), m, 3)
+        return r.result, r.tests_passed
+
+    assert outcome(f"hi\n{m} 3 3\n") == ("passed", 3)
+    assert outcome(f"{m} 2 3\n") == ("failed", 2)
+    for bad in ("\u0663 3", "\u00b2 3", "3 \u00b3", "1" * 5000 + " 3", "3 " + "1" * 5000, "3 4", "+3 3", "3  3",
+                "3 3 3", "-1 3", "3"):
+        assert outcome(f"{m} {bad}\n") == ("exited_early", None), bad

@@ -130,12 +130,29 @@ def test_a_chunk_past_its_deadline_is_timed_out_and_the_worker_starts_again() ->
     checker = _Checker()
     try:
         # The worker cannot even import its checkers in 10 ms: the chunk times out and the worker is killed.
-        assert checker.run([item], timeout_s=0.01) is None
+        assert checker.run([item], timeout_s=0.01, start_s=0) is None
         assert checker.proc is None
         # The next chunk gets a fresh worker.
         assert checker.run([item, item], timeout_s=60) == [[("punctuation:no_comma", True, True)]] * 2
     finally:
         checker.close()
+
+
+def test_a_pathological_response_times_out_alone_not_with_its_chunk() -> None:
+    from reasoneval.scoring.ifeval import CheckerPool
+
+    # Counting capital words (NLTK's word tokenizer, strict and 7 loose variants) takes about 1 s on 100 KB.
+    slow = ("Caps.", ["change_case:capital_word_frequency"], [{"capital_relation": "less than",
+                                                                "capital_frequency": 10}], "[BEGIN]\n[DONE]" * 7_000)
+    fine = ("Say hi.", ["punctuation:no_comma"], [{}], "No commas here.")
+    pool = CheckerPool(workers=1, timeout_s=0.1)
+    try:
+        assert pool.check([fine]) == [[("punctuation:no_comma", True, True)]]  # the worker is started
+        # The chunk runs past 3 x 0.1 s; checked again one at a time, only the slow one times out.
+        assert pool.check([fine, slow, fine]) == [[("punctuation:no_comma", True, True)], None,
+                                                  [("punctuation:no_comma", True, True)]]
+    finally:
+        pool.close()
 
 
 def test_scoring_ifeval_from_a_script_without_a_main_guard(tmp_path: Path) -> None:
@@ -157,3 +174,107 @@ def test_scoring_ifeval_from_a_script_without_a_main_guard(tmp_path: Path) -> No
                           env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src")))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "CORRECT True" in proc.stdout
+
+
+def _google_loose(prompt: str, iid: str, kwargs: dict, response: str) -> bool:
+    """Google's loose verdict for one instruction (instruction_following_eval/evaluation_lib.py,
+    test_instruction_following_loose), restated: the response split on "\\n" as given, first / last / both
+    lines dropped and then stripped, each also without `*`; followed when any non-blank variant passes."""
+    from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
+
+    lines = response.split("\n")
+    drops = ["\n".join(lines[1:]).strip(), "\n".join(lines[:-1]).strip(), "\n".join(lines[1:-1]).strip()]
+    variants = [response, response.replace("*", ""), *drops, *(d.replace("*", "") for d in drops)]
+    checker = INSTRUCTION_DICT[iid](iid)
+    checker.build_description(**kwargs)
+    if checker.get_instruction_args() and "prompt" in checker.get_instruction_args():
+        checker.build_description(prompt=prompt)
+    return any(v.strip() and checker.check_following(v) for v in variants)
+
+
+# Responses with leading / trailing blank lines (reasoning models' answers often start with "\n\n").
+BLANK_EDGES = [
+    ("punctuation:no_comma", {}, "\nIntro line, with a comma\nthe rest has none"),
+    ("punctuation:no_comma", {}, "\n\nIntro line, with a comma\nthe rest has none\n"),
+    ("punctuation:no_comma", {}, "the first part has none\nthe last line, with a comma\n"),
+    ("punctuation:no_comma", {}, "Intro, with a comma\nthe rest has none"),
+    ("startend:quotation", {}, '\n\nHere it is:\n"Wrapped in quotes."'),
+    ("startend:quotation", {}, 'Here it is:\n"Wrapped in quotes."\n\n'),
+    ("startend:quotation", {}, '\nHere it is:\n"Wrapped in quotes."\nHope that helps\n'),
+    ("detectable_format:title", {}, "\n<<A Title>>\nBody."),
+    ("change_case:english_lowercase", {}, "\nSure! Here:\nall lowercase here\n"),
+    ("change_case:english_lowercase", {}, "Sure! Here:\nall lowercase here\nBye!"),
+    ("startend:end_checker", {"end_phrase": "Any other questions?"}, "Done. Any other questions?\n\nP.S. bye\n"),
+]
+
+
+def test_loose_drops_the_first_and_last_line_of_the_response_as_given_like_google() -> None:
+    pytest.importorskip("if_verifiable")
+    problems = [_problem(iid, kwargs) for iid, kwargs, _ in BLANK_EDGES]
+    scores = _score(problems, [r for _, _, r in BLANK_EDGES])
+    ours = [s.details["instructions"][0]["loose"] for s in scores]
+    google = [_google_loose("Say hi.", iid, kwargs, r) for iid, kwargs, r in BLANK_EDGES]
+    assert ours == google
+    # a leading blank line is the line Google drops, so the comma line stays in every variant (if-verifiable
+    # strips first and drops the comma line: followed); without the blank line the comma line is dropped
+    assert ours[0] is False and ours[1] is False and ours[3] is True
+
+
+def test_reasoning_is_dropped_but_the_answer_is_not_stripped() -> None:
+    p = _problem("punctuation:no_comma", {})
+    (s,) = _score([p], ["<think>so, hmm, commas</think>\nIntro, with a comma\nthe rest has none"])
+    assert s.details["instructions"][0] == {"id": "punctuation:no_comma", "strict": False, "loose": False}
+
+
+def test_checkers_random_choices_are_seeded_so_rescoring_is_reproducible() -> None:
+    # No arguments: the checker draws its word count and relation with `random`. Each run in a fresh worker
+    # process (its own random state) must give the same verdicts.
+    pytest.importorskip("if_verifiable")
+    problems = [_problem("length_constraints:number_words", {}, prompt=f"Write {i} words.") for i in range(24)]
+    texts = [" ".join(["word"] * (25 * i)) for i in range(24)]
+    runs = [[s.correct for s in _score(problems, texts)] for _ in range(2)]
+    assert runs[0] == runs[1]
+    assert len(set(runs[0])) == 2  # the drawn thresholds split these responses (the test can see a change)
+
+
+def test_linear_checkers_equal_googles_regexes() -> None:
+    import random
+    import re
+
+    from if_verifiable.ifeval import instructions as ins
+
+    from reasoneval.ifeval_worker import count_bullets, count_placeholders, init_checkers
+
+    rng = random.Random(0)
+    alphabet = ["*", "**", "-", "\n", "\n\n", " ", "\t", "x", "[", "]", "\r", "\u00a0", "p.", "p", ".", "s.", "P.S."]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(14))) for _ in range(20_000)]
+    for t in texts:  # the checkers' own expressions (if_verifiable/ifeval/instructions.py)
+        assert count_bullets(t) == (len(re.findall(r"^\s*\*[^\*].*$", t, flags=re.MULTILINE))
+                                    + len(re.findall(r"^\s*-.*$", t, flags=re.MULTILINE))), repr(t)
+        assert count_placeholders(t) == len(re.findall(r"\[.*?\]", t)), repr(t)
+    init_checkers()  # installs the linear versions
+    patterns = {"P.S.": r"\s*p\.\s?s\..*$", "P.P.S": r"\s*p\.\s?p\.\s?s.*$", "Note:": r"\s*note:.*$"}
+    for marker, pattern in patterns.items():
+        checker = ins.PostscriptChecker("detectable_content:postscript")
+        checker.build_description(postscript_marker=marker)
+        for t in texts + [t.replace("p", "P") for t in texts[:2000]] + ["x\n note: y", "NOTE:"]:
+            assert checker.check_following(t) == bool(re.findall(pattern, t.lower(), flags=re.MULTILINE)), (marker, t)
+
+
+def test_bullets_placeholders_and_postscript_are_linear_on_degenerate_text() -> None:
+    import time
+
+    from if_verifiable.ifeval import instructions as ins
+
+    from reasoneval.ifeval_worker import init_checkers
+
+    init_checkers()
+    checks = [(ins.BulletListChecker, {"num_bullets": 2}, "x\n" + "\n" * 1_000_000 + "x"),
+              (ins.PlaceholderChecker, {"num_placeholders": 2}, "[" * 1_000_000),
+              (ins.PostscriptChecker, {"postscript_marker": "P.S."}, "def " + " " * 1_000_000)]
+    for cls, kwargs, text in checks:  # Google's regexes: 30-40 s each at 100 KB
+        checker = cls("x")
+        checker.build_description(**kwargs)
+        t0 = time.perf_counter()
+        checker.check_following(text)
+        assert time.perf_counter() - t0 < 1.0, cls.__name__

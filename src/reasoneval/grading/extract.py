@@ -76,31 +76,35 @@ def has_answer_phrase(text: str, kind: str = "math") -> bool:
     return _ANSWER_PHRASE_RE.search(text) is not None
 
 
-def boxed_contents(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, content) of every complete \\boxed{...} / \\fbox{...}, nested braces allowed."""
-    out: list[tuple[int, int, str]] = []
-    pos = 0
-    while True:
-        m = _BOX_RE.search(text, pos)
-        if m is None:
-            return out
-        depth = 1
-        i = m.end()
-        n = len(text)
-        while i < n and depth:
-            c = text[i]
-            if c == "\\" and i + 1 < n and text[i + 1] in "{}":
-                i += 2
-                continue
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-            i += 1
-        if depth:  # unclosed: later boxes would be nested inside it, so none of them is complete either
-            return out
-        out.append((m.start(), i, text[m.end():i - 1]))
-        pos = m.end()  # nested boxes are found too; the outermost last one wins below
+_BRACE_RE = re.compile(r"\\[{}]|[{}]")  # a brace, or an escaped one (\\{, \\}: not a brace)
+
+
+def boxed_spans(text: str) -> list[tuple[int, int, int]]:
+    """(start, end, content start) of every complete \\boxed{...} / \\fbox{...}, nested braces allowed, in
+    order of start; the content is text[content start:end - 1].
+
+    One pass with a stack of open braces (a box's own brace marks its box), and no copies of contents, so
+    nested or unclosed boxes cost linear time (scanning each box to its end on its own, and copying each
+    content, was quadratic on `\\boxed{` repeated and nested). An unclosed box ends the list: boxes starting
+    after it would be nested inside it, so none of them counts.
+    """
+    starts = {m.end() - 1: m.start() for m in _BOX_RE.finditer(text)}  # a box's opening brace -> its start
+    if not starts:
+        return []
+    found: list[tuple[int, int, int]] = []
+    stack: list[int] = []  # positions of open braces
+    for m in _BRACE_RE.finditer(text, min(starts)):
+        c = m[0]
+        if c == "{":
+            stack.append(m.start())
+        elif c == "}" and stack:
+            o = stack.pop()
+            if o in starts:
+                end = m.end()
+                found.append((starts[o], end, o + 1))
+    unclosed = min((starts[o] for o in stack if o in starts), default=None)
+    found.sort()
+    return [b for b in found if unclosed is None or b[0] < unclosed]
 
 
 def last_boxed(text: str) -> str | None:
@@ -109,30 +113,38 @@ def last_boxed(text: str) -> str | None:
     return _last_boxed(text)
 
 
-def _last_boxed(text: str, boxes: list[tuple[int, int, str]] | None = None) -> str | None:
+def _last_boxed(text: str, boxes: list[tuple[int, int, int]] | None = None) -> str | None:
     if boxes is None:
-        boxes = boxed_contents(text)
+        boxes = boxed_spans(text)
     if not boxes:
         return None
     # Drop boxes nested inside another box: the outer one is the answer.
-    outer: list[tuple[int, int, str]] = []
+    outer: list[tuple[int, int, int]] = []
     for b in boxes:
         if outer and b[0] < outer[-1][1]:
             continue
         outer.append(b)
-    group = [outer[-1]]
+    group = [outer[-1]]  # from the last box backwards
     for prev in reversed(outer[:-1]):
-        if not _joinable_gap(text[prev[1]:group[0][0]]):
+        if not _joinable_gap(text[prev[1]:group[-1][0]]):
             break
-        group.insert(0, prev)
-    return ", ".join(b[2].strip() for b in group)
+        group.append(prev)
+    return ", ".join(text[b[2]:b[1] - 1].strip() for b in reversed(group))
+
+
+_SENTENCE_END_RE = re.compile(r"[.;:!?。](?:\s|\$|$)")
+_GAP_WORD_RE = re.compile(r"[^\W\d_]+")
 
 
 def _joinable_gap(gap: str) -> bool:
     """Two boxes separated by only connectors ("and", commas, \\quad, at most one other word) are one answer."""
-    if len(gap) > 60 or "\n\n" in gap or re.search(r"[.;:!?。](?:\s|\$|$)", gap):
+    if len(gap) > 60 or "\n\n" in gap:
+        return False
+    if not gap.strip(" ,\t\n"):
+        return True  # (the common case, decided without the regexes: a response may hold 100k boxes)
+    if _SENTENCE_END_RE.search(gap):
         return False  # a sentence ends between them: separate statements
-    words = re.findall(r"[^\W\d_]+", gap)
+    words = _GAP_WORD_RE.findall(gap)
     others = [w for w in words if w.lower() not in _JOIN_WORDS and len(w) > 1]
     return len(others) <= 1
 
@@ -219,7 +231,7 @@ def _is_strong_phrase(m: re.Match[str], text: str) -> bool:
 
 
 def _extract_math(text: str, truncated: bool = False) -> str | None:
-    boxes = boxed_contents(text)
+    boxes = boxed_spans(text)
     last_box_end = max((b[1] for b in boxes), default=-1)
     # Answer phrases are searched after the last box and within the last PHRASE_WINDOW characters: a final
     # answer is stated at the end, and scanning all of a 20k-character response dominates grading time.
@@ -256,18 +268,22 @@ def _extract_math(text: str, truncated: bool = False) -> str | None:
 # Choice letters: A-Z (a data file may have up to 26 options). In the case-insensitive phrase patterns the
 # letter itself stays case-sensitive (A-Z; a-j only in parentheses), so "the answer is a number" is no choice.
 CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_LETTER = r"\(?\s*\**((?-i:[A-Z])|(?<=\()(?-i:[a-j])(?=\)))\**\s*\)?"
+# (Blanks before the letter are the preceding pattern's own trailing \s* / \s+; a second \s* here, "\(?\s*", made
+# the split of a blank run ambiguous: quadratic on "answer" followed by a million spaces.)
+_LETTER = r"(?:\(\s*)?\**((?-i:[A-Z])|(?<=\()(?-i:[a-j])(?=\)))\**\s*\)?"
 _CHOICE_PHRASE_RE = re.compile(
     r"(?:answer|option|choice|réponse|respuesta|antwort|risposta|resposta|ответ|答案|选项|答|उत्तर|الإجابة)"
     r"(?:\s+(?:is|est|es|ist|è|é|would\s+be|should\s+be|must\s+be))?\s*(?:[:：是为]\s*)?"
-    r"(?:(?:for\s+sure|definitely|clearly|probably|therefore|likely|option|choice)\s*,?\s*)*"
+    # (at most 8 filler words, each with one optional comma: an unbounded, ambiguous loop here was quadratic
+    # on "option option option ..." and exponential in the blanks between them)
+    r"(?:(?:for\s+sure|definitely|clearly|probably|therefore|likely|option|choice)(?:\s*,)?\s*){0,8}"
     + _LETTER + r"(?![A-Za-z])",
     re.IGNORECASE,
 )
 _CHOICE_IT_IS_RE = re.compile(r"\b(?:it'?s|it\s+is|choose|pick|select|go\s+with)\s+" + _LETTER + r"(?![A-Za-z])")
 # A leading letter: "D. it can't be", "B。不是 A", "(C) Cecile", "C Cecile" -- but not the word "I am".
-_CHOICE_LEADING_RE = re.compile(
-    r"^\s*[\(\[]?\s*\**([A-Z])\**\s*(?:[\)\]\.:。．、,，]|$|(?=[^\sA-Za-z])|\s+(?=[A-Z\n]))"
+_CHOICE_LEADING_RE = re.compile(  # (one \s* when there is no bracket: two in a row were quadratic on blank runs)
+    r"^\s*(?:[\(\[]\s*)?\**([A-Z])\**\s*(?:[\)\]\.:。．、,，]|$|(?=[^\sA-Za-z])|\s+(?=[A-Z\n]))"
 )
 
 

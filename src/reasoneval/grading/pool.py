@@ -418,7 +418,10 @@ class GradingPool:
                 if a is None:
                     idx.append(None)
                     continue
-                k = _choice_letter(a) or a if kind == "choice" else answer_key(a)
+                # (an answer too long to normalise is keyed by its text, as equivalent_many compares it: the
+                # normaliser's regexes are not all linear, and this runs in the harness process)
+                k = (_choice_letter(a) or a if kind == "choice" else
+                     answer_key(a) if len(a) <= self.max_symbolic_chars else a.strip())
                 if k not in rep_of:
                     rep_of[k] = len(reps)
                     reps.append(a if kind != "choice" else k)

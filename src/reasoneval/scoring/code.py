@@ -31,13 +31,43 @@ CODE_RUNS_FILE = "code_runs.jsonl"
 STDERR_EXCERPT = 1200
 HUMANEVAL_STOPS = ("\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint(")
 
-_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:\n?```|\Z)", re.DOTALL)
+# A fence's info string: the language word after the backticks (```python, ``` py3, ```c++ ...).
+_FENCE_LANG = re.compile(r"[ \t]*([\w+#.-]*)")
 _PY_LANGS = {"", "python", "py", "python3", "py3"}
 
 
 def strip_reasoning(text: str) -> str:
     """The answer part of a response: what follows the last `</think>` (reasoning is not code)."""
     return text.rsplit("</think>", 1)[1] if "</think>" in text else text
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, body) of each ``` fenced block, in order; an unclosed last fence runs to the end.
+
+    A fence opens at ``` followed by an info string and a newline, and closes at the next ``` (a newline
+    before it is not part of the body). Plain `str.find` scans, each character looked at a bounded number
+    of times, so a degenerate response (a million backticks on one line, a fence of blank lines) costs
+    linear time; the regex this replaces rescanned the rest of the line from every ```.
+    """
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while True:
+        start = text.find("```", pos)
+        if start < 0:
+            return out
+        eol = text.find("\n", start + 3)
+        if eol < 0:  # no newline after any later ``` either: no more blocks
+            return out
+        lang_m = _FENCE_LANG.match(text, start + 3, eol)
+        lang = lang_m.group(1) if lang_m else ""
+        body_start = eol + 1
+        close = text.find("```", body_start)
+        if close < 0:
+            out.append((lang, text[body_start:]))
+            return out
+        body_end = close - 1 if close > body_start and text[close - 1] == "\n" else close
+        out.append((lang, text[body_start:body_end]))
+        pos = close + 3
 
 
 def extract_code(text: str, entry_point: str | None = None) -> tuple[str, bool]:
@@ -48,14 +78,14 @@ def extract_code(text: str, entry_point: str | None = None) -> tuple[str, bool]:
     fence, the text itself up to MBPP's `[DONE]` (and after a leading `[BEGIN]`).
     """
     text = strip_reasoning(text).split("[DONE]", 1)[0]
-    blocks = [m.group(2) for m in _FENCE.finditer(text) if m.group(1).lower() in _PY_LANGS]
+    blocks = [body for lang, body in fenced_blocks(text) if lang.lower() in _PY_LANGS]
     if blocks:
         if entry_point:
             for b in blocks:
-                if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", b, re.MULTILINE):
+                if _defines(b, entry_point):
                     return b, True
         for b in blocks:
-            if re.search(r"^\s*def\s+\w+\s*\(", b, re.MULTILINE):
+            if _DEFINES_ANY.search(b):
                 return b, True
         return blocks[0], True
     text = text.strip("\n")
@@ -69,8 +99,13 @@ def _truncate_at_stops(text: str, stops: Sequence[str]) -> str:
     return text[:cut]
 
 
+# A line defining a function. Leading blanks are [^\S\n]* (not \s*, which also crosses newlines and made the
+# search quadratic on runs of blank lines); a def after blank lines still matches, at its own line.
+_DEFINES_ANY = re.compile(r"^[^\S\n]*def\s+\w+\s*\(", re.MULTILINE)
+
+
 def _defines(code: str, name: str) -> bool:
-    return re.search(rf"^\s*def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None
+    return re.search(rf"^[^\S\n]*def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None
 
 
 @dataclass(frozen=True)
@@ -156,8 +191,12 @@ def judge(r: ProgramResult, marker: str, total: int) -> RunOutcome:
     passed: int | None = None
     lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
     if lines and lines[-1].startswith(marker + " "):
-        parts = lines[-1].split()
-        passed = int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+        # exactly `MARKER <passed> <total>` in ASCII digits: a non-ASCII digit ("²".isdigit()) or a 5,000-digit
+        # count (over int()'s limit) would otherwise raise here; anything else is no marker
+        parts = lines[-1].rstrip("\r").split(" ")
+        if (len(parts) == 3 and all(p.isascii() and p.isdigit() and len(p) <= 9 for p in parts[1:])
+                and int(parts[2]) == total):
+            passed = int(parts[1])
     if passed is None:
         return RunOutcome("exited_early" if r.status == "ok" else "failed", None, total, r.returncode, stderr)
     ok = r.status == "ok" and passed == total

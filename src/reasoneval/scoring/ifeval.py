@@ -30,7 +30,7 @@ from .base import SCORERS, Score, ScoringContext
 
 log = logging.getLogger("reasoneval")
 
-IFEVAL_SCORER_VERSION = "1"
+IFEVAL_SCORER_VERSION = "2"  # 2: Google's loose rule on the response as given; seeded checkers
 _CHUNK = 32
 
 
@@ -50,9 +50,11 @@ class _Checker:
     def __init__(self) -> None:
         self.proc: subprocess.Popen[str] | None = None
 
-    def run(self, chunk: list[Item], timeout_s: float) -> list[Checked] | None:
-        """The chunk's checked instructions; None when it ran past timeout_s (the worker is killed)."""
+    def run(self, chunk: list[Item], timeout_s: float, start_s: float = 30.0) -> list[Checked] | None:
+        """The chunk's checked instructions; None when it ran past timeout_s (the worker is killed). A worker
+        that must be started first has start_s more (about 3 s of imports on 2 cores)."""
         if self.proc is None or self.proc.poll() is not None:
+            timeout_s += start_s
             self.proc = subprocess.Popen([sys.executable, "-m", "reasoneval.ifeval_worker"], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                          env=worker_env(), start_new_session=True)
@@ -83,11 +85,14 @@ class _Checker:
 class CheckerPool:
     """Checks chunks of items in `workers` worker interpreters (reasoneval.workers: fresh interpreters, not
     multiprocessing children); a chunk that runs past its time is marked timed out (its items None) and
-    its worker killed and started again for the next chunk."""
+    its worker killed, and its items are checked again one at a time, each under timeout_s, so that one
+    pathological response (some of if-verifiable's checkers are quadratic: docs/benchmarks.md) times out alone,
+    not with the 31 responses that shared its chunk."""
 
-    def __init__(self, workers: int | None, timeout_s: float) -> None:
+    def __init__(self, workers: int | None, timeout_s: float, start_s: float = 30.0) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.timeout_s = timeout_s
+        self.start_s = start_s
         self._idle: queue.SimpleQueue[_Checker] = queue.SimpleQueue()
         self._checkers = [_Checker() for _ in range(self.workers)]
         for checker in self._checkers:
@@ -100,14 +105,23 @@ class CheckerPool:
             results = list(threads.map(self._run_chunk, chunks))
         return [checked for result in results for checked in result]
 
-    def _run_chunk(self, chunk: list[Item]) -> list[Checked] | list[None]:
+    def _run_chunk(self, chunk: list[Item]) -> list[Checked | None]:
         checker = self._idle.get()
         try:
-            # A worker's start-up (about 3 s of imports on 2 cores) falls in the first chunk's allowance.
-            result = checker.run(chunk, 30 + self.timeout_s * len(chunk))
+            result = checker.run(chunk, self.timeout_s * len(chunk), self.start_s)
+            if result is not None:
+                return list(result)
+            if len(chunk) == 1:
+                return [None]
+            log.warning("ifeval: a chunk of %d responses ran past %.0f s; checking them one at a time",
+                        len(chunk), self.timeout_s * len(chunk))
+            out: list[Checked | None] = []
+            for item in chunk:
+                one = checker.run([item], self.timeout_s, self.start_s)
+                out.append(one[0] if one is not None else None)
+            return out
         finally:
             self._idle.put(checker)
-        return result if result is not None else [None] * len(chunk)
 
     def close(self) -> None:
         for checker in self._checkers:

@@ -64,10 +64,16 @@ def regex_filter(text: str, pattern: re.Pattern[str], group_select: int = 0) -> 
 
 
 def gsm8k_normalize(s: str) -> str:
-    """lm-eval gsm8k exact_match's view of a string: regexes_to_ignore deleted, lower case."""
-    for r in GSM8K_IGNORE:
-        s = re.sub(r, "", s)
-    return s.lower()
+    """lm-eval gsm8k exact_match's view of a string: regexes_to_ignore (GSM8K_IGNORE) deleted, lower case.
+
+    Same result as re.sub of each pattern in turn; `(?s).*#### ` is done as "cut up to the last '#### '",
+    which is what it matches (from the start, greedy), because the regex retries `.*` from every position
+    when there is no '#### ': quadratic on a long answer."""
+    s = s.replace(",", "").replace("$", "")
+    cut = s.rfind("#### ")
+    if cut >= 0:
+        s = s[cut + len("#### "):]
+    return re.sub(r"\.$", "", s).lower()
 
 
 def string_match_scores(problems: Sequence[Problem], samples: Sequence[SampleRecord],
@@ -137,35 +143,150 @@ REMOVED_EXPRESSIONS = [
     "\\dots",
 ]
 
+# lm-eval removes each alpha expression in turn with re.sub(rf"(?<!\\)\b{expr}\b", "", s); removing a whole
+# word between non-word characters never makes another one match or stop matching, so one pass with all of
+# them is the same (and a 1 MB answer takes one regex pass instead of 27).
+_REMOVED_WORDS_RE = re.compile(r"(?<!\\)\b(?:" + "|".join(e for e in REMOVED_EXPRESSIONS if e.isalpha()) + r")\b")
+
 
 def normalize_final_answer(final_answer: str) -> str:
     """lm_eval/tasks/minerva_math/utils.py normalize_final_answer, unchanged in behaviour."""
     final_answer = final_answer.split("=")[-1]
-    for expr in REMOVED_EXPRESSIONS:
-        if expr.isalpha():
-            final_answer = re.sub(rf"(?<!\\)\b{expr}\b", "", final_answer)
+    final_answer = _REMOVED_WORDS_RE.sub("", final_answer)
     for before, after in SUBSTITUTIONS:
         final_answer = final_answer.replace(before, after)
     for expr in REMOVED_EXPRESSIONS:
         if expr.isalpha():
+            if expr not in final_answer:  # (nothing to remove: skip a split of a long answer)
+                continue
             segments = re.split(r"(\\[a-zA-Z]+)", final_answer)
             for i in range(0, len(segments), 2):
                 segments[i] = segments[i].replace(expr, "")
             final_answer = "".join(segments)
         else:
             final_answer = final_answer.replace(expr, "")
-    final_answer = re.sub(r"(.*?)(\$)(.*?)(\$)(.*)", "$\\3$", final_answer)
-    final_answer = re.sub(r"(\\text\{)(.*?)(\})", "\\2", final_answer)
-    final_answer = re.sub(r"(\\textbf\{)(.*?)(\})", "\\2", final_answer)
-    final_answer = re.sub(r"(\\overline\{)(.*?)(\})", "\\2", final_answer)
-    final_answer = re.sub(r"(\\boxed\{)(.*)(\})", "\\2", final_answer)
+    final_answer = _first_dollar_pair_per_line(final_answer)
+    final_answer = _unwrap_lazy(final_answer, "\\text{")
+    final_answer = _unwrap_lazy(final_answer, "\\textbf{")
+    final_answer = _unwrap_lazy(final_answer, "\\overline{")
+    final_answer = _unwrap_boxed_greedy(final_answer)
     final_answer = re.sub(r"(frac)([^{])(.)", "frac{\\2}{\\3}", final_answer)
-    final_answer = re.sub(r"(sqrt)(\[[^\]]*\])(\w)", "\\1\\2{\\3}", final_answer)
+    final_answer = _brace_sqrt_index(final_answer)
     final_answer = re.sub(r"(sqrt)(?!\[)([^{])", "sqrt{\\2}", final_answer)
     final_answer = final_answer.replace("$", "")
     if re.fullmatch(r"-?\d{1,3}(,\d{3})+", final_answer):
         final_answer = final_answer.replace(",", "")
     return final_answer
+
+
+# lm-eval's normalize_final_answer uses regexes that retry a scan to the end of the line from every position
+# (`(.*?)(\$)(.*?)(\$)(.*)` on a line without two $, `(\\text\{)(.*?)(\})` with no closing brace, ...):
+# quadratic on a long answer, in the harness process. These give the same results in linear time
+# (tests/scoring/test_pathological.py compares them with the regexes on random strings).
+
+# Tried only at line starts (each line scanned once), where `(.*?)(\$)(.*?)(\$)(.*)` is retried from every position.
+_DOLLAR_PAIR_LINE_RE = re.compile(r"^[^\n$]*\$([^\n$]*)\$[^\n]*", re.MULTILINE)
+
+
+def _first_dollar_pair_per_line(s: str) -> str:
+    r"""re.sub(r"(.*?)(\$)(.*?)(\$)(.*)", "$\\3$", s): a line (`.` stops at "\n") holding two $ becomes
+    "$" + the text between its first two $ + "$"."""
+    return _DOLLAR_PAIR_LINE_RE.sub(r"$\1$", s) if s.count("$") >= 2 else s
+
+
+def _unwrap_lazy(s: str, opener: str) -> str:
+    r"""re.sub(rf"({re.escape(opener)})(.*?)(\\}})", "\\2", s): `opener` ... the first "}" after it on its line
+    becomes what is between."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        i = s.find(opener, pos)
+        if i < 0:
+            break
+        start = i + len(opener)
+        eol = s.find("\n", start)
+        close = s.find("}", start, eol if eol >= 0 else len(s))
+        if close < 0:  # no "}" on this line: no other opener on it matches either
+            if eol < 0:
+                break
+            out.append(s[pos:eol])
+            pos = eol
+            continue
+        out.append(s[pos:i])
+        out.append(s[start:close])
+        pos = close + 1
+    out.append(s[pos:])
+    return "".join(out)
+
+
+def _unwrap_boxed_greedy(s: str) -> str:
+    r"""re.sub(r"(\\boxed\{)(.*)(\})", "\\2", s): `\\boxed{` ... the last "}" on its line becomes what is between."""
+    out: list[str] = []
+    pos = 0
+    opener = "\\boxed{"
+    while True:
+        i = s.find(opener, pos)
+        if i < 0:
+            break
+        start = i + len(opener)
+        eol = s.find("\n", start)
+        end = eol if eol >= 0 else len(s)
+        close = s.rfind("}", start, end)
+        if close < 0:
+            if eol < 0:
+                break
+            out.append(s[pos:eol])
+            pos = eol
+            continue
+        out.append(s[pos:i])
+        out.append(s[start:close])
+        pos = close + 1
+    out.append(s[pos:])
+    return "".join(out)
+
+
+def _brace_sqrt_index(s: str) -> str:
+    r"""re.sub(r"(sqrt)(\[[^\]]*\])(\w)", "\\1\\2{\\3}", s): `sqrt[n]x` -> `sqrt[n]{x}`."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        i = s.find("sqrt[", pos)
+        if i < 0:
+            break
+        close = s.find("]", i + 5)
+        if close < 0:  # no "]" after this one: none after the later ones either
+            break
+        if close + 1 < len(s) and _WORD_CHAR.match(s, close + 1):
+            out.append(s[pos:close + 1])
+            out.append("{" + s[close + 1] + "}")
+            pos = close + 2
+        else:  # every "sqrt[" before this "]" ends at it too, and fails the same way
+            out.append(s[pos:close + 1])
+            pos = close + 1
+    out.append(s[pos:])
+    return "".join(out)
+
+
+_WORD_CHAR = re.compile(r"\w")
+
+
+def wild_pair_search(text: str, prefix: str, suffix: str) -> str | None:
+    r"""Group 1 of re.search(re.escape(prefix) + "(.*?)." + re.escape(suffix) + ".", text) (Minerva's answer
+    pattern), in linear time: the regex rescans the rest of the line from every `prefix` on it. The first
+    prefix of a line decides for the line (a later one's candidates are a subset of its)."""
+    cursor = 0
+    while True:
+        p = text.find(prefix, cursor)
+        if p < 0:
+            return None
+        start = p + len(prefix)
+        line_end = text.find("\n", start)
+        if line_end < 0:
+            line_end = len(text)
+        r = text.find(suffix, start + 1, line_end)
+        if r >= 0 and r + len(suffix) < line_end:
+            return text[start:r - 1]
+        cursor = line_end + 1
 
 
 @SCORERS.register("exact_match")
@@ -185,6 +306,9 @@ class ExactMatchScorer:
         if self.pattern is None:
             return last_boxed(text)
         # lm-eval appends the closing sentence so that a response stopped right after the answer matches.
+        if self.pattern.pattern == MINERVA_ANSWER:
+            found = wild_pair_search(text + MINERVA_END, "Final Answer: The final answer is", " I hope it is correct")
+            return found.strip() if found is not None else None
         m = self.pattern.search(text + MINERVA_END)
         return m.group(1).strip() if m else None
 

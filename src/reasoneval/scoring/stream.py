@@ -8,16 +8,20 @@ problems are scored a chunk at a time and handed, with their samples and scores,
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Mapping, Sequence
 
+from ..errors import UserError
 from ..metrics import ProblemOutcome
 from ..store import iter_jsonl
 from ..store.sample_store import SAMPLES_FILE
 from ..types import Problem, SampleRecord
-from .base import Score, Scorer, cluster
+from .base import Score, Scorer, cluster, cluster_by_text
+
+log = logging.getLogger("reasoneval")
 
 CHUNK_PROBLEMS = 64
 # Responses held at once (scored together, then handed to the sink): bounds memory when responses
@@ -91,6 +95,45 @@ def score_store(run_dir: Path, problems: Sequence[Problem], K: int, scorers: Map
     return outcomes
 
 
+def harness_error_score(e: BaseException) -> Score:
+    """The verdict of a sample whose scoring raised: not correct, status "error", the reason in details."""
+    reason = f"harness_error: {type(e).__name__}: {e}"[:2000]
+    return Score(False, False, None, "error", {"result": "harness_error", "reason": reason})
+
+
+def score_guarded(scorer: Scorer, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
+    """`scorer.score_many`, where an exception scoring one sample becomes that sample's verdict, never a crash.
+
+    The batch is scored whole; if that raises (or returns the wrong number of scores) each sample is scored
+    alone, so one bad response costs only its own verdict (`harness_error: ...`). A `UserError` (the task or
+    setup is wrong, e.g. a code task without tests) is not a sample's fault: it still stops the command.
+    """
+    try:
+        scores = list(scorer.score_many(problems, samples))
+        if len(scores) == len(samples):
+            return scores
+        raise RuntimeError(f"scorer {scorer.name} returned {len(scores)} scores for {len(samples)} samples")
+    except UserError:
+        raise
+    except Exception as e:
+        if len(samples) <= 1:
+            log.warning("scorer %s: %s (sample %s of %s)", scorer.name, harness_error_score(e).details["reason"],
+                        samples[0].index if samples else "-", samples[0].problem_id if samples else "-")
+            return [harness_error_score(e) for _ in samples]
+    return [score for p, s in zip(problems, samples) for score in score_guarded(scorer, [p], [s])]
+
+
+def _cluster_guarded(scorer: Scorer, groups: Sequence[tuple[Problem, Sequence[str | None]]]) -> list[list[int | None]]:
+    try:
+        return cluster(scorer, groups)
+    except UserError:
+        raise
+    except Exception as e:  # maj@k falls back to identical answers rather than stopping the run
+        log.warning("scorer %s: grouping answers failed (harness_error: %s: %s); grouping identical answers",
+                    scorer.name, type(e).__name__, e)
+        return cluster_by_text(groups)
+
+
 def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int, scorers: Mapping[str, Scorer],
                  extra: Mapping[str, Mapping[str, Scorer]]) -> list[ScoredProblem]:
     # One batch per task (each task has its scorer), so the scorer's workers see its whole share at once.
@@ -104,21 +147,21 @@ def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int, sc
         scorer = scorers[task]
         flat_p = [chunk[i][0] for i in idxs for _ in chunk[i][1]]
         flat_s = [s for i in idxs for s in chunk[i][1]]
-        flat = scorer.score_many(flat_p, flat_s)
+        flat = score_guarded(scorer, flat_p, flat_s)
         pos = 0
         for i in idxs:
             n = len(chunk[i][1])
             scores[i] = flat[pos:pos + n]
             pos += n
         for name, extra_scorer in extra.get(task, {}).items():
-            extra_flat = extra_scorer.score_many(flat_p, flat_s)
+            extra_flat = score_guarded(extra_scorer, flat_p, flat_s)
             pos = 0
             for i in idxs:
                 n = len(chunk[i][1])
                 extra_scores[i][name] = extra_flat[pos:pos + n]
                 pos += n
         groups = [(chunk[i][0], [s.answer for s in scores[i]]) for i in idxs]
-        for i, row in zip(idxs, cluster(scorer, groups)):
+        for i, row in zip(idxs, _cluster_guarded(scorer, groups)):
             classes[i] = row
     out = []
     for (p, recs), sc, cl, ex in zip(chunk, scores, classes, extra_scores):

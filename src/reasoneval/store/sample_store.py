@@ -15,6 +15,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,20 @@ def iter_jsonl(path: Path, *, with_offsets: bool = False) -> Iterator[Any]:
 
 def read_jsonl_index(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     return iter_jsonl(path, with_offsets=True)
+
+
+# UTF-16 surrogate code points: a str may hold them (a server's JSON "\\ud800" decodes to one), UTF-8 cannot.
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _utf8_line(line: str) -> bytes:
+    """`line` + newline as UTF-8; a lone surrogate in a response becomes U+FFFD (what a UTF-8 decoder makes of
+    invalid bytes), so the journal, the scorers' workers, results.parquet and report.html all get valid text
+    instead of a UnicodeEncodeError stopping the run."""
+    try:
+        return (line + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (_SURROGATES.sub("\ufffd", line) + "\n").encode("utf-8")
 
 
 @dataclass
@@ -146,8 +161,7 @@ class SampleStore:
             raise RuntimeError("SampleStore.open() was not called")
         if self._failed is not None:
             raise self._write_error(self._failed)
-        data = memoryview((json.dumps(record.to_json_dict(), ensure_ascii=False, separators=(",", ":"))
-                           + "\n").encode("utf-8"))
+        data = memoryview(_utf8_line(json.dumps(record.to_json_dict(), ensure_ascii=False, separators=(",", ":"))))
         written = 0
         try:
             while written < len(data):
