@@ -28,7 +28,7 @@ from ..errors import UserError
 log = logging.getLogger(__name__)
 
 # Bump when the sandbox's rules (limits, environment, pass criterion) change: cached code grades are keyed on it.
-SANDBOX_VERSION = "1"
+SANDBOX_VERSION = "2"
 NOBODY = 65534
 # As root, sandbox slot i runs as uid/gid SLOT_UID_BASE + i (no account needed): RLIMIT_NPROC counts per uid, so
 # a fork bomb in one sandbox cannot starve the sandboxes running beside it.
@@ -178,7 +178,7 @@ class Sandbox:
                  "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
         return args
 
-    def command(self, limits: Limits, uid: int = NOBODY) -> list[str]:
+    def command(self, limits: Limits, uid: int = NOBODY, program: Sequence[str] = ("-",)) -> list[str]:
         nproc = limits.nproc
         if not self.as_root:
             # RLIMIT_NPROC counts every process of the real uid, and a normal user's own processes (shells, this
@@ -187,7 +187,7 @@ class Sandbox:
         rl = ["prlimit", f"--cpu={limits.cpu_seconds}", f"--as={limits.memory_mb << 20}",
               f"--fsize={limits.file_size_mb << 20}", f"--nproc={nproc}", f"--nofile={limits.nofile}",
               "--core=0", "--"]
-        py = [self.python, "-I", "-"]
+        py = [self.python, "-I", *program]
         if self.mode == "bwrap":
             return rl + self._bwrap_args(limits) + py
         if not self.unshare_net:
@@ -199,16 +199,18 @@ class Sandbox:
             net = ["unshare", "-r", "-n", "--"]
         return rl + net + py
 
-    def run(self, source: str, limits: Limits | None = None, slot: int = 0) -> ProgramResult:
+    def run(self, source: str, limits: Limits | None = None, slot: int = 0, stdin: bytes | None = None) -> ProgramResult:
         """Run `source` (Python) in a fresh sandboxed process; never raises for anything the program does.
 
         slot: which concurrent sandbox this is (0 .. workers-1); as root, it picks the sandbox's uid.
+        stdin: None, the program is read from stdin (`python -I -`); else the program is `python -I -c source`
+        (trusted code: the test driver) and `stdin` is its input.
         """
         limits = limits or Limits()
         for attempt in range(3):
             host_tmp = tempfile.mkdtemp(prefix="reasoneval-sbx-")
             try:
-                r = self._run(source, limits, Path(host_tmp), slot)
+                r = self._run(source, limits, Path(host_tmp), slot, stdin)
             finally:
                 shutil.rmtree(host_tmp, ignore_errors=True)
             # A namespace or process limit hit while the kernel still tears down a previous sandbox of this
@@ -218,9 +220,11 @@ class Sandbox:
             time.sleep(0.2 * (attempt + 1))
         return r
 
-    def _run(self, source: str, limits: Limits, host_tmp: Path, slot: int) -> ProgramResult:
+    def _run(self, source: str, limits: Limits, host_tmp: Path, slot: int, stdin: bytes | None) -> ProgramResult:
         prog, out, err = host_tmp / "program.py", host_tmp / "stdout", host_tmp / "stderr"
-        prog.write_text(source, encoding="utf-8")
+        # surrogatepass: a lone surrogate in model output is written as is (the program then fails to decode),
+        # never an exception here
+        prog.write_bytes(source.encode("utf-8", "surrogatepass") if stdin is None else stdin)
         cwd = None
         kw: dict[str, object] = {}
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -236,7 +240,7 @@ class Sandbox:
             cwd = str(work)
             env["HOME"] = env["TMPDIR"] = str(work)
         start = time.monotonic()
-        cmd = self.command(limits, uid)
+        cmd = self.command(limits, uid, ("-",) if stdin is None else ("-c", source))
         info_r = info_w = -1
         if self.mode == "bwrap":
             # bwrap reports the host PID of the sandbox's PID 1 on this pipe (killed on timeout, see _kill).
@@ -420,17 +424,20 @@ class SandboxPool:
         self._slots = list(range(self.workers))
         self._slots_lock = threading.Lock()
 
-    def _run_one(self, source: str, limits: Limits | None) -> ProgramResult:
+    def _run_one(self, source: str, limits: Limits | None, stdin: bytes | None = None) -> ProgramResult:
         with self._slots_lock:
             slot = self._slots.pop()
         try:
-            return self.sandbox.run(source, limits, slot)
+            return self.sandbox.run(source, limits, slot, stdin)
         finally:
             with self._slots_lock:
                 self._slots.append(slot)
 
-    def run_many(self, sources: Sequence[str], limits: Limits | None = None) -> list[ProgramResult]:
-        return list(self._executor.map(lambda s: self._run_one(s, limits), sources))
+    def run_many(self, sources: Sequence[str], limits: Limits | None = None,
+                 stdins: Sequence[bytes | None] | None = None) -> list[ProgramResult]:
+        """Run each source (stdins[i]: its input, then the source is given with -c; see Sandbox.run)."""
+        ins = list(stdins) if stdins is not None else [None] * len(sources)
+        return list(self._executor.map(lambda a: self._run_one(a[0], limits, a[1]), zip(sources, ins)))
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

@@ -1,0 +1,336 @@
+"""The trusted driver that runs inside the sandbox (`python -I -c <this file's text>`): tests and candidate apart.
+
+Standard library only, Python 3.8+: it runs under the sandbox's interpreter, never imported by the harness.
+
+stdin (a host file the candidate never sees): a 12-digit ASCII length, that many bytes of JSON with the
+candidate's part ({"code": ..., "shared": [tests] or absent}), then, up to EOF, JSON with the trusted part
+({"prelude": code, "tests": [code, ...], "proxies": [names]}).
+
+1. The driver reads the candidate's part only, and forks. The child closes stdin (so the trusted part is
+   never in its memory or reach), points its stdout at stderr (it never holds the verdict channel), and
+   executes the candidate code in a fresh module namespace, then serves calls read from a pipe.
+2. The parent (trusted) makes itself non-dumpable (no ptrace, no /proc/PID/mem or /proc/PID/fd of it for
+   the candidate, which has no capabilities), then reads the trusted part and runs the tests in its own
+   interpreter: the prelude (HumanEval's prompt, with its helper functions, or MBPP's test imports) and the
+   tests, with each name in `proxies` bound to a stub that sends the call's arguments to the candidate and
+   decodes the reply. Values cross as data (tagged JSON of exact built-in types: no subclass, no object of
+   the candidate's, so no `__eq__` of its own ever runs here).
+3. The verdict, `<passed> <total> <ok|exited>\\n`, is the only thing written to the driver's stdout (a dup
+   taken before the fork and closed in the child; the tests' own prints go to stderr).
+
+Shared mode (`shared` in the candidate's part; tasks whose tests need the candidate's objects, e.g. MBPP
+test_setup_code that builds instances of the candidate's class): the tests run in the candidate's
+namespace, and the child reports each test's outcome through the pipe. The candidate can fake that report:
+the scorer flags these samples (details `shared_interpreter: true`).
+"""
+import builtins
+import collections
+import decimal
+import fractions
+import json
+import math
+import os
+import signal
+import struct
+import sys
+import traceback
+
+MAX_FRAME = 32 << 20
+MAX_ITEMS = 1 << 20
+PR_SET_DUMPABLE = 4
+
+
+def _read_exact(fd, n):
+    chunks = []
+    while n > 0:
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            raise EOFError("closed")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def _send(fd, obj):
+    data = json.dumps(obj, ensure_ascii=True, allow_nan=True).encode("ascii")
+    os.write(fd, struct.pack(">I", len(data)))
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _recv(fd):
+    (n,) = struct.unpack(">I", _read_exact(fd, 4))
+    if n > MAX_FRAME:
+        raise ValueError("reply over %d bytes" % MAX_FRAME)
+    return json.loads(_read_exact(fd, n).decode("ascii"))
+
+
+# --- values as data: exact built-in types only ---
+
+_ITER_TYPES = tuple(type(x) for x in (iter([]), iter(()), iter(range(0)), iter(""), iter({}), iter(set()),
+                                      map(abs, []), filter(None, []), zip(), reversed([]), enumerate([]),
+                                      (i for i in ()), iter(b""), {}.keys().__iter__(), {}.values().__iter__(),
+                                      {}.items().__iter__()))
+
+
+class NotPlain(Exception):
+    pass
+
+
+def encode(x, depth=0):
+    if depth > 200:
+        raise NotPlain("nested deeper than 200")
+    t = type(x)
+    if x is None or t is bool or t is str:
+        return x
+    if t is int:
+        return x if -(1 << 53) < x < (1 << 53) else {"i": str(x)}
+    if t is float:
+        return {"n": repr(x)} if (math.isnan(x) or math.isinf(x)) else x
+    if t is list:
+        return [encode(v, depth + 1) for v in x]
+    if t is tuple:
+        return {"t": [encode(v, depth + 1) for v in x]}
+    if t is dict:
+        return {"d": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in x.items()]}
+    if t is set or t is frozenset:
+        return {"s" if t is set else "f": [encode(v, depth + 1) for v in x]}
+    if t is bytes:
+        return {"b": x.hex()}
+    if t is complex:
+        return {"c": [repr(x.real), repr(x.imag)]}
+    if t is range:
+        return {"r": [x.start, x.stop, x.step]}
+    # the standard library's containers: the trusted side rebuilds them as its own (their __eq__ is the stdlib's)
+    if t is collections.Counter or t is collections.OrderedDict or t is collections.defaultdict:
+        tag = {collections.Counter: "C", collections.OrderedDict: "O", collections.defaultdict: "d"}[t]
+        return {tag: [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in x.items()]}
+    if t is collections.deque:
+        return {"q": [encode(v, depth + 1) for v in x]}
+    if t is fractions.Fraction:
+        return {"F": [encode(x.numerator), encode(x.denominator)]}
+    if t is decimal.Decimal:
+        return {"E": str(x)}
+    if isinstance(x, _ITER_TYPES) and t in _ITER_TYPES:
+        items = []
+        for v in x:
+            items.append(encode(v, depth + 1))
+            if len(items) > MAX_ITEMS:
+                raise NotPlain("iterator of more than %d items" % MAX_ITEMS)
+        return {"it": items}
+    raise NotPlain("a %s is not a plain built-in value" % t.__name__)
+
+
+def decode(x, depth=0):
+    if depth > 200:
+        raise ValueError("nested deeper than 200")
+    t = type(x)
+    if x is None or t in (bool, str, int, float):
+        return x
+    if t is list:
+        return [decode(v, depth + 1) for v in x]
+    if t is dict and len(x) == 1:
+        (tag, v), = x.items()
+        if tag == "i" and type(v) is str and len(v) <= 4000:
+            return int(v)
+        if tag == "n" and v in ("nan", "inf", "-inf"):
+            return float(v)
+        if tag == "t" and type(v) is list:
+            return tuple(decode(e, depth + 1) for e in v)
+        if tag == "d" and type(v) is list:  # dict, and defaultdict (its default_factory cannot cross)
+            return {decode(k, depth + 1): decode(e, depth + 1) for k, e in v}
+        if tag == "s" and type(v) is list:
+            return {decode(e, depth + 1) for e in v}
+        if tag == "f" and type(v) is list:
+            return frozenset(decode(e, depth + 1) for e in v)
+        if tag == "b" and type(v) is str:
+            return bytes.fromhex(v)
+        if tag == "c" and type(v) is list and len(v) == 2 and all(type(e) is str for e in v):
+            return complex(float(v[0]), float(v[1]))
+        if tag == "r" and type(v) is list and len(v) == 3 and all(type(e) is int for e in v):
+            return range(*v)
+        if tag in ("C", "O") and type(v) is list:
+            pairs = [(decode(k, depth + 1), decode(e, depth + 1)) for k, e in v]
+            return collections.Counter(dict(pairs)) if tag == "C" else collections.OrderedDict(pairs)
+        if tag == "q" and type(v) is list:
+            return collections.deque(decode(e, depth + 1) for e in v)
+        if tag == "F" and type(v) is list and len(v) == 2:
+            num, den = decode(v[0], depth + 1), decode(v[1], depth + 1)
+            if type(num) is int and type(den) is int:
+                return fractions.Fraction(num, den)
+        if tag == "E" and type(v) is str and len(v) <= 4000:
+            return decimal.Decimal(v)
+        if tag == "it" and type(v) is list:
+            return iter([decode(e, depth + 1) for e in v])
+    raise ValueError("not a value the driver encodes")
+
+
+# --- the candidate's side (the child process) ---
+
+def candidate_main(part, req_r, resp_w):
+    ns = {"__name__": "__main__", "__builtins__": builtins}
+    shared = part.get("shared")
+    try:
+        exec(compile(part["code"], "<candidate>", "exec"), ns)
+    except BaseException as e:  # SystemExit too: the candidate's module did not load
+        traceback.print_exc(limit=3)
+        _send(resp_w, {"loaded": False, "error": type(e).__name__})
+        os._exit(1)
+    if shared is not None:
+        _send(resp_w, {"loaded": True})
+        for test in shared:
+            try:
+                exec(compile(test, "<test>", "exec"), ns)
+                ok = True
+            except Exception:
+                traceback.print_exc(limit=3)
+                ok = False
+            _send(resp_w, {"test": ok})
+        os._exit(0)
+    _send(resp_w, {"loaded": True})
+    while True:
+        try:
+            req = _recv(req_r)
+        except EOFError:
+            os._exit(0)
+        try:
+            fn = ns[req["name"]]
+            result = fn(*decode(req["args"]), **decode(req["kwargs"]))
+            reply = {"value": encode(result)}
+        except NotPlain as e:
+            reply = {"error": "TypeError", "message": "the candidate returned %s" % e}
+        except BaseException as e:  # SystemExit inside a call: one failed call, as an exception
+            reply = {"error": type(e).__name__, "message": str(e)[:500]}
+        _send(resp_w, reply)
+
+
+# --- the trusted side (the parent process) ---
+
+class CandidateGone(Exception):
+    pass
+
+
+class CandidateError(Exception):
+    pass
+
+
+def _exception(name, message):
+    cls = getattr(builtins, name, None) if isinstance(name, str) else None
+    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, (SystemExit,)):
+        try:
+            return cls(message)
+        except Exception:
+            pass
+    return CandidateError("%s: %s" % (name, message))
+
+
+def make_proxy(name, req_w, resp_r):
+    def proxy(*args, **kwargs):
+        try:
+            request = {"name": name, "args": encode(list(args)), "kwargs": encode(dict(kwargs))}
+        except NotPlain as e:
+            raise TypeError("argument cannot cross to the candidate: %s" % e)
+        try:
+            _send(req_w, request)
+            reply = _recv(resp_r)
+        except (EOFError, BrokenPipeError):
+            raise CandidateGone("the candidate's process ended")
+        if not isinstance(reply, dict):
+            raise CandidateError("malformed reply")
+        if "value" in reply:
+            return decode(reply["value"])
+        raise _exception(reply.get("error"), str(reply.get("message", ""))[:500])
+    proxy.__name__ = name
+    return proxy
+
+
+def trusted_main(child, verdict_fd, req_w, resp_r):
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    raw = b""
+    while True:
+        b = os.read(0, 1 << 20)
+        if not b:
+            break
+        raw += b
+    part = json.loads(raw.decode("utf-8", "surrogatepass"))
+    tests = part["tests"]
+    passed, state = 0, "ok"
+    try:
+        hello = _recv(resp_r)
+        loaded = isinstance(hello, dict) and hello.get("loaded") is True
+        if not loaded and isinstance(hello, dict) and hello.get("error") == "SystemExit":
+            state = "exited"
+    except (EOFError, ValueError):
+        loaded = False
+        state = "exited"
+    if loaded and part.get("shared"):
+        for _ in tests:
+            try:
+                r = _recv(resp_r)
+            except (EOFError, ValueError):
+                state = "exited"
+                break
+            passed += 1 if (isinstance(r, dict) and r.get("test") is True) else 0
+    elif loaded:
+        g = {"__name__": "__reasoneval_tests__", "__builtins__": builtins}
+        try:
+            exec(compile(part.get("prelude", ""), "<prelude>", "exec"), g)
+        except Exception:
+            traceback.print_exc(limit=3)
+            tests = []
+        for name in part["proxies"]:
+            g[name] = make_proxy(name, req_w, resp_r)
+        for test in tests:
+            try:
+                exec(compile(test, "<test>", "exec"), g)
+                passed += 1
+            except CandidateGone:
+                state = "exited"
+                break
+            except Exception:
+                traceback.print_exc(limit=3)
+    try:
+        os.kill(child, signal.SIGKILL)
+    except OSError:
+        pass
+    os.write(verdict_fd, ("%d %d %s\n" % (passed, len(part["tests"]), state)).encode("ascii"))
+    os._exit(0)
+
+
+def main():
+    head = _read_exact(0, 12)
+    if not head.isdigit():
+        raise SystemExit("driver: malformed stdin")
+    part = json.loads(_read_exact(0, int(head)).decode("utf-8", "surrogatepass"))
+    # Non-dumpable before the fork (the child inherits it, and nothing of the candidate's has run yet): without
+    # capabilities, no process of the sandbox can ptrace this one, nor open its /proc/PID/mem, fd or environ.
+    try:
+        import ctypes
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            raise OSError("prctl failed")
+    except Exception:
+        os.write(2, b"driver: could not make the trusted process non-dumpable\n")
+        os._exit(3)
+    verdict_fd = os.dup(1)
+    req_r, req_w = os.pipe()
+    resp_r, resp_w = os.pipe()
+    sys.stdout.flush()
+    child = os.fork()
+    if child == 0:
+        os.close(0)
+        os.dup2(2, 1)
+        for fd in (verdict_fd, req_w, resp_r):
+            os.close(fd)
+        del head
+        candidate_main(part, req_r, resp_w)
+        os._exit(0)
+    del part
+    for fd in (req_r, resp_w):
+        os.close(fd)
+    os.dup2(2, 1)  # the tests' own prints: stderr; the verdict has its own fd
+    trusted_main(child, verdict_fd, req_w, resp_r)
+
+
+if __name__ == "__main__":
+    main()
