@@ -27,7 +27,7 @@ def _sandboxed_processes() -> list[int]:
             state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if argv[1:3] == [b"-I", b"-"] and state != "Z":
+        if argv[1:3] in ([b"-I", b"-"], [b"-I", b"-c"]) and state != "Z":
             out.append(int(d.name))
     return out
 

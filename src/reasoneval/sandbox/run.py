@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import UserError
+from . import seccomp
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ NOBODY = 65534
 SLOT_UID_BASE = 620000
 OUTPUT_CAP = 64 << 10  # bytes of stdout/stderr kept per program (the files themselves are capped by RLIMIT_FSIZE)
 MODES = ("auto", "bwrap", "rlimits")
+SHM_BYTES = 1 << 20  # /dev/shm in bwrap mode (POSIX semaphores need a little; memory is bounded elsewhere)
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,21 @@ def _default_python(as_root: bool) -> str:
                     "install Debian's python3 or run as a normal user")
 
 
+def _third_party_dirs(prefix: str) -> list[str]:
+    """The site-packages / dist-packages directories under an installation prefix (hidden in the sandbox)."""
+    out = []
+    for lib in ("lib", "lib64", "local/lib"):
+        base = Path(prefix) / lib
+        try:
+            entries = sorted(base.iterdir())
+        except OSError:
+            continue
+        for d in entries:
+            if d.name == "python3" or (d.name.startswith("python3.") and not d.is_symlink()):
+                out += [str(d / s) for s in ("site-packages", "dist-packages") if (d / s).is_dir()]
+    return out
+
+
 def _prefix_of(python: str) -> str:
     # .../bin/python3.11 -> ... (the installation's prefix, bound read-only in the sandbox)
     return str(Path(python).resolve().parent.parent)
@@ -159,18 +176,29 @@ class Sandbox:
         return f"bwrap failed: {(r.stderr.strip() or r.status)[-300:]}"
 
     def _bwrap_args(self, limits: Limits) -> list[str]:
-        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--ro-bind", "/usr", "/usr"]
+        args = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+                "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
         for top in ("bin", "sbin", "lib", "lib32", "lib64"):
             host = f"/{top}"
             if os.path.islink(host):
                 args += ["--symlink", os.readlink(host), host]
             elif os.path.isdir(host):
                 args += ["--ro-bind", host, host]
+        hidden = _third_party_dirs("/usr")
         prefix = _prefix_of(self.python)
-        if not prefix.startswith("/usr"):
-            args += ["--ro-bind", prefix, prefix]
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
+        if not prefix.startswith("/usr/"):
+            # an interpreter outside /usr (pyenv, conda, a venv's base): its binary, shared libraries and standard
+            # library only, never its site-packages (the harness's own packages: the benchmarks' data among them)
+            for sub in ("bin", "lib", "lib64"):
+                if os.path.isdir(os.path.join(prefix, sub)):
+                    args += ["--ro-bind", os.path.join(prefix, sub), os.path.join(prefix, sub)]
+            hidden += _third_party_dirs(prefix)
+        for d in hidden:
+            args += ["--size", "4096", "--tmpfs", d, "--remount-ro", d]
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 # /dev is a tmpfs of bwrap's, writable and unbounded: a small /dev/shm, then /dev read-only
+                 "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+                 "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
                  # bwrap's root is a tmpfs of its own, writable and unbounded: make it read-only
                  "--remount-ro", "/",
                  "--chdir", "/tmp", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
@@ -242,21 +270,32 @@ class Sandbox:
         start = time.monotonic()
         cmd = self.command(limits, uid, ("-",) if stdin is None else ("-c", source))
         info_r = info_w = -1
+        pass_fds: list[int] = []
+        seccomp_f = None
         if self.mode == "bwrap":
             # bwrap reports the host PID of the sandbox's PID 1 on this pipe (killed on timeout, see _kill).
             info_r, info_w = os.pipe()
+            pass_fds.append(info_w)
+            extra = ["--info-fd", str(info_w)]
+            if seccomp.supported():
+                (host_tmp / "seccomp.bpf").write_bytes(seccomp.filter_program())
+                seccomp_f = open(host_tmp / "seccomp.bpf", "rb")
+                pass_fds.append(seccomp_f.fileno())
+                extra += ["--seccomp", str(seccomp_f.fileno())]
             i = cmd.index("bwrap") + 1
-            cmd[i:i] = ["--info-fd", str(info_w)]
+            cmd[i:i] = extra
         with open(prog, "rb") as fin, open(out, "wb") as fout, open(err, "wb") as ferr:
             try:
                 proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd, env=env, close_fds=True,
-                                        pass_fds=(info_w,) if info_w >= 0 else (), start_new_session=True,
+                                        pass_fds=pass_fds, start_new_session=True,
                                         **kw)  # type: ignore[call-overload]
             except OSError as e:
                 return ProgramResult("error", None, "", f"sandbox could not start: {e}", 0.0)
             finally:
                 if info_w >= 0:
                     os.close(info_w)
+                if seccomp_f is not None:
+                    seccomp_f.close()
             timed_out = False
             try:
                 rc = proc.wait(timeout=limits.timeout_s)
