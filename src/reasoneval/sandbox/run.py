@@ -8,6 +8,7 @@ RLIMIT_NPROC is not enforced for root, and a root-owned process could undo the r
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import math
 import os
@@ -31,11 +32,17 @@ log = logging.getLogger(__name__)
 # Bump when the sandbox's rules (limits, environment, pass criterion) change: cached code grades are keyed on it.
 SANDBOX_VERSION = "2"
 NOBODY = 65534
-# As root, sandbox slot i runs as uid/gid SLOT_UID_BASE + i (no account needed): RLIMIT_NPROC counts per uid, so
-# a fork bomb in one sandbox cannot starve the sandboxes running beside it.
+# As root, sandbox slot i runs as uid/gid base + i (no account needed): RLIMIT_NPROC counts per uid, so a fork
+# bomb in one sandbox cannot starve the sandboxes running beside it. Each reasoneval process reserves a block of
+# UID_BLOCK uids of its own (base = SLOT_UID_BASE + block * UID_BLOCK, the block held with a lock file), so the
+# sandboxes of two processes never share a uid, and a kill of every process of a slot's uid hits only its own.
 SLOT_UID_BASE = 620000
+UID_BLOCK = 1024
+UID_BLOCKS = 64
 OUTPUT_CAP = 64 << 10  # bytes of stdout/stderr kept per program (the files themselves are capped by RLIMIT_FSIZE)
 MODES = ("auto", "bwrap", "rlimits")
+_LOCK = threading.Lock()
+_UID_LOCK = threading.Lock()
 SHM_BYTES = 1 << 20  # /dev/shm in bwrap mode (POSIX semaphores need a little; memory is bounded elsewhere)
 
 
@@ -111,6 +118,31 @@ def _default_python(as_root: bool) -> str:
                     "install Debian's python3 or run as a normal user")
 
 
+_UID_BLOCK_HELD: tuple[int, int, object] | None = None  # (owner pid, base uid, the open lock file)
+
+
+def uid_base() -> int:
+    """This process's block of sandbox uids (as root), reserved on first use with an flock held until exit."""
+    global _UID_BLOCK_HELD
+    with _UID_LOCK:
+        if _UID_BLOCK_HELD is not None and _UID_BLOCK_HELD[0] == os.getpid():
+            return _UID_BLOCK_HELD[1]
+        # (a forked child inherits the parent's lock, not its block: it reserves one of its own)
+        lock_dir = "/run/lock" if os.path.isdir("/run/lock") and os.access("/run/lock", os.W_OK) else \
+            tempfile.gettempdir()
+        for block in range(UID_BLOCKS):
+            f = open(os.path.join(lock_dir, f"reasoneval-sandbox-uids-{block}.lock"), "a+")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                f.close()
+                continue
+            _UID_BLOCK_HELD = (os.getpid(), SLOT_UID_BASE + block * UID_BLOCK, f)
+            return _UID_BLOCK_HELD[1]
+    raise UserError(f"all {UID_BLOCKS} blocks of sandbox uids are held by other reasoneval processes "
+                    f"(lock files reasoneval-sandbox-uids-*.lock in {lock_dir}); wait for some to finish")
+
+
 def _third_party_dirs(prefix: str) -> list[str]:
     """The site-packages / dist-packages directories under an installation prefix (hidden in the sandbox)."""
     out = []
@@ -141,6 +173,7 @@ class Sandbox:
         self.python = python or _default_python(self.as_root)
         self.warning: str | None = None
         self.unshare_net = True
+        self.full_unshare = True
         if mode == "auto":
             reason = self._probe_bwrap()
             if reason is None:
@@ -158,6 +191,11 @@ class Sandbox:
         self.mode = mode
         if mode == "rlimits":
             probe = self.run("print('ok')", Limits(timeout_s=10))
+            if probe.stdout.strip() != "ok":
+                self.full_unshare = False  # IPC / PID / mount namespaces refused: the network one alone
+                log.warning("sandbox mode rlimits: unshare of the IPC, PID and mount namespaces failed (%s); "
+                            "network only", probe.stderr.strip()[-200:])
+                probe = self.run("print('ok')", Limits(timeout_s=10))
             if probe.stdout.strip() != "ok":
                 self.unshare_net = False
                 self.warning = (self.warning or "sandbox mode rlimits") + \
@@ -218,13 +256,21 @@ class Sandbox:
         py = [self.python, "-I", *program]
         if self.mode == "bwrap":
             return rl + self._bwrap_args(limits) + py
+        if seccomp.supported():
+            # no bwrap to install the seccomp filter: the interpreter installs it before the program runs
+            code = program[1] if tuple(program[:1]) == ("-c",) else seccomp.STDIN_PROGRAM
+            py = [self.python, "-I", "-c", seccomp.BOOT + code, seccomp.filter_program().hex()]
+        # new network, IPC (System V shared memory dies with the program), PID (a fresh /proc: no other
+        # process to see or signal; the program's PID 1 takes everything with it) and mount namespaces;
+        # --kill-child: the program's PID 1 dies with unshare (a timeout kills unshare's process group)
+        spaces = ["-n", "-i", "-p", "-f", "--kill-child", "--mount-proc"] if self.full_unshare else ["-n"]
         if not self.unshare_net:
             net: list[str] = []
         elif self.as_root:
-            # unshare the network as root, then become nobody (so that RLIMIT_NPROC applies)
-            net = ["unshare", "-n", f"--setgid={uid}", f"--setuid={uid}", "--"]
+            # unshare as root, then become the slot's uid (so that RLIMIT_NPROC applies)
+            net = ["unshare", *spaces, f"--setgid={uid}", f"--setuid={uid}", "--"]
         else:
-            net = ["unshare", "-r", "-n", "--"]
+            net = ["unshare", "-r", *spaces, "--"]
         return rl + net + py
 
     def run(self, source: str, limits: Limits | None = None, slot: int = 0, stdin: bytes | None = None) -> ProgramResult:
@@ -256,7 +302,9 @@ class Sandbox:
         cwd = None
         kw: dict[str, object] = {}
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
-        uid = SLOT_UID_BASE + slot
+        if slot >= UID_BLOCK:
+            raise UserError(f"at most {UID_BLOCK} sandboxes at once (slot {slot}); lower --grading-workers")
+        uid = uid_base() + slot if self.as_root else NOBODY
         if self.mode == "bwrap":
             if self.as_root:
                 kw = {"user": uid, "group": uid, "extra_groups": []}
@@ -437,7 +485,6 @@ def _read_capped(path: Path) -> str:
 
 
 _SANDBOXES: dict[tuple[str, str | None], Sandbox] = {}
-_LOCK = threading.Lock()
 
 
 def get_sandbox(mode: str = "auto", python: str | None = None) -> Sandbox:

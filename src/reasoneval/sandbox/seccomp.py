@@ -68,3 +68,26 @@ def filter_program() -> bytes:
         assert all(0 <= o < 256 for o in offs)
         out += struct.pack("<HBBI", code, offs[0], offs[1], k)
     return out
+
+
+# Installs the filter from within the program's interpreter (the rlimits fallback, where no bwrap installs it):
+# no_new_privs, then PR_SET_SECCOMP with the filter given as the first argument after `-c` (hex).
+BOOT = """import ctypes as _c, sys as _s
+def _reasoneval_seccomp(prog):
+    class _F(_c.Structure):
+        _fields_ = [("len", _c.c_ushort), ("filter", _c.c_void_p)]
+    libc = _c.CDLL(None, use_errno=True)
+    buf = _c.create_string_buffer(prog, len(prog))
+    fprog = _F(len(prog) // 8, _c.cast(buf, _c.c_void_p))
+    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, _c.byref(fprog), 0, 0) != 0:
+        _s.stderr.write("sandbox: seccomp filter refused (errno %d)\\n" % _c.get_errno())
+        _s.exit(125)
+_reasoneval_seccomp(bytes.fromhex(_s.argv.pop(1)))
+del _reasoneval_seccomp, _c, _s
+"""
+# A program read from stdin, run as `python -` would (in a fresh __main__ namespace)
+STDIN_PROGRAM = """import sys as _s
+_src = _s.stdin.buffer.read()
+del _s
+exec(compile(_src, "<stdin>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+"""
