@@ -118,6 +118,21 @@ def _default_python(as_root: bool) -> str:
                     "install Debian's python3 or run as a normal user")
 
 
+# The rlimits fallback's mounts, run by /bin/sh as (namespace) root in the program's new mount namespace:
+# $1 the size of /tmp in bytes, $2 the directories to hide (":"-separated), then the command.
+_FALLBACK_MOUNTS = """set -e
+mount -t tmpfs -o size=1048576,mode=1777 tmpfs /dev/shm
+mount -t tmpfs -o "size=$1,mode=1777" tmpfs /tmp
+hide=$2
+shift 2
+IFS=:
+for d in $hide; do mount -t tmpfs -o size=4096,mode=755,ro tmpfs "$d"; done
+unset IFS
+cd /tmp
+export HOME=/tmp TMPDIR=/tmp
+exec "$@"
+"""
+
 _UID_BLOCK_HELD: tuple[int, int, object] | None = None  # (owner pid, base uid, the open lock file)
 
 
@@ -263,15 +278,36 @@ class Sandbox:
         # new network, IPC (System V shared memory dies with the program), PID (a fresh /proc: no other
         # process to see or signal; the program's PID 1 takes everything with it) and mount namespaces;
         # --kill-child: the program's PID 1 dies with unshare (a timeout kills unshare's process group)
-        spaces = ["-n", "-i", "-p", "-f", "--kill-child", "--mount-proc"] if self.full_unshare else ["-n"]
         if not self.unshare_net:
-            net: list[str] = []
-        elif self.as_root:
+            return rl + py
+        if self.full_unshare:
+            # in the new mount namespace (private propagation), before dropping to the slot's uid: a bounded
+            # /tmp and /dev/shm of the program's own, and the harness's packages and data sets hidden
+            spaces = ["-n", "-i", "-p", "-f", "--kill-child", "--mount-proc", "--"]
+            setup = ["/bin/sh", "-c", _FALLBACK_MOUNTS, "sh", str(limits.tmp_mb << 20), ":".join(self._hidden_dirs())]
+            drop = ["setpriv", f"--regid={uid}", f"--reuid={uid}", "--clear-groups", "--"] if self.as_root else []
+            return rl + ["unshare", *([] if self.as_root else ["-r"]), *spaces, *setup, *drop] + py
+        if self.as_root:
             # unshare as root, then become the slot's uid (so that RLIMIT_NPROC applies)
-            net = ["unshare", *spaces, f"--setgid={uid}", f"--setuid={uid}", "--"]
-        else:
-            net = ["unshare", "-r", *spaces, "--"]
-        return rl + net + py
+            return rl + ["unshare", "-n", f"--setgid={uid}", f"--setuid={uid}", "--"] + py
+        return rl + ["unshare", "-r", "-n", "--"] + py
+
+    def _hidden_dirs(self) -> list[str]:
+        """What the fallback hides under empty read-only tmpfs mounts: site-/dist-packages (the harness's own
+        packages, with the benchmarks' data), the data dir and the Hugging Face cache. Never a directory the
+        interpreter lives under."""
+        cands = _third_party_dirs("/usr") + _third_party_dirs(_prefix_of(self.python))
+        for var in ("REASONEVAL_DATA_DIR", "HF_HOME", "HF_DATASETS_CACHE"):
+            if os.environ.get(var):
+                cands.append(os.environ[var])
+        cands.append(os.path.expanduser("~/.cache/huggingface"))
+        prefix = _prefix_of(self.python)
+        out = []
+        for d in dict.fromkeys(os.path.realpath(c) for c in cands):
+            if os.path.isdir(d) and d not in ("/", "/usr", "/tmp") and ":" not in d and \
+                    not (prefix + "/").startswith(d.rstrip("/") + "/"):
+                out.append(d)
+        return out
 
     def run(self, source: str, limits: Limits | None = None, slot: int = 0, stdin: bytes | None = None) -> ProgramResult:
         """Run `source` (Python) in a fresh sandboxed process; never raises for anything the program does.
