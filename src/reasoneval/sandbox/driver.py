@@ -2,21 +2,21 @@
 
 Standard library only, Python 3.8+: it runs under the sandbox's interpreter, never imported by the harness.
 
-stdin (a host file the candidate never sees): a 12-digit ASCII length, that many bytes of JSON with the
-candidate's part ({"code": ..., "shared": [tests] or absent}), then, up to EOF, JSON with the trusted part
-({"prelude": code, "tests": [code, ...], "proxies": [names]}).
+argv: IN and OUT, two file descriptors that no other process of the sandbox holds (bwrap's PID 1 keeps only
+stdin/stdout/stderr, which carry nothing here). IN (a host file the candidate never sees): a 12-digit ASCII
+length, that many bytes of JSON with the candidate's part ({"code": ..., "shared": [tests] or absent}), then,
+up to EOF, JSON with the trusted part ({"prelude": code, "tests": [code, ...], "proxies": [names]}).
 
-1. The driver reads the candidate's part only, and forks. The child closes stdin (so the trusted part is
-   never in its memory or reach), points its stdout at stderr (it never holds the verdict channel), and
-   executes the candidate code in a fresh module namespace, then serves calls read from a pipe.
-2. The parent (trusted) makes itself non-dumpable (no ptrace, no /proc/PID/mem or /proc/PID/fd of it for
-   the candidate, which has no capabilities), then reads the trusted part and runs the tests in its own
-   interpreter: the prelude (HumanEval's prompt, with its helper functions, or MBPP's test imports) and the
-   tests, with each name in `proxies` bound to a stub that sends the call's arguments to the candidate and
-   decodes the reply. Values cross as data (tagged JSON of exact built-in types: no subclass, no object of
-   the candidate's, so no `__eq__` of its own ever runs here).
-3. The verdict, `<passed> <total> <ok|exited>\\n`, is the only thing written to the driver's stdout (a dup
-   taken before the fork and closed in the child; the tests' own prints go to stderr).
+1. The driver makes itself non-dumpable (without capabilities, no process of the sandbox can ptrace it nor
+   open its /proc/PID/mem, fd or environ), reads the candidate's part only, and forks. The child closes IN
+   and OUT (so the trusted part is never in its memory or reach, nor the verdict channel), points its stdout
+   at stderr, executes the candidate code in a fresh module namespace, then serves calls read from a pipe.
+2. The parent (trusted) reads the trusted part and runs the tests in its own interpreter: the prelude
+   (HumanEval's prompt, with its helper functions, or MBPP's test imports) and the tests, with each name in
+   `proxies` bound to a stub that sends the call's arguments to the candidate and decodes the reply. Values
+   cross as data (tagged JSON of exact built-in types and a few standard library containers: no subclass, no
+   object of the candidate's, so no `__eq__` of its own ever runs here).
+3. The verdict, `<passed> <total> <ok|exited>\\n`, is the only thing written to OUT.
 
 Shared mode (`shared` in the candidate's part; tasks whose tests need the candidate's objects, e.g. MBPP
 test_setup_code that builds instances of the candidate's class): the tests run in the candidate's
@@ -245,11 +245,11 @@ def make_proxy(name, req_w, resp_r):
     return proxy
 
 
-def trusted_main(child, verdict_fd, req_w, resp_r):
+def trusted_main(child, in_fd, verdict_fd, req_w, resp_r):
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     raw = b""
     while True:
-        b = os.read(0, 1 << 20)
+        b = os.read(in_fd, 1 << 20)
         if not b:
             break
         raw += b
@@ -299,10 +299,13 @@ def trusted_main(child, verdict_fd, req_w, resp_r):
 
 
 def main():
-    head = _read_exact(0, 12)
+    # argv: the fd to read the input from, the fd of the verdict channel (neither held by any other process
+    # of the sandbox; the child closes both before the candidate's code runs)
+    in_fd, verdict_fd = int(sys.argv[1]), int(sys.argv[2])
+    head = _read_exact(in_fd, 12)
     if not head.isdigit():
-        raise SystemExit("driver: malformed stdin")
-    part = json.loads(_read_exact(0, int(head)).decode("utf-8", "surrogatepass"))
+        raise SystemExit("driver: malformed input")
+    part = json.loads(_read_exact(in_fd, int(head)).decode("utf-8", "surrogatepass"))
     # Non-dumpable before the fork (the child inherits it, and nothing of the candidate's has run yet): without
     # capabilities, no process of the sandbox can ptrace this one, nor open its /proc/PID/mem, fd or environ.
     try:
@@ -312,15 +315,13 @@ def main():
     except Exception:
         os.write(2, b"driver: could not make the trusted process non-dumpable\n")
         os._exit(3)
-    verdict_fd = os.dup(1)
     req_r, req_w = os.pipe()
     resp_r, resp_w = os.pipe()
     sys.stdout.flush()
     child = os.fork()
     if child == 0:
-        os.close(0)
         os.dup2(2, 1)
-        for fd in (verdict_fd, req_w, resp_r):
+        for fd in (in_fd, verdict_fd, req_w, resp_r):
             os.close(fd)
         del head
         candidate_main(part, req_r, resp_w)
@@ -329,7 +330,7 @@ def main():
     for fd in (req_r, resp_w):
         os.close(fd)
     os.dup2(2, 1)  # the tests' own prints: stderr; the verdict has its own fd
-    trusted_main(child, verdict_fd, req_w, resp_r)
+    trusted_main(child, in_fd, verdict_fd, req_w, resp_r)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,8 @@ class ProgramResult:
     stdout: str
     stderr: str
     wall_s: float
+    # what the program wrote to its private channel (Sandbox.run with `stdin`: the trusted driver's verdict)
+    channel: str | None = None
 
     @property
     def signal(self) -> str | None:
@@ -274,7 +276,7 @@ class Sandbox:
         if seccomp.supported():
             # no bwrap to install the seccomp filter: the interpreter installs it before the program runs
             code = program[1] if tuple(program[:1]) == ("-c",) else seccomp.STDIN_PROGRAM
-            py = [self.python, "-I", "-c", seccomp.BOOT + code, seccomp.filter_program().hex()]
+            py = [self.python, "-I", "-c", seccomp.BOOT + code, seccomp.filter_program().hex(), *program[2:]]
         # new network, IPC (System V shared memory dies with the program), PID (a fresh /proc: no other
         # process to see or signal; the program's PID 1 takes everything with it) and mount namespaces;
         # --kill-child: the program's PID 1 dies with unshare (a timeout kills unshare's process group)
@@ -313,8 +315,10 @@ class Sandbox:
         """Run `source` (Python) in a fresh sandboxed process; never raises for anything the program does.
 
         slot: which concurrent sandbox this is (0 .. workers-1); as root, it picks the sandbox's uid.
-        stdin: None, the program is read from stdin (`python -I -`); else the program is `python -I -c source`
-        (trusted code: the test driver) and `stdin` is its input.
+        stdin: None, the program is read from stdin (`python -I -`). Else the program is trusted code (the test
+        driver), run as `python -I -c source IN OUT` with its stdin /dev/null: IN is a file descriptor to read
+        `stdin` from, OUT one to write the result's `channel` to. Neither is held by bwrap's PID 1 (which keeps
+        the stdin/stdout/stderr it was given), so only the program itself can read or write them.
         """
         limits = limits or Limits()
         for attempt in range(3):
@@ -352,10 +356,16 @@ class Sandbox:
             cwd = str(work)
             env["HOME"] = env["TMPDIR"] = str(work)
         start = time.monotonic()
-        cmd = self.command(limits, uid, ("-",) if stdin is None else ("-c", source))
-        info_r = info_w = -1
+        info_r = info_w = chan_r = chan_w = -1
         pass_fds: list[int] = []
-        seccomp_f = None
+        seccomp_f = in_f = None
+        if stdin is None:
+            cmd = self.command(limits, uid, ("-",))
+        else:
+            in_f = open(prog, "rb")
+            chan_r, chan_w = os.pipe()
+            pass_fds += [in_f.fileno(), chan_w]
+            cmd = self.command(limits, uid, ("-c", source, str(in_f.fileno()), str(chan_w)))
         if self.mode == "bwrap":
             # bwrap reports the host PID of the sandbox's PID 1 on this pipe (killed on timeout, see _kill).
             info_r, info_w = os.pipe()
@@ -368,18 +378,23 @@ class Sandbox:
                 extra += ["--seccomp", str(seccomp_f.fileno())]
             i = cmd.index("bwrap") + 1
             cmd[i:i] = extra
-        with open(prog, "rb") as fin, open(out, "wb") as fout, open(err, "wb") as ferr:
+        with open(prog if stdin is None else os.devnull, "rb") as fin, open(out, "wb") as fout, \
+                open(err, "wb") as ferr:
             try:
                 proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd, env=env, close_fds=True,
                                         pass_fds=pass_fds, start_new_session=True,
                                         **kw)  # type: ignore[call-overload]
             except OSError as e:
+                if chan_r >= 0:
+                    os.close(chan_r)
                 return ProgramResult("error", None, "", f"sandbox could not start: {e}", 0.0)
             finally:
-                if info_w >= 0:
-                    os.close(info_w)
-                if seccomp_f is not None:
-                    seccomp_f.close()
+                for fd in (info_w, chan_w):
+                    if fd >= 0:
+                        os.close(fd)
+                for f in (seccomp_f, in_f):
+                    if f is not None:
+                        f.close()
             timed_out = False
             try:
                 rc = proc.wait(timeout=limits.timeout_s)
@@ -399,6 +414,15 @@ class Sandbox:
             _reap_orphans_of(uid)
         wall = time.monotonic() - start
         stdout, stderr = _read_capped(out), _read_capped(err)
+        channel = None
+        if chan_r >= 0:
+            os.set_blocking(chan_r, False)
+            try:
+                channel = os.read(chan_r, 4096).decode("ascii", errors="replace")
+            except BlockingIOError:
+                channel = ""
+            finally:
+                os.close(chan_r)
         if timed_out:
             status = "timeout"
         elif rc == 0:
@@ -407,7 +431,7 @@ class Sandbox:
             status = "error"
         else:
             status = "failed"
-        return ProgramResult(status, rc, stdout, stderr, wall)
+        return ProgramResult(status, rc, stdout, stderr, wall, channel)
 
 
 def _child_pid(info_r: int) -> int | None:

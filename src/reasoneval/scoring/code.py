@@ -256,7 +256,7 @@ def judge(r: ProgramResult, total: int) -> RunOutcome:
         return RunOutcome("sandbox_error", None, total, r.returncode, stderr)
     if r.status == "timeout":
         return RunOutcome("timeout", None, total, r.returncode, stderr)
-    m = _VERDICT.fullmatch(r.stdout)
+    m = _VERDICT.fullmatch(r.channel or "")
     if m is None or int(m.group(2)) != total:
         return RunOutcome("failed", None, total, r.returncode, stderr)
     passed = int(m.group(1))
@@ -391,7 +391,7 @@ class CodeScorer:
 
 def _killed_without_verdict(r: ProgramResult) -> bool:
     rc = r.returncode
-    return r.status == "failed" and _VERDICT.fullmatch(r.stdout) is None and rc is not None and (rc < 0 or rc > 128)
+    return r.status == "failed" and _VERDICT.fullmatch(r.channel or "") is None and rc is not None and (rc < 0 or rc > 128)
 
 
 def _harness_error(e: BaseException) -> str:
