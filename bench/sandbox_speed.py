@@ -1,6 +1,7 @@
-"""Sandbox throughput: HumanEval's 164 canonical programs (with their tests) through the sandbox pool, against
-the same programs run as bare subprocesses (`python -I -`, no isolation, no limits) at the same concurrency
-(see docs/benchmarks.md, "Sandbox").
+"""Sandbox throughput: HumanEval's 164 canonical programs (with their tests) through the sandbox pool as the
+`code` scorer runs them (the trusted driver: tests and candidate in two processes, calls through pipes),
+against the same code and tests run as one bare subprocess each (`python -I -`, candidate and tests in one
+interpreter, no isolation, no limits) at the same concurrency (see docs/benchmarks.md, "Sandbox").
 
     PYTHONPATH=src python bench/sandbox_speed.py --workers 2 --repeat 2
 
@@ -17,7 +18,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from reasoneval.sandbox import Limits, Sandbox, SandboxPool
+from reasoneval.sandbox import DRIVER_SOURCE, Limits, Sandbox, SandboxPool
 from reasoneval.scoring.code import build_program, judge
 from reasoneval.tasks.loading import load_task
 
@@ -38,7 +39,9 @@ def main() -> None:
 
     problems = load_task("humaneval")[1]
     programs = [build_program(p, p.payload["canonical_solution"]) for p in problems]
-    sources = [prog.source("__bench_done__") for prog in programs if prog is not None]
+    progs = [prog for prog in programs if prog is not None]
+    stdins = [prog.stdin() for prog in progs]
+    sources = [prog.code + "\n" + "\n".join(prog.tests) for prog in progs]  # the bare reference: one interpreter
     limits = Limits(timeout_s=20.0)
     times: dict[str, list[float]] = {"bwrap": [], "rlimits": [], "bare": []}
     python = Sandbox("bwrap").python  # the same interpreter in every mode
@@ -46,10 +49,10 @@ def main() -> None:
         for mode in ("bwrap", "rlimits"):
             pool = SandboxPool(workers=args.workers, mode=mode)
             t = time.perf_counter()
-            results = pool.run_many(sources, limits)
+            results = pool.run_many([DRIVER_SOURCE] * len(stdins), limits, stdins=stdins)
             times[mode].append(time.perf_counter() - t)
             pool.close()
-            passed = sum(judge(r, "__bench_done__", 1).result == "passed" for r in results)
+            passed = sum(judge(r, 1).result == "passed" for r in results)
             assert passed == len(sources), f"{mode}: {passed}/{len(sources)} canonical programs passed"
         with ThreadPoolExecutor(args.workers) as ex:
             t = time.perf_counter()

@@ -25,15 +25,14 @@ the scorer flags these samples (details `shared_interpreter: true`).
 """
 import builtins
 import collections
-import decimal
-import fractions
 import json
 import math
 import os
 import signal
 import struct
 import sys
-import traceback
+
+# (traceback, fractions, decimal: imported only where needed, each costs milliseconds at every program's start)
 
 MAX_FRAME = 32 << 20
 MAX_ITEMS = 1 << 20
@@ -108,9 +107,10 @@ def encode(x, depth=0):
         return {tag: [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in x.items()]}
     if t is collections.deque:
         return {"q": [encode(v, depth + 1) for v in x]}
-    if t is fractions.Fraction:
+    # a Fraction or a Decimal exists only if its module was imported
+    if "fractions" in sys.modules and t is sys.modules["fractions"].Fraction:
         return {"F": [encode(x.numerator), encode(x.denominator)]}
-    if t is decimal.Decimal:
+    if "decimal" in sys.modules and t is sys.modules["decimal"].Decimal:
         return {"E": str(x)}
     if isinstance(x, _ITER_TYPES) and t in _ITER_TYPES:
         items = []
@@ -158,12 +158,19 @@ def decode(x, depth=0):
         if tag == "F" and type(v) is list and len(v) == 2:
             num, den = decode(v[0], depth + 1), decode(v[1], depth + 1)
             if type(num) is int and type(den) is int:
+                import fractions
                 return fractions.Fraction(num, den)
         if tag == "E" and type(v) is str and len(v) <= 4000:
+            import decimal
             return decimal.Decimal(v)
         if tag == "it" and type(v) is list:
             return iter([decode(e, depth + 1) for e in v])
     raise ValueError("not a value the driver encodes")
+
+
+def _print_exc():
+    import traceback
+    traceback.print_exc(limit=3)
 
 
 # --- the candidate's side (the child process) ---
@@ -174,7 +181,7 @@ def candidate_main(part, req_r, resp_w):
     try:
         exec(compile(part["code"], "<candidate>", "exec"), ns)
     except BaseException as e:  # SystemExit too: the candidate's module did not load
-        traceback.print_exc(limit=3)
+        _print_exc()
         _send(resp_w, {"loaded": False, "error": type(e).__name__})
         os._exit(1)
     if shared is not None:
@@ -184,7 +191,7 @@ def candidate_main(part, req_r, resp_w):
                 exec(compile(test, "<test>", "exec"), ns)
                 ok = True
             except Exception:
-                traceback.print_exc(limit=3)
+                _print_exc()
                 ok = False
             _send(resp_w, {"test": ok})
         os._exit(0)
@@ -277,7 +284,7 @@ def trusted_main(child, in_fd, verdict_fd, req_w, resp_r):
         try:
             exec(compile(part.get("prelude", ""), "<prelude>", "exec"), g)
         except Exception:
-            traceback.print_exc(limit=3)
+            _print_exc()
             tests = []
         for name in part["proxies"]:
             g[name] = make_proxy(name, req_w, resp_r)
@@ -289,7 +296,7 @@ def trusted_main(child, in_fd, verdict_fd, req_w, resp_r):
                 state = "exited"
                 break
             except Exception:
-                traceback.print_exc(limit=3)
+                _print_exc()
     try:
         os.kill(child, signal.SIGKILL)
     except OSError:

@@ -120,19 +120,29 @@ def _default_python(as_root: bool) -> str:
                     "install Debian's python3 or run as a normal user")
 
 
-# The rlimits fallback's mounts, run by /bin/sh as (namespace) root in the program's new mount namespace:
-# $1 the size of /tmp in bytes, $2 the directories to hide (":"-separated), then the command.
-_FALLBACK_MOUNTS = """set -e
-mount -t tmpfs -o size=1048576,mode=1777 tmpfs /dev/shm
-mount -t tmpfs -o "size=$1,mode=1777" tmpfs /tmp
-hide=$2
-shift 2
-IFS=:
-for d in $hide; do mount -t tmpfs -o size=4096,mode=755,ro tmpfs "$d"; done
-unset IFS
-cd /tmp
-export HOME=/tmp TMPDIR=/tmp
-exec "$@"
+# The rlimits fallback's mounts, run by the sandbox's interpreter itself as (namespace) root in the program's new
+# mount namespace (private propagation), before anything else: a bounded /tmp and /dev/shm of its own, the
+# directories to hide under empty read-only tmpfs mounts, then it drops to the slot's uid. argv after -c: the
+# size of /tmp in bytes, the directories to hide (":"-separated), the uid to become (-1: stay).
+_FALLBACK_BOOT = """import ctypes as _c, os as _o, sys as _s
+def _reasoneval_mounts(size, hide, uid):
+    libc = _c.CDLL(None, use_errno=True)
+    def mount(target, opts, flags=0):
+        if libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, opts.encode()) != 0:
+            _s.stderr.write("sandbox: mount of %s failed (errno %d)\\n" % (target, _c.get_errno()))
+            _s.exit(125)
+    mount("/dev/shm", "size=1048576,mode=1777")
+    mount("/tmp", "size=%s,mode=1777" % size)
+    for d in filter(None, hide.split(":")):
+        mount(d, "size=4096,mode=755", 1)  # MS_RDONLY
+    _o.chdir("/tmp")
+    _o.environ["HOME"] = _o.environ["TMPDIR"] = "/tmp"
+    if uid >= 0:
+        _o.setgroups([])
+        _o.setgid(uid)
+        _o.setuid(uid)
+_reasoneval_mounts(_s.argv.pop(1), _s.argv.pop(1), int(_s.argv.pop(1)))
+del _reasoneval_mounts, _c, _o, _s
 """
 
 _UID_BLOCK_HELD: tuple[int, int, object] | None = None  # (owner pid, base uid, the open lock file)
@@ -273,22 +283,22 @@ class Sandbox:
         py = [self.python, "-I", *program]
         if self.mode == "bwrap":
             return rl + self._bwrap_args(limits) + py
-        if seccomp.supported():
-            # no bwrap to install the seccomp filter: the interpreter installs it before the program runs
-            code = program[1] if tuple(program[:1]) == ("-c",) else seccomp.STDIN_PROGRAM
-            py = [self.python, "-I", "-c", seccomp.BOOT + code, seccomp.filter_program().hex(), *program[2:]]
         # new network, IPC (System V shared memory dies with the program), PID (a fresh /proc: no other
         # process to see or signal; the program's PID 1 takes everything with it) and mount namespaces;
         # --kill-child: the program's PID 1 dies with unshare (a timeout kills unshare's process group)
         if not self.unshare_net:
             return rl + py
         if self.full_unshare:
-            # in the new mount namespace (private propagation), before dropping to the slot's uid: a bounded
-            # /tmp and /dev/shm of the program's own, and the harness's packages and data sets hidden
+            # new network, IPC, PID and mount namespaces; the interpreter mounts, drops to the slot's uid, installs
+            # the seccomp filter, then runs the program (_FALLBACK_BOOT, seccomp.BOOT)
             spaces = ["-n", "-i", "-p", "-f", "--kill-child", "--mount-proc", "--"]
-            setup = ["/bin/sh", "-c", _FALLBACK_MOUNTS, "sh", str(limits.tmp_mb << 20), ":".join(self._hidden_dirs())]
-            drop = ["setpriv", f"--regid={uid}", f"--reuid={uid}", "--clear-groups", "--"] if self.as_root else []
-            return rl + ["unshare", *([] if self.as_root else ["-r"]), *spaces, *setup, *drop] + py
+            code, extra = (program[1], list(program[2:])) if tuple(program[:1]) == ("-c",) else \
+                (seccomp.STDIN_PROGRAM, [])
+            boot = _FALLBACK_BOOT + (seccomp.BOOT if seccomp.supported() else "")
+            args = [str(limits.tmp_mb << 20), ":".join(self._hidden_dirs()), str(uid if self.as_root else -1)]
+            args += [seccomp.filter_program().hex()] if seccomp.supported() else []
+            py = [self.python, "-I", "-c", boot + code, *args, *extra]
+            return rl + ["unshare", *([] if self.as_root else ["-r"]), *spaces] + py
         if self.as_root:
             # unshare as root, then become the slot's uid (so that RLIMIT_NPROC applies)
             return rl + ["unshare", "-n", f"--setgid={uid}", f"--setuid={uid}", "--"] + py
