@@ -100,11 +100,27 @@ class TestProgram:
 
     def stdin(self) -> bytes:
         """The driver's input: the candidate's part (length-prefixed), then the trusted part (ASCII JSON)."""
-        cand = {"code": self.code, **({"shared": list(self.tests)} if self.shared else {})}
+        cand = {"code": self.code, "preload": _imported_modules(self.prelude),
+                **({"shared": list(self.tests)} if self.shared else {})}
         head = json.dumps(cand, ensure_ascii=True).encode("ascii")
         trusted = json.dumps({"prelude": self.prelude, "tests": list(self.tests), "proxies": list(self.proxies),
                               "shared": self.shared}, ensure_ascii=True).encode("ascii")
         return b"%012d" % len(head) + head + trusted
+
+
+def _imported_modules(code: str) -> list[str]:
+    """The top-level modules that trusted code (a prelude) imports."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    out: dict[str, None] = {}
+    for n in tree.body:
+        if isinstance(n, ast.Import):
+            out.update((a.name, None) for a in n.names)
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            out[n.module] = None
+    return list(out)
 
 
 def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
