@@ -7,7 +7,8 @@ interpreter, no isolation, no limits) at the same concurrency (see docs/benchmar
 
 Prints programs/s for each mode and the ratio of the sandbox's time to the bare subprocess's (the cost of
 isolation per program), and, per sandbox mode, the ratio of the driver (tests and candidate apart) to the same
-code and tests as one program in the same sandbox (the design before issue 20), measured in the same run. The bare reference runs in this same process and run, interleaved by repeat.
+code and tests as one program in the same sandbox (the design before issue 20), measured in the same run.
+The bare reference runs in this same process and run, interleaved by repeat.
 """
 
 from __future__ import annotations

@@ -277,9 +277,9 @@ def test_prlimit_and_signals_cannot_reach_the_harness(mode: str) -> None:
 
 def test_writes_outside_the_private_tmp_do_not_reach_the_host(mode: str, tmp_path: Path) -> None:
     tmp_path.chmod(0o777)
-    prog = ("import os\nfor d in ('/tmp', '/dev/shm', {!r}):\n    try:\n"
+    prog = (f"import os\nfor d in ('/tmp', '/dev/shm', {str(tmp_path)!r}):\n    try:\n"
             "        open(os.path.join(d, 'reasoneval-escape'), 'w').write('x')\n    except OSError:\n"
-            "        pass\n").format(str(tmp_path))
+            "        pass\n")
     host_tmp = Path("/tmp/reasoneval-escape")
     r = Sandbox(mode).run(prog, Limits(timeout_s=5))
     assert r.status == "ok"

@@ -60,7 +60,7 @@ def _send(fd, obj):
 def _recv(fd):
     (n,) = struct.unpack(">I", _read_exact(fd, 4))
     if n > MAX_FRAME:
-        raise ValueError("reply over %d bytes" % MAX_FRAME)
+        raise ValueError(f"reply over {MAX_FRAME} bytes")
     return loads(_read_exact(fd, n).decode("ascii"))
 
 
@@ -85,7 +85,7 @@ def dumps(x):
         return "[" + ",".join([dumps(v) for v in x]) + "]"
     if t is dict:
         return "{" + ",".join([_json.encode_basestring_ascii(k) + ":" + dumps(v) for k, v in x.items()]) + "}"
-    raise ValueError("cannot write a %s" % t.__name__)
+    raise ValueError(f"cannot write a {t.__name__}")
 
 
 class _ScanContext:
@@ -98,10 +98,10 @@ class _ScanContext:
 
     @staticmethod
     def parse_constant(name):
-        raise ValueError("JSON constant %s" % name)
+        raise ValueError(f"JSON constant {name}")
 
 
-_scan = _json.make_scanner(_ScanContext())
+_scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
 
 
 def loads(text):
@@ -109,7 +109,7 @@ def loads(text):
     try:
         value, end = _scan(text, 0)
     except StopIteration:
-        raise ValueError("not JSON")
+        raise ValueError("not JSON") from None
     if end != len(text):
         raise ValueError("text after the JSON value")
     return value
@@ -117,10 +117,11 @@ def loads(text):
 
 # --- values as data: exact built-in types only ---
 
-_ITER_TYPES = tuple(type(x) for x in (iter([]), iter(()), iter(range(0)), iter(""), iter({}), iter(set()),
-                                      map(abs, []), filter(None, []), zip(), reversed([]), enumerate([]),
-                                      (i for i in ()), iter(b""), {}.keys().__iter__(), {}.values().__iter__(),
-                                      {}.items().__iter__()))
+# (the type: ignore comments are for mypy, which checks this untyped file)
+_ITER_TYPES = tuple(type(x) for x in (  # type: ignore[var-annotated]
+    iter([]), iter(()), iter(range(0)), iter(""), iter({}), iter(set()), map(abs, []), filter(None, []), zip(),
+    reversed([]), enumerate([]), (i for i in ()), iter(b""),  # type: ignore[var-annotated]
+    {}.keys().__iter__(), {}.values().__iter__(), {}.items().__iter__()))
 
 
 class NotPlain(Exception):
@@ -168,9 +169,9 @@ def encode(x, depth=0):
         for v in x:
             items.append(encode(v, depth + 1))
             if len(items) > MAX_ITEMS:
-                raise NotPlain("iterator of more than %d items" % MAX_ITEMS)
+                raise NotPlain(f"iterator of more than {MAX_ITEMS} items")
         return {"it": items}
-    raise NotPlain("a %s is not a plain built-in value" % t.__name__)
+    raise NotPlain(f"a {t.__name__} is not a plain built-in value")
 
 
 def decode(x, depth=0):
@@ -256,10 +257,10 @@ def candidate_main(part, req_r, resp_w):
             os._exit(0)
         try:
             fn = ns[req["name"]]
-            result = fn(*decode(req["args"]), **decode(req["kwargs"]))
+            result = fn(*decode(req["args"]), **decode(req["kwargs"]))  # type: ignore[operator]
             reply = {"value": encode(result)}
         except NotPlain as e:
-            reply = {"error": "TypeError", "message": "the candidate returned %s" % e}
+            reply = {"error": "TypeError", "message": f"the candidate returned {e}"}
         except BaseException as e:  # SystemExit inside a call: one failed call, as an exception
             reply = {"error": type(e).__name__, "message": str(e)[:500]}
         _send(resp_w, reply)
@@ -283,7 +284,7 @@ def _exception(name, message):
             return cls(message)
         except Exception:
             pass
-    return CandidateError("%s: %s" % (name, message))
+    return CandidateError(f"{name}: {message}")
 
 
 def make_proxy(name, req_w, resp_r):
@@ -291,21 +292,21 @@ def make_proxy(name, req_w, resp_r):
         try:
             request = {"name": name, "args": encode(list(args)), "kwargs": encode(dict(kwargs))}
         except NotPlain as e:
-            raise TypeError("argument cannot cross to the candidate: %s" % e)
+            raise TypeError(f"argument cannot cross to the candidate: {e}") from None
         try:
             _send(req_w, request)
             reply = _recv(resp_r)
         except (EOFError, BrokenPipeError):
-            raise CandidateGone("the candidate's process ended")
+            raise CandidateGone("the candidate's process ended") from None
         except Exception as e:
-            raise CandidateGone("malformed reply: %s" % type(e).__name__)
+            raise CandidateGone(f"malformed reply: {type(e).__name__}") from None
         if not isinstance(reply, dict):
             raise CandidateGone("malformed reply")
         if "value" in reply:
             try:
                 return decode(reply["value"])
             except Exception as e:
-                raise CandidateGone("malformed value: %s" % e)
+                raise CandidateGone(f"malformed value: {e}") from None
         raise _exception(reply.get("error"), str(reply.get("message", ""))[:500])
     proxy.__name__ = name
     return proxy
@@ -359,7 +360,7 @@ def trusted_main(child, in_fd, verdict_fd, req_w, resp_r):
         os.kill(child, 9)  # SIGKILL
     except OSError:
         pass
-    os.write(verdict_fd, ("%d %d %s\n" % (passed, len(part["tests"]), state)).encode("ascii"))
+    os.write(verdict_fd, f"{passed} {len(part['tests'])} {state}\n".encode("ascii"))
     os._exit(0)
 
 

@@ -195,7 +195,8 @@ def truncate_unfenced(prompt: str, text: str, stops: Sequence[str]) -> str:
 
 
 def _find_all(text: str, sub: str, limit: int) -> list[int]:
-    out, i = [], text.find(sub)
+    out: list[int] = []
+    i = text.find(sub)
     while i >= 0 and len(out) < limit:
         out.append(i)
         i = text.find(sub, i + 1)
@@ -347,7 +348,7 @@ class CodeScorer:
                 programs.append(build_program(p, s.text or ""))
             except UserError:
                 raise  # a problem row without the fields: the task's data is wrong, not this sample
-            except Exception as e:  # noqa: BLE001 - one sample's failure is that sample's verdict, never the run's
+            except Exception as e:
                 programs.append(_harness_error(e))
         pool, cache = sandbox_pool(self.context), code_cache(self.context)
         mode = pool.sandbox.mode
@@ -391,14 +392,14 @@ class CodeScorer:
             try:
                 results = pool.run_many([DRIVER_SOURCE] * len(items), self.limits,
                                         stdins=[prog.stdin() for _, prog in items])
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 return {**fresh, **{k: RunOutcome(_harness_error(e), None, len(p.tests), None, "")
                                     for k, p in items}}
             pending = {}
             for (k, prog), r in zip(items, results):
                 try:
                     fresh[k] = judge(r, len(prog.tests))
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     fresh[k] = RunOutcome(_harness_error(e), None, len(prog.tests), r.returncode, "")
                 if _killed_without_verdict(r) and attempt < KILLED_RETRIES:
                     pending[k] = prog
