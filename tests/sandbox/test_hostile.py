@@ -292,3 +292,29 @@ def test_nested_user_namespaces_are_refused(mode: str) -> None:
                           Limits(timeout_s=5))
     assert r.stdout.strip() not in ("0", ""), r
     assert subprocess.run(["true"]).returncode == 0
+
+
+def test_pathological_text_is_scored_not_crashed_nor_passed(mode: str, he0: Problem) -> None:
+    # Degenerate outputs (a model looping until max_tokens): each is a failed or no-code verdict, never a crash,
+    # a hang or a pass. (1 MB inputs with a time bound per parser: bench/pathological_outputs.py; the blank-line
+    # runs are kept short here, where the code extraction's time on them is another change's concern.)
+    big = 1 << 20
+    attacks = {
+        "unclosed_fence": "```python\n" + HEAD + WRONG + "x = 1\n" * (big // 6),
+        "many_empty_fences": "```\n```\n" * (big // 8),
+        "boxed_repeated": "\\boxed{" * (big // 7),
+        "deep_nesting": fenced(HEAD + "    return " + "(" * (big // 2) + "\n"),
+        "long_digits": fenced(HEAD + "    return " + "9" * (big // 2) + "\n"),
+        "think_loop": "<think>" * (big // 7) + fenced(HEAD + WRONG),
+        "stop_sequences": "    return True\n" + "\n#\ndef f():\n" * (big // 12),
+        "surrogates_everywhere": fenced(HEAD + WRONG + "# " + "\ud800\udfff" * (big // 4)),
+        "blank_lines_fenced": fenced("\n" * 4000 + HEAD + WRONG + "\n" * 4000),
+        "blank_lines_unfenced": "\n" * 4000 + WRONG + "\n" * 4000,
+    }
+    names = list(attacks)
+    scores = _score(he0, [attacks[n] for n in names] + [fenced(HEAD + RIGHT)], timeout_s=5.0)
+    got = {n: s.details.get("result", "") for n, s in zip(names, scores)}
+    assert [n for n, s in zip(names, scores) if s.correct] == [], got
+    assert [n for n, r in got.items() if r.startswith("harness_error")] == [], got
+    assert set(got.values()) <= {"failed", "no_code", "exited_early"}, got
+    assert scores[-1].correct, scores[-1].details
