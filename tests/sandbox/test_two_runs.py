@@ -95,3 +95,46 @@ def test_two_runs_at_once_and_programs_beside_them_give_the_verdicts_of_a_run_al
     assert _verdicts(tmp_path / "run1") == want
     assert beside and set(beside) == {"beside\n"}, beside
     assert _sandboxed_processes() == []
+
+
+@pytest.mark.parametrize("target", ["driver", "candidate"])
+@pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
+def test_a_program_killed_from_outside_is_run_again_not_graded_failed(mode: str, target: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGKILL the harness did not send (an OOM kill, another process), to the trusted driver or to the
+    candidate's process under it: the program runs again, and the verdict is the one of an undisturbed run."""
+    if mode == "bwrap" and shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+    from reasoneval.tasks.loading import load_task
+    from reasoneval.types import SampleRecord
+
+    monkeypatch.setenv("REASONEVAL_SANDBOX", mode)
+    problem = load_task("humaneval")[1][0]
+    slow_right = RIGHT0.replace("```python\n", "```python\nimport time\ntime.sleep(1.0)\n", 1)
+    killed: list[int] = []
+
+    def kill_once() -> None:
+        # the driver and the candidate share a command line; the candidate is the one whose parent is the driver
+        for _ in range(500):
+            procs = _sandboxed_processes()
+            parents = {p: Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1] for p in procs
+                       if Path(f"/proc/{p}/stat").exists()}
+            pick = [p for p, pp in parents.items() if (int(pp) in parents) == (target == "candidate")]
+            if pick and len(procs) >= 2:
+                os.kill(pick[0], 9)
+                killed.append(pick[0])
+                return
+            threading.Event().wait(0.01)
+
+    t = threading.Thread(target=kill_once)
+    t.start()
+    with ScoringContext(workers=1) as ctx:
+        scorer = create_scorer(TaskScoring("code", {"timeout_s": 5.0}), ctx)
+        sample = SampleRecord(task=problem.task, problem_key=problem.key, problem_id=problem.id, index=0, seed=0,
+                              status="ok", text=slow_right)
+        (score,) = scorer.score_many([problem], [sample])
+    t.join()
+    assert killed, "the test found no sandboxed process to kill"
+    assert score.correct and score.details["result"] == "passed", score.details
+    assert _sandboxed_processes() == []

@@ -16,7 +16,8 @@ up to EOF, JSON with the trusted part ({"prelude": code, "tests": [code, ...], "
    `proxies` bound to a stub that sends the call's arguments to the candidate and decodes the reply. Values
    cross as data (tagged JSON of exact built-in types and a few standard library containers: no subclass, no
    object of the candidate's, so no `__eq__` of its own ever runs here).
-3. The verdict, `<passed> <total> <ok|exited>\\n`, is the only thing written to OUT.
+3. The verdict, `<passed> <total> <ok|exited|killed>\\n`, is the only thing written to OUT (killed: a signal
+   ended the candidate's process).
 
 Shared mode (`shared` in the candidate's part; tasks whose tests need the candidate's objects, e.g. MBPP
 test_setup_code that builds instances of the candidate's class): the tests run in the candidate's
@@ -27,6 +28,7 @@ import _json
 import builtins
 import math
 import os
+import select
 import struct
 import sys
 
@@ -312,6 +314,21 @@ def make_proxy(name, req_w, resp_r):
     return proxy
 
 
+def _child_state(child):
+    """Why the candidate's process stopped answering: "killed" when a signal ended it (an OOM kill, a kill from
+    outside the sandbox, a CPU limit: the harness runs the program again before a verdict counts), else
+    "exited" (it exited, or closed its end of the pipe)."""
+    for _ in range(40):  # its pipe closes a moment before its exit status exists
+        try:
+            pid, status = os.waitpid(child, os.WNOHANG)
+        except ChildProcessError:
+            return "exited"
+        if pid:
+            return "killed" if os.WIFSIGNALED(status) else "exited"
+        select.select([], [], [], 0.005)
+    return "exited"
+
+
 def trusted_main(child, in_fd, verdict_fd, req_w, resp_r):
     raw = b""
     while True:
@@ -329,13 +346,13 @@ def trusted_main(child, in_fd, verdict_fd, req_w, resp_r):
             state = "exited"
     except Exception:  # EOF, or a malformed reply
         loaded = False
-        state = "exited"
+        state = _child_state(child)
     if loaded and part.get("shared"):
         for _ in tests:
             try:
                 r = _recv(resp_r)
             except Exception:  # EOF, or a malformed reply
-                state = "exited"
+                state = _child_state(child)
                 break
             passed += 1 if (isinstance(r, dict) and r.get("test") is True) else 0
     elif loaded:
@@ -352,7 +369,7 @@ def trusted_main(child, in_fd, verdict_fd, req_w, resp_r):
                 exec(compile(test, "<test>", "exec"), g)
                 passed += 1
             except CandidateGone:
-                state = "exited"
+                state = _child_state(child)
                 break
             except Exception:
                 _print_exc()

@@ -263,7 +263,7 @@ class RunOutcome:
 
 
 # The driver's whole stdout (a channel only the trusted side holds): exactly one line of ASCII digits.
-_VERDICT = re.compile(r"([0-9]{1,9}) ([0-9]{1,9}) (ok|exited)\n", re.ASCII)
+_VERDICT = re.compile(r"([0-9]{1,9}) ([0-9]{1,9}) (ok|exited|killed)\n", re.ASCII)
 
 
 def judge(r: ProgramResult, total: int) -> RunOutcome:
@@ -279,6 +279,8 @@ def judge(r: ProgramResult, total: int) -> RunOutcome:
     passed = int(m.group(1))
     if m.group(3) == "exited":
         return RunOutcome("exited_early", passed, total, r.returncode, stderr)
+    if m.group(3) == "killed":  # a signal ended the candidate's process
+        return RunOutcome("failed", passed, total, r.returncode, stderr)
     ok = r.status == "ok" and passed == total
     return RunOutcome("passed" if ok else "failed", passed, total, r.returncode, stderr)
 
@@ -381,8 +383,8 @@ class CodeScorer:
         return out
 
     def _run(self, pool: SandboxPool, todo: dict[str, TestProgram]) -> dict[str, RunOutcome]:
-        """Run the programs; one killed by a signal before any verdict (by something other than the harness's
-        timeout: an OOM kill, another process) runs again, up to KILLED_RETRIES times, before it counts."""
+        """Run the programs; one killed before its verdict (by something other than the harness's timeout: an OOM
+        kill, another process) runs again, up to KILLED_RETRIES times, before it counts."""
         fresh: dict[str, RunOutcome] = {}
         pending = dict(todo)
         for attempt in range(KILLED_RETRIES + 1):
@@ -407,8 +409,13 @@ class CodeScorer:
 
 
 def _killed_without_verdict(r: ProgramResult) -> bool:
-    rc = r.returncode
-    return r.status == "failed" and _VERDICT.fullmatch(r.channel or "") is None and rc is not None and (rc < 0 or rc > 128)
+    """The candidate's process was ended by a signal, or the driver ended without a verdict: the trusted driver
+    always writes one unless something killed it (an OOM kill, another process, the candidate itself). The
+    exit status does not tell which: the fallback's `unshare` exits 1 when its child dies of SIGKILL."""
+    m = _VERDICT.fullmatch(r.channel or "")
+    if m is not None:
+        return m.group(3) == "killed"
+    return r.status == "failed"
 
 
 def _harness_error(e: BaseException) -> str:
