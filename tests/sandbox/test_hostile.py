@@ -9,6 +9,7 @@ import resource
 import shutil
 import socket
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -318,3 +319,30 @@ def test_pathological_text_is_scored_not_crashed_nor_passed(mode: str, he0: Prob
     assert [n for n, r in got.items() if r.startswith("harness_error")] == [], got
     assert set(got.values()) <= {"failed", "no_code", "exited_early"}, got
     assert scores[-1].correct, scores[-1].details
+
+
+def test_an_interpreter_outside_usr_brings_its_standard_library_not_its_site_packages(mode: str) -> None:
+    # A pyenv/conda-like prefix outside /usr: its bin/ and lib/ are reachable in the sandbox (the interpreter
+    # runs), its site-packages (where the benchmarks' packages and their canonical solutions live) are not.
+    prefix = Path(tempfile.mkdtemp(prefix="reasoneval-prefix-", dir="/var/tmp"))  # (not /tmp: the sandbox has its own)
+    try:
+        (prefix / "bin").mkdir()
+        python = prefix / "bin" / "python3"
+        shutil.copy2(os.path.realpath("/usr/bin/python3"), python)
+        lib = prefix / "lib" / "python3.11"
+        (lib / "site-packages" / "answers").mkdir(parents=True)
+        (lib / "site-packages" / "answers" / "__init__.py").write_text("CANONICAL = 'the secret solution'\n")
+        (lib / "stdlib-marker.txt").write_text("stdlib here\n")
+        for d in [prefix, *prefix.rglob("*")]:
+            d.chmod(0o755)
+        prog = ("for path in ({!r}, {!r}):\n    try:\n        print(open(path).read().strip())\n"
+                "    except OSError as e:\n        print('unreadable', type(e).__name__)\n"
+                "try:\n    import answers\n    print(answers.CANONICAL)\nexcept ImportError:\n"
+                "    print('no answers')\n").format(str(lib / "stdlib-marker.txt"),
+                                                   str(lib / "site-packages" / "answers" / "__init__.py"))
+        r = Sandbox(mode, python=str(python)).run(prog, Limits(timeout_s=10))
+        assert r.status == "ok", r
+        assert r.stdout.splitlines() == ["stdlib here", "unreadable FileNotFoundError", "no answers"], r
+        assert _sandboxed_processes() == []
+    finally:
+        shutil.rmtree(prefix)
