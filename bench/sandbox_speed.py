@@ -60,8 +60,9 @@ def main() -> None:
             results = pool.run_many([DRIVER_SOURCE] * len(stdins), limits, stdins=stdins)
             times[mode].append(time.perf_counter() - t)
             pool.close()
-            passed = sum(judge(r, 1).result == "passed" for r in results)
-            assert passed == len(sources), f"{mode}: {passed}/{len(sources)} canonical programs passed"
+            bad = [(i, r.status, r.returncode, r.channel, r.stderr[-300:]) for i, r in enumerate(results)
+                   if judge(r, 1).result != "passed"]
+            assert not bad, f"{mode}: canonical programs that did not pass: {bad}"
         with ThreadPoolExecutor(args.workers) as ex:
             t = time.perf_counter()
             rcs = list(ex.map(lambda s: _bare(python, s, 20.0), sources))
