@@ -318,7 +318,7 @@ def _child_state(child):
     """Why the candidate's process stopped answering: "killed" when a signal ended it (an OOM kill, a kill from
     outside the sandbox, a CPU limit: the harness runs the program again before a verdict counts), else
     "exited" (it exited, or closed its end of the pipe)."""
-    for _ in range(40):  # its pipe closes a moment before its exit status exists
+    for _ in range(200):  # its pipe closes a moment before its exit status exists (up to 1 s on a loaded machine)
         try:
             pid, status = os.waitpid(child, os.WNOHANG)
         except ChildProcessError:

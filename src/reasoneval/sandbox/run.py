@@ -1,9 +1,10 @@
-"""The sandbox: bubblewrap + rlimits + a wall-clock kill, or rlimits + `unshare -n` where bwrap cannot run.
+"""The sandbox: bubblewrap + seccomp + rlimits + a wall-clock kill, or, where bwrap cannot run, rlimits + new
+network/IPC/PID/mount namespaces + the same seccomp filter (docs/sandbox.md).
 
-One program per fresh process tree. The harness never imports, evals or execs the program: it writes
-the source to a host temp file that becomes the sandboxed interpreter's stdin, and reads back capped
-stdout/stderr files. When the harness runs as root, the sandboxed process runs as `nobody` (65534):
-RLIMIT_NPROC is not enforced for root, and a root-owned process could undo the read-only binds.
+One program per fresh process tree. The harness never imports, evals or execs the program: it writes it (or
+the trusted driver's input) to a host temp file, and reads back capped stdout/stderr files and the driver's
+verdict channel. When the harness runs as root, the sandboxed process runs as an unprivileged uid of this
+process's own block (RLIMIT_NPROC is not enforced for root, and a root-owned process could undo the binds).
 """
 
 from __future__ import annotations

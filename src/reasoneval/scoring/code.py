@@ -1,12 +1,12 @@
 """`code`: a response's program, run against the problem's tests in the sandbox (reasoneval.sandbox).
 
-The program is the extracted code (HumanEval: after the problem's prompt, which brings the imports and the
-signature; MBPP: after the source's setup code / test imports), then the tests, then a completion marker
-(a random nonce) printed by the harness's epilogue. A sample is correct only when the sandboxed process
-exits 0 AND printed the marker with every test passed: a program that exits early (`sys.exit(0)`,
-`os._exit(0)`) before the tests never prints it. Programs run in the sandbox pool (bounded concurrency,
-one fresh sandbox each); results are cached in the run's `code_runs.jsonl`, keyed by program, tests,
-limits and versions, so a resumed or re-scored run does not run them again.
+Tests and candidate apart (sandbox/driver.py, docs/sandbox.md): in each sandbox a trusted driver forks the
+candidate's process (HumanEval: the problem's prompt + the extracted code; MBPP: the test imports + the code)
+and runs the tests in its own interpreter, calling the candidate through pipes with values as plain data; its
+verdict, one exact ASCII line, comes back on a channel the candidate never holds. MBPP tasks whose tests need
+the candidate's own objects run in a flagged shared mode. Programs run in the sandbox pool (bounded
+concurrency, one fresh sandbox each); results are cached in the run's `code_runs.jsonl`, keyed by program,
+tests, limits and versions, so a resumed or re-scored run does not run them again.
 """
 
 from __future__ import annotations
@@ -332,8 +332,9 @@ class CodeScorer:
     """Runs the response's code against the problem's tests in the sandbox; correct = every test passed.
 
     Settings: timeout_s (wall clock per program, default 5), memory_mb (address space, default 1024).
-    Details per sample: result (passed | failed | exited_early | timeout | no_code | sandbox_error),
-    tests_passed / tests_total, returncode, stderr (an excerpt).
+    Details per sample: result (passed | failed | exited_early | timeout | no_code | sandbox_error |
+    harness_error: ...), tests_passed / tests_total, returncode, stderr (an excerpt), shared_interpreter (true
+    for MBPP tasks run in the shared mode).
     """
 
     name = "code"
