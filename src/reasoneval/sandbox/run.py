@@ -35,11 +35,13 @@ SANDBOX_VERSION = "2"
 NOBODY = 65534
 # As root, sandbox slot i runs as uid/gid base + i (no account needed): RLIMIT_NPROC counts per uid, so a fork
 # bomb in one sandbox cannot starve the sandboxes running beside it. Each reasoneval process reserves a block of
-# UID_BLOCK uids of its own (base = SLOT_UID_BASE + block * UID_BLOCK, the block held with a lock file), so the
+# UID_BLOCK uids of its own (base = SLOT_UID_BASE + (block + 1) * UID_BLOCK, the block held with a lock file; the
+# first UID_BLOCK uids are left to versions before the blocks, which used SLOT_UID_BASE + slot), so the
 # sandboxes of two processes never share a uid, and a kill of every process of a slot's uid hits only its own.
 SLOT_UID_BASE = 620000
 UID_BLOCK = 1024
 UID_BLOCKS = 64
+SANDBOX_UIDS = range(SLOT_UID_BASE, SLOT_UID_BASE + (UID_BLOCKS + 1) * UID_BLOCK)  # every uid a sandbox may use
 OUTPUT_CAP = 64 << 10  # bytes of stdout/stderr kept per program (the files themselves are capped by RLIMIT_FSIZE)
 MODES = ("auto", "bwrap", "rlimits")
 _LOCK = threading.Lock()
@@ -165,7 +167,7 @@ def uid_base() -> int:
             except OSError:
                 f.close()
                 continue
-            _UID_BLOCK_HELD = (os.getpid(), SLOT_UID_BASE + block * UID_BLOCK, f)
+            _UID_BLOCK_HELD = (os.getpid(), SLOT_UID_BASE + (block + 1) * UID_BLOCK, f)
             return _UID_BLOCK_HELD[1]
     raise UserError(f"all {UID_BLOCKS} blocks of sandbox uids are held by other reasoneval processes "
                     f"(lock files reasoneval-sandbox-uids-*.lock in {lock_dir}); wait for some to finish")
