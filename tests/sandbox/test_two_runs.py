@@ -114,13 +114,25 @@ def test_a_program_killed_from_outside_is_run_again_not_graded_failed(mode: str,
     slow_right = RIGHT0.replace("```python\n", "```python\nimport time\ntime.sleep(1.0)\n", 1)
     killed: list[int] = []
 
+    def parent(pid: int) -> int:
+        try:
+            return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return 0
+
+    def ours(pid: int) -> bool:  # a descendant of this test process (never another process's sandbox)
+        while pid > 1:
+            pid = parent(pid)
+            if pid == os.getpid():
+                return True
+        return False
+
     def kill_once() -> None:
         # the driver and the candidate share a command line; the candidate is the one whose parent is the driver
         for _ in range(500):
-            procs = _sandboxed_processes()
-            parents = {p: Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1] for p in procs
-                       if Path(f"/proc/{p}/stat").exists()}
-            pick = [p for p, pp in parents.items() if (int(pp) in parents) == (target == "candidate")]
+            procs = [p for p in _sandboxed_processes() if ours(p)]
+            parents = {p: parent(p) for p in procs}
+            pick = [p for p, pp in parents.items() if (pp in parents) == (target == "candidate")]
             if pick and len(procs) >= 2:
                 os.kill(pick[0], 9)
                 killed.append(pick[0])
