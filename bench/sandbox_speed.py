@@ -1,11 +1,14 @@
-"""Sandbox throughput: HumanEval's 164 canonical programs (with their tests) through the sandbox pool, against
-the same programs run as bare subprocesses (`python -I -`, no isolation, no limits) at the same concurrency
-(see docs/benchmarks.md, "Sandbox").
+"""Sandbox throughput: HumanEval's 164 canonical programs (with their tests) through the sandbox pool as the
+`code` scorer runs them (the trusted driver: tests and candidate in two processes, calls through pipes),
+against the same code and tests run as one bare subprocess each (`python -I -`, candidate and tests in one
+interpreter, no isolation, no limits) at the same concurrency (see docs/benchmarks.md, "Sandbox").
 
     PYTHONPATH=src python bench/sandbox_speed.py --workers 2 --repeat 2
 
 Prints programs/s for each mode and the ratio of the sandbox's time to the bare subprocess's (the cost of
-isolation per program). The bare reference runs in this same process and run, interleaved by repeat.
+isolation per program), and, per sandbox mode, the ratio of the driver (tests and candidate apart) to the same
+code and tests as one program in the same sandbox (the design before issue 20), measured in the same run.
+The bare reference runs in this same process and run, interleaved by repeat.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from reasoneval.sandbox import Limits, Sandbox, SandboxPool
+from reasoneval.sandbox import DRIVER_SOURCE, Limits, Sandbox, SandboxPool
 from reasoneval.scoring.code import build_program, judge
 from reasoneval.tasks.loading import load_task
 
@@ -38,19 +41,28 @@ def main() -> None:
 
     problems = load_task("humaneval")[1]
     programs = [build_program(p, p.payload["canonical_solution"]) for p in problems]
-    sources = [prog.source("__bench_done__") for prog in programs if prog is not None]
+    progs = [prog for prog in programs if prog is not None]
+    stdins = [prog.stdin() for prog in progs]
+    sources = [prog.code + "\n" + "\n".join(prog.tests) for prog in progs]  # the bare reference: one interpreter
     limits = Limits(timeout_s=20.0)
-    times: dict[str, list[float]] = {"bwrap": [], "rlimits": [], "bare": []}
+    names = ("bare", "rlimits one interpreter", "rlimits", "bwrap one interpreter", "bwrap")
+    times: dict[str, list[float]] = {m: [] for m in names}
     python = Sandbox("bwrap").python  # the same interpreter in every mode
     for _ in range(args.repeat):
         for mode in ("bwrap", "rlimits"):
             pool = SandboxPool(workers=args.workers, mode=mode)
+            # the design before the split (candidate and tests in one sandboxed interpreter), then the driver
             t = time.perf_counter()
-            results = pool.run_many(sources, limits)
+            single = pool.run_many(sources, limits)
+            times[f"{mode} one interpreter"].append(time.perf_counter() - t)
+            assert all(r.status == "ok" for r in single), f"{mode}: a canonical program failed in one interpreter"
+            t = time.perf_counter()
+            results = pool.run_many([DRIVER_SOURCE] * len(stdins), limits, stdins=stdins)
             times[mode].append(time.perf_counter() - t)
             pool.close()
-            passed = sum(judge(r, "__bench_done__", 1).result == "passed" for r in results)
-            assert passed == len(sources), f"{mode}: {passed}/{len(sources)} canonical programs passed"
+            bad = [(i, r.status, r.returncode, r.channel, r.stderr[-300:]) for i, r in enumerate(results)
+                   if judge(r, 1).result != "passed"]
+            assert not bad, f"{mode}: canonical programs that did not pass: {bad}"
         with ThreadPoolExecutor(args.workers) as ex:
             t = time.perf_counter()
             rcs = list(ex.map(lambda s: _bare(python, s, 20.0), sources))
@@ -59,10 +71,12 @@ def main() -> None:
     n = len(sources)
     best = {m: min(ts) for m, ts in times.items()}
     print(f"{n} HumanEval canonical programs, {args.workers} workers, best of {args.repeat}; interpreter {python}")
-    for m in ("bare", "rlimits", "bwrap"):
-        print(f"  {m:8s} {n / best[m]:6.1f} programs/s  ({1000 * best[m] * args.workers / n:.0f} ms per program "
+    for m in names:
+        print(f"  {m:24s} {n / best[m]:6.1f} programs/s  ({1000 * best[m] * args.workers / n:.0f} ms per program "
               f"per worker)   time ratio vs bare subprocess: {best[m] / best['bare']:.2f}x")
-
+    for mode in ("rlimits", "bwrap"):
+        print(f"  {mode}: tests and candidate apart / one interpreter: "
+              f"{best[mode] / best[f'{mode} one interpreter']:.2f}x the time per program")
 
 if __name__ == "__main__":
     main()

