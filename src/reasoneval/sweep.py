@@ -21,7 +21,8 @@ is retried by Ray up to --max-retries times, then marked failed; the others go o
 
 On a locally started cluster, GPUs that are busy outside Ray (memory in use, via NVML when pynvml is
 installed, or named with --busy-gpus) are left out of the cluster (CUDA_VISIBLE_DEVICES) and reported.
-State: `<JOBS>.state.json` beside the jobs file; the table: `<JOBS>.status.csv` and `.status.md`.
+State: `<JOBS>.state.json` beside the jobs file; the table: `<JOBS>.status.csv` and `.status.md`; jobs by
+training step x (task, metric) with lm-eval's metric names: `<JOBS>.checkpoints.csv` and `.checkpoints.md`.
 """
 
 from __future__ import annotations
@@ -449,6 +450,29 @@ def write_status(jobs_path: Path, header: Sequence[str], rows: Sequence[Sequence
     return csv_path, md_path
 
 
+def write_checkpoint_table(path: Path, jobs: Sequence[Job], state: Mapping[str, Mapping[str, Any]]) -> tuple[Path, Path]:
+    """`<path>.checkpoints.csv` and `.md`: the scored jobs by training step x (task, metric), lm-eval's metric
+    names (analysis.runs.checkpoint_table; the same as `reasoneval runs --by-checkpoint`)."""
+    from .analysis.runs import checkpoint_table
+    from .report.text import csv_text, markdown_table
+    from .result import load_run
+
+    items = []
+    for job in jobs:
+        run_dir = (state.get(job.name) or {}).get("run_dir")
+        if run_dir and (Path(run_dir) / "summary.json").exists():
+            try:
+                items.append((job.name, job.step, load_run(Path(run_dir))))
+            except UserError:
+                pass
+    head, cells, records = checkpoint_table(items)
+    csv_path = path.with_name(path.name + ".checkpoints.csv")
+    md_path = path.with_name(path.name + ".checkpoints.md")
+    csv_path.write_text(csv_text(records) if records else ",".join(head) + "\n", encoding="utf-8")
+    md_path.write_text(markdown_table(head, cells, left=2), encoding="utf-8")
+    return csv_path, md_path
+
+
 def print_status(header: Sequence[str], rows: Sequence[Sequence[str]], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -469,6 +493,7 @@ def show_status(jobs_path: Path, jobs: Sequence[Job]) -> bool:
     state = read_state(state_path(jobs_path))
     header, rows = status_rows(jobs, state)
     write_status(jobs_path, header, rows)
+    write_checkpoint_table(jobs_path, jobs, state)
     print_status(header, rows, f"sweep {jobs_path.name}")
     return all((state.get(j.name) or {}).get("state") == "done" for j in jobs)
 

@@ -30,6 +30,7 @@ from .sweep import (
     run_jobs,
     start_cluster,
     status_rows,
+    write_checkpoint_table,
     write_state,
     write_status,
 )
@@ -123,6 +124,7 @@ def watch_once(root: Path, opts: WatchOptions) -> list[str]:
                  dashboards=opts.dashboards)
         header, rows = status_rows(jobs, read_state(state_file))
         write_status(opts.state_file, header, rows)
+        write_checkpoint_table(opts.state_file, jobs, read_state(state_file))
         print_status(header, rows, f"checkpoints under {root}")
     return [f.name for f in ready]
 

@@ -233,7 +233,7 @@ def test_watch_logs_each_checkpoint_at_its_step_to_each_backend(tmp_path: Path, 
 
 @pytest.mark.usefixtures("ray_cluster")
 def test_sweep_logs_at_the_jobs_files_steps_and_logging_options_do_not_rerun_jobs(tmp_path: Path) -> None:
-    from reasoneval.sweep import load_jobs, run_jobs
+    from reasoneval.sweep import load_jobs, run_jobs, show_status
 
     jobs_file = tmp_path / "jobs.yaml"
     jobs_file.write_text(f"""
@@ -250,6 +250,15 @@ models:
     assert {e["state"] for e in state.values()} == {"done"}
     tb = tensorboard_scalars(tmp_path / "tb" / "jobs")
     assert sorted(s for s, _ in tb["arith/pass@1"]) == [1000, 2000, 3000]
+    # The sweep's table by step (`sweep --status` writes it beside the jobs file), the values logged.
+    assert show_status(jobs_file, jobs)
+    md = (tmp_path / "jobs.yaml.checkpoints.md").read_text().splitlines()
+    assert md[0].startswith("| checkpoint | step | arith/pass@1 |")
+    logged = dict(tb["arith/pass@1"])
+    assert [(line.split(" | ")[0], line.split(" | ")[1]) for line in md[2:]] == [
+        ("| m-a", "1000"), ("| checkpoint-2000", "2000"), ("| m-b", "3000")]
+    assert [float(line.split(" | ")[2].split(" ")[0]) for line in md[2:]] == [
+        pytest.approx(logged[s], abs=5e-5) for s in (1000, 2000, 3000)]
     # Another dashboard for the same jobs: finished jobs are not run again (the fingerprint ignores log_*).
     again = load_jobs(jobs_file, {"log_to": [], "log_args": {}})
     assert [j.fingerprint() for j in again] == [j.fingerprint() for j in jobs]

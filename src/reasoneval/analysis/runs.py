@@ -87,3 +87,67 @@ def table_rows(rows: list[RunRow]) -> tuple[list[str], list[list[str]], list[dic
         cells.append(line)
         records.append(rec)
     return head, cells, records
+
+
+# ---- checkpoints x (task, metric): the table of a sweep teams paste into reports -----------------------
+
+def checkpoint_metrics(result: RunResult) -> dict[str, tuple[float | None, float | None]]:
+    """`<task>/<metric>` -> (value, SE) of the figures a checkpoint table shows, as fractions: pass@1 (the
+    accuracy of a greedy run), lm-eval's columns under lm-eval's names (`exact_match,strict-match`, ...),
+    pass@K and maj@K for K > 1, and the per-subject accuracy where the data has subjects."""
+    from ..dashboards import lmeval_name
+
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for t, m in result.tasks.items():
+        out[f"{t}/pass@1"] = (m.mean, m.stderr)
+        for name, g in m.extra.items():
+            out[f"{t}/{lmeval_name(name)}"] = (g.mean, g.stderr)
+        K = result.n
+        if K > 1:
+            out[f"{t}/pass@{K}"] = (m.pass_at_k.get(K), None)
+            out[f"{t}/maj@{K}"] = (m.maj_at_k.get(K), None)
+        for subject, g in sorted((m.breakdown.get("subject") or {}).items()):
+            out[f"{t}/subject/{subject}"] = (g.mean, g.stderr)
+    return out
+
+
+def checkpoint_table(items: list[tuple[str, int | None, RunResult]]
+                     ) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
+    """(checkpoint name, training step, result) -> rows ordered by step (then name), one column per
+    (task, metric): Markdown cells "value ± SE" as lm-eval prints them (fractions, 4 decimals); CSV
+    records with the value and a `<metric>_stderr` column, full precision."""
+    items = sorted(items, key=lambda x: (x[1] is None, x[1] if x[1] is not None else 0, x[0]))
+    figures = [checkpoint_metrics(r) for _, _, r in items]
+    columns = list(dict.fromkeys(c for f in figures for c in f))
+    head = ["checkpoint", "step", *columns]
+    cells, records = [], []
+    for (name, step, r), f in zip(items, figures):
+        line = [name, "" if step is None else str(step)]
+        rec: dict[str, Any] = {"checkpoint": name, "step": "" if step is None else step}
+        for c in columns:
+            value, se = f.get(c, (None, None))
+            line.append("" if value is None else f"{value:.4f}" + ("" if se is None else f" ± {se:.4f}"))
+            rec[c] = "" if value is None else value
+            if any(fig.get(c, (None, None))[1] is not None for fig in figures):
+                rec[_stderr_name(c)] = "" if se is None else se
+        rec.update(run_id=r.run_id, complete=r.complete, run_dir=str(r.run_dir))
+        cells.append(line)
+        records.append(rec)
+    return head, cells, records
+
+
+def _stderr_name(column: str) -> str:
+    """lm-eval's name of a figure's SE: `gsm8k/exact_match_stderr,strict-match`, `gsm8k/pass@1_stderr`."""
+    metric, comma, filt = column.partition(",")
+    return f"{metric}_stderr{comma}{filt}"
+
+
+def checkpoint_items(rows: list[RunRow]) -> list[tuple[str, int | None, RunResult]]:
+    """Each run as a checkpoint: its model's last path part, and the step in that name."""
+    from ..dashboards import checkpoint_step
+
+    out = []
+    for row in rows:
+        model = row.result.model
+        out.append((Path(model.rstrip("/")).name or model, checkpoint_step(model), row.result))
+    return out
