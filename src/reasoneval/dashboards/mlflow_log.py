@@ -40,7 +40,15 @@ class MLflowSession:
         self.client.set_terminated(self.run_id)
 
 
+# MLflow retries an unreachable server for about 4 minutes per request by default; a dashboard that is down
+# must not hold up a sweep's scoring that long. Settings the user gave are kept.
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                 "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+
+
 def open_session(args: Mapping[str, Any], run_name: str, output_dir: Path) -> MLflowSession:
+    for key, value in HTTP_DEFAULTS.items():
+        os.environ.setdefault(key, value)
     experiment = str(args.get("mlflow_experiment") or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "reasoneval")
     uri = args.get("mlflow_tracking_uri")
     return MLflowSession(str(uri) if uri else None, experiment, run_name)
