@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -77,13 +77,18 @@ def wandb_history(wandb_dir: Path) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 @pytest.fixture
-def offline_wandb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def offline_wandb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """W&B in offline mode writing under tmp_path; its process-wide state (which reads WANDB_* once) reset after."""
+    import wandb
+
     d = tmp_path / "wandb-dir"
     d.mkdir()
     for k, v in {"WANDB_MODE": "offline", "WANDB_DIR": str(d), "WANDB_SILENT": "true", "WANDB_CONSOLE": "off",
                  "WANDB_DISABLE_GIT": "true", "WANDB_DISABLE_CODE": "true"}.items():
         monkeypatch.setenv(k, v)
-    return d
+    wandb.teardown()
+    yield d
+    wandb.teardown()
 
 
 # ---- names ----------------------------------------------------------------------------------------
@@ -179,7 +184,8 @@ def test_a_failing_backend_warns_once_and_the_run_completes(make_openai_server: 
     assert tb["math500/pass@1"] == [(500, pytest.approx(summary["tasks"]["math500"]["mean"]))]
 
 
-def test_a_missing_library_is_a_one_line_error_before_any_request(make_openai_server: Any, tmp_path: Path) -> None:
+def test_a_missing_library_is_a_one_line_error_before_any_request(make_openai_server: Any, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     write_data_dir(tmp_path / "data")
     server = make_openai_server(script={"": "\\boxed{4}"})
     hide = tmp_path / "hide"
@@ -197,8 +203,11 @@ def test_a_missing_library_is_a_one_line_error_before_any_request(make_openai_se
     assert r.stderr.strip().splitlines()[-1] == ("reasoneval: error: --log-to wandb needs the wandb package: "
                                                   "pip install 'reasoneval[wandb]' (or pip install wandb)")
     assert server.count_requests() == 0 and not (tmp_path / "results").exists()
-    r = _cli(*base_args(server, tmp_path, "--tasks", "aime24", "--log-to", "neptune"))
-    assert r.returncode == 2 and "unknown dashboard 'neptune'; known dashboards: mlflow, tensorboard, wandb" in r.stderr
+    from reasoneval.cli import main
+
+    assert main(base_args(server, tmp_path, "--tasks", "aime24", "--log-to", "neptune")) == 2
+    assert "unknown dashboard 'neptune'; known dashboards: mlflow, tensorboard, wandb" in capsys.readouterr().err
+    assert server.count_requests() == 0
 
 
 # ---- watch and sweep: one dashboard run, each checkpoint at its step ---------------------------------
