@@ -247,13 +247,14 @@ def test_watch_logs_each_checkpoint_at_its_step_to_each_backend(tmp_path: Path, 
 
 
 @pytest.mark.usefixtures("ray_cluster")
-def test_sweep_logs_at_the_jobs_files_steps_and_logging_options_do_not_rerun_jobs(tmp_path: Path) -> None:
+def test_sweep_logs_at_the_jobs_files_steps_and_logging_options_do_not_rerun_jobs(
+        tmp_path: Path, offline_wandb: Path, caplog: pytest.LogCaptureFixture) -> None:
     from reasoneval.sweep import load_jobs, run_jobs, show_status
 
     jobs_file = tmp_path / "jobs.yaml"
     jobs_file.write_text(f"""
-defaults: {{tasks: [arith], limit: 3, n: 2, engine: echo, log_to: tensorboard,
-            log_args: {{tensorboard_dir: {tmp_path / 'tb'}}}}}
+defaults: {{tasks: [arith], limit: 3, n: 2, engine: echo, log_to: "tensorboard,mlflow,wandb",
+            log_args: {{tensorboard_dir: {tmp_path / 'tb'}, mlflow_tracking_uri: "sqlite:///{tmp_path / 'ml.db'}"}}}}
 models:
   - {{model: m-a, step: 1000}}
   - {{model: m-b, step: 3000}}
@@ -263,8 +264,15 @@ models:
     assert [j.step for j in jobs] == [1000, 3000, 2000]
     state = run_jobs(jobs, tmp_path / "jobs.yaml.state.json")
     assert {e["state"] for e in state.values()} == {"done"}
+    means = {j.step: json.loads((Path(state[j.name]["run_dir"]) / "summary.json").read_text())["tasks"]["arith"]["mean"]
+             for j in jobs}
     tb = tensorboard_scalars(tmp_path / "tb" / "jobs")
-    assert sorted(s for s, _ in tb["arith/pass@1"]) == [1000, 2000, 3000]
+    assert sorted(tb["arith/pass@1"]) == [(s, pytest.approx(means[s])) for s in (1000, 2000, 3000)]
+    run, ml = mlflow_history(f"sqlite:///{tmp_path / 'ml.db'}")
+    assert run.info.run_name == "jobs" and ml["arith/pass_at_1"] == [(s, pytest.approx(v)) for s, v in sorted(tb["arith/pass@1"])]
+    names, rows = wandb_history(offline_wandb)
+    assert names == ["jobs"] and sorted(r["checkpoint_step"] for r in rows) == [1000, 2000, 3000], caplog.text
+    assert {r["checkpoint_step"]: r["arith/pass@1"] for r in rows} == {s: pytest.approx(v) for s, v in tb["arith/pass@1"]}
     # The sweep's table by step (`sweep --status` writes it beside the jobs file), the values logged.
     assert show_status(jobs_file, jobs)
     md = (tmp_path / "jobs.yaml.checkpoints.md").read_text().splitlines()
