@@ -75,7 +75,7 @@ def _cmd_runs(a: argparse.Namespace) -> int:
     if a.by_checkpoint:
         from .runs import checkpoint_items, checkpoint_table
 
-        head, cells, records = checkpoint_table(checkpoint_items(rows))
+        head, cells, records = checkpoint_table(checkpoint_items(rows), metric=a.metric)
         left = 2
     if a.csv:
         print(csv_text(records), end="")
@@ -132,6 +132,7 @@ def add_parsers(sub: Any, fmt: Any) -> None:
     p.add_argument("--by-checkpoint", action="store_true",
                    help="one row per checkpoint by training step (from names like checkpoint-1200), one column per "
                    "task and metric, lm-eval's metric names (exact_match,strict-match, ...)")
+    p.add_argument("--metric", metavar="GLOB", help="with --by-checkpoint: only these metrics (e.g. 'exact_match*')")
     p.set_defaults(func=_cmd_runs)
 
     p = sub.add_parser("export", help="samples as chat-message training data (JSONL or Parquet)", formatter_class=fmt,
