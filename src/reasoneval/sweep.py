@@ -126,7 +126,7 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
     unknown = sorted(set(merged) - fields - set(JOB_KEYS))
     if unknown:
         raise UserError(f"{where}: unknown option(s) {', '.join(unknown)}; options are the `reasoneval run` flags "
-                        "(tasks, n, engine, engine_args, ...) and name, num_gpus, num_cpus")
+                        "(tasks, n, engine, engine_args, log_to, ...) and name, num_gpus, num_cpus, step")
     options = {k: v for k, v in merged.items() if k in fields}
     if isinstance(options.get("tasks"), str):
         options["tasks"] = [t.strip() for t in options["tasks"].split(",") if t.strip()]

@@ -285,3 +285,16 @@ models:
     # Another dashboard for the same jobs: finished jobs are not run again (the fingerprint ignores log_*).
     again = load_jobs(jobs_file, {"log_to": [], "log_args": {}})
     assert [j.fingerprint() for j in again] == [j.fingerprint() for j in jobs]
+
+
+def test_bad_logging_options_in_a_jobs_file_are_one_line_errors(tmp_path: Path) -> None:
+    from reasoneval.errors import UserError
+    from reasoneval.sweep import load_jobs
+
+    jobs_file = tmp_path / "jobs.yaml"
+    for text, error in [("{model: m, step: soon}", "models\\[0\\]: step must be an integer"),
+                        ("{model: m, log_to: neptune}", "unknown dashboard 'neptune'"),
+                        ("{model: m, log_to: mlflow, log_args: {mlflow_uri: x}}", "unknown log_args key\\(s\\) mlflow_uri")]:
+        jobs_file.write_text(f"defaults: {{tasks: [arith], engine: echo}}\nmodels:\n  - {text}\n")
+        with pytest.raises(UserError, match=error):
+            load_jobs(jobs_file)
