@@ -91,13 +91,22 @@ def load_jobs(path: Path, extra_defaults: Mapping[str, Any] | None = None) -> li
     unknown_top = sorted(set(data) - {"defaults", "models"})
     if unknown_top:
         raise UserError(f"{path}: unknown top-level key(s) {', '.join(unknown_top)}; use `defaults:` and `models:`")
-    jobs = [make_job(entry, {**defaults, **(extra_defaults or {})}, path.parent, where=f"{path}: models[{i}]")
+    jobs = [make_job(entry, over_defaults(defaults, extra_defaults), path.parent, where=f"{path}: models[{i}]")
             for i, entry in enumerate(data["models"])]
     names = [j.name for j in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise UserError(f"{path}: job name(s) {', '.join(dup)} appear twice; give each a distinct `name:`")
     return jobs
+
+
+def over_defaults(defaults: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`extra` (command-line options) over a jobs or settings file's defaults; the dashboards' settings
+    (`log_args`) merge key by key, so `--tensorboard-dir` keeps the file's MLflow tracking URI."""
+    out = {**defaults, **(extra or {})}
+    if isinstance(defaults.get("log_args"), Mapping) and isinstance((extra or {}).get("log_args"), Mapping):
+        out["log_args"] = {**defaults["log_args"], **(extra or {})["log_args"]}
+    return out
 
 
 def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str) -> Job:

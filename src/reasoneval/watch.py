@@ -176,9 +176,9 @@ def _cmd_watch(a: argparse.Namespace) -> int:
     if not root.is_dir():
         raise UserError(f"{root} is not a folder (watch a folder that checkpoints appear in)")
     from .dashboards import Dashboards, check_backends
-    from .sweep import dashboard_defaults
+    from .sweep import dashboard_defaults, over_defaults
 
-    settings = {**load_settings(Path(a.settings)), **dashboard_defaults(a)}
+    settings = over_defaults(load_settings(Path(a.settings)), dashboard_defaults(a))
     check_backends(settings.get("log_to"), settings.get("log_args"))
     opts = WatchOptions(settings=settings, dashboards=Dashboards(root.resolve().name),
                         state_file=Path(a.state) if a.state else root / ".reasoneval-watch.json", marker=a.marker,

@@ -298,3 +298,75 @@ def test_bad_logging_options_in_a_jobs_file_are_one_line_errors(tmp_path: Path) 
         jobs_file.write_text(f"defaults: {{tasks: [arith], engine: echo}}\nmodels:\n  - {text}\n")
         with pytest.raises(UserError, match=error):
             load_jobs(jobs_file)
+
+
+# ---- the commands: `reasoneval watch` and `reasoneval sweep` with a backend that fails -------------------
+
+@pytest.fixture
+def dashboard_warnings(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """The `reasoneval` logger's records (main() stops it propagating to the root logger, where caplog listens)."""
+    import logging
+
+    logger = logging.getLogger("reasoneval")
+    logger.addHandler(caplog.handler)
+    yield caplog
+    logger.removeHandler(caplog.handler)
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_watch_command_warns_once_for_a_failing_backend_and_logs_the_others_at_each_step(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dashboard_warnings: pytest.LogCaptureFixture) -> None:
+    from reasoneval.cli import main
+    from reasoneval.sweep import read_state
+
+    monkeypatch.chdir(tmp_path)  # MLflow's default store (./mlflow.db or ./mlruns) would land here if the URI were lost
+    root = tmp_path / "run7"
+    root.mkdir()
+    for name in ("checkpoint-100", "checkpoint-200"):
+        (root / name).mkdir()
+        for f in ("config.json", "model.safetensors", "COMPLETE"):
+            (root / name / f).write_text("{}")
+    uri = f"sqlite:///{tmp_path / 'store' / 'ml.db'}"
+    (tmp_path / "store").mkdir()
+    (tmp_path / "eval.yaml").write_text(f"tasks: [arith]\nlimit: 4\nn: 2\nengine: echo\nlog_to: mlflow\n"
+                                        f"log_args: {{mlflow_tracking_uri: '{uri}'}}\n")
+    (tmp_path / "not-a-dir").write_text("a file where TensorBoard wants a folder")
+    # --log-to replaces the settings file's; --tensorboard-dir is added to its log_args (the URI stays).
+    assert main(["watch", str(root), "--settings", str(tmp_path / "eval.yaml"), "--once", "--log-to", "tensorboard,mlflow",
+                 "--tensorboard-dir", str(tmp_path / "not-a-dir")]) == 0
+    jobs = read_state(root / ".reasoneval-watch.json.jobs.json")
+    assert {e["state"] for e in jobs.values()} == {"done"} and len(jobs) == 2
+    means = {}
+    for name, e in jobs.items():
+        summary = json.loads((Path(e["run_dir"]) / "summary.json").read_text())
+        assert summary["complete"] and len((Path(e["run_dir"]) / "samples.jsonl").read_text().splitlines()) == 8
+        means[int(name.split("-")[1])] = summary["tasks"]["arith"]["mean"]
+    failed = [r.getMessage() for r in dashboard_warnings.records if "--log-to tensorboard failed" in r.getMessage()]
+    assert len(failed) == 1, failed  # once, not once per checkpoint
+    run, ml = mlflow_history(uri)
+    assert run.info.run_name == "run7" and ml["arith/pass_at_1"] == [(s, pytest.approx(means[s])) for s in (100, 200)]
+    assert not (tmp_path / "mlruns").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_sweep_command_warns_once_for_a_failing_backend_and_finishes_every_job(
+        tmp_path: Path, dashboard_warnings: pytest.LogCaptureFixture) -> None:
+    from reasoneval.cli import main
+    from reasoneval.sweep import read_state
+
+    jobs_file = tmp_path / "jobs.yaml"
+    jobs_file.write_text("defaults: {tasks: [arith], limit: 3, n: 2, engine: echo}\n"
+                         "models:\n  - {model: m-a, step: 10}\n  - /ckpt/step_20\n  - /ckpt/step_30\n")
+    (tmp_path / "not-a-dir").write_text("a file where TensorBoard wants a folder")
+    uri = f"sqlite:///{tmp_path / 'ml.db'}"
+    assert main(["sweep", str(jobs_file), "--log-to", "tensorboard", "--log-to", "mlflow", "--mlflow-tracking-uri", uri,
+                 "--tensorboard-dir", str(tmp_path / "not-a-dir"), "--mlflow-experiment", "battery"]) == 0
+    state = read_state(tmp_path / "jobs.yaml.state.json")
+    assert [e["state"] for e in state.values()] == ["done"] * 3
+    for e in state.values():
+        assert len((Path(e["run_dir"]) / "samples.jsonl").read_text().splitlines()) == 6
+    failed = [r.getMessage() for r in dashboard_warnings.records if "--log-to tensorboard failed" in r.getMessage()]
+    assert len(failed) == 1, failed
+    run, ml = mlflow_history(uri, "battery")
+    assert run.info.run_name == "jobs" and [s for s, _ in ml["arith/pass_at_1"]] == [10, 20, 30]
+    assert (tmp_path / "jobs.yaml.checkpoints.csv").read_text().splitlines()[0].startswith("checkpoint,step,arith/pass@1")
