@@ -100,6 +100,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     _add_grading_args(g)
     g.add_argument("--no-progress", action="store_true", help="log lines instead of a live bar")
     g.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the table")
+    from .dashboards import add_dashboard_args
+
+    add_dashboard_args(p)
 
 
 def _add_grading_args(g: Any) -> None:
@@ -159,6 +162,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
         split=a.split, output_dir=a.output_dir, grading_workers=a.grading_workers,
         grading_timeout=a.grading_timeout, progress=False if a.no_progress else None, print_table=not a.json,
         prompt_style=a.prompt_style, num_fewshot=a.num_fewshot, style_stop=not a.no_style_stop, greedy=a.greedy)
+    from .dashboards import dashboard_options
+
+    cfg.log_to, cfg.log_args = dashboard_options(a)
     cfg.engine_args = _engine_args(a, cfg.engine_kind())
     try:
         summary = evaluate(cfg)
@@ -176,6 +182,10 @@ def _cmd_report(a: argparse.Namespace) -> int:
     from .pipeline import score_run
 
     tasks = _csv(a.tasks) or None
+    from .dashboards import check_backends, checkpoint_step, dashboard_options, log_once
+
+    log_to, log_args = dashboard_options(a)
+    check_backends(log_to, log_args)
     summary = score_run(a.run_dir, n=a.n, tasks=tasks, workers=a.grading_workers, grading_timeout=a.grading_timeout,
                         print_table=not a.json)
     if a.json:
@@ -187,6 +197,14 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
         page = write_run_html(summary, Path(a.html)) if a.html else summary.run_dir / REPORT_FILE
         print(f"HTML report: {page}", file=sys.stderr)
+    if log_to:
+        from pathlib import Path
+
+        from .pipeline import EvalConfig
+
+        step = a.step if a.step is not None else checkpoint_step(summary.model)
+        log_once(EvalConfig(log_to=log_to, log_args=log_args, output_dir=str(Path(a.run_dir).resolve().parents[1])),
+                 summary, step)
     if not summary.complete:
         raise RunIncomplete(summary)
     return 0
@@ -269,6 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--html", nargs="?", const="", metavar="FILE",
                    help="say where report.html is (written into the run directory), or write it to FILE too")
+    p.add_argument("--step", type=int, help="training step to log at with --log-to (default: from the model's "
+                   "name, e.g. checkpoint-1200)")
+    from .dashboards import add_dashboard_args
+
+    add_dashboard_args(p)
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("engines", help="list the engines with their options",

@@ -102,6 +102,10 @@ class EvalConfig:
     grading_timeout: float = 5.0
     progress: bool | None = None  # None: a live bar on a terminal, log lines elsewhere
     print_table: bool = True
+    # Dashboards the scored result is logged to (reasoneval.dashboards: tensorboard, mlflow, wandb) and their
+    # settings (dashboards.LOG_ARGS); never part of a run's identity.
+    log_to: Sequence[str] = ()
+    log_args: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.greedy:
@@ -124,6 +128,10 @@ class EvalConfig:
         for ok, message in checks:
             if not ok:
                 raise UserError(message)
+        if self.log_to or self.log_args:
+            from .dashboards import check_backends
+
+            check_backends(self.log_to, self.log_args)
 
     def engine_kind(self) -> str:
         if self.engine:
@@ -296,6 +304,11 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     result = await asyncio.get_running_loop().run_in_executor(None, lambda: score_run(
         run_dir, n=cfg.n, tasks=[t.name for t in tasks], workers=cfg.grading_workers,
         grading_timeout=cfg.grading_timeout, print_table=cfg.print_table))
+    if cfg.log_to:
+        from .dashboards import checkpoint_step, log_once
+
+        step = checkpoint_step(str(cfg.engine_args.get("model_path") or cfg.model or ""))
+        await asyncio.get_running_loop().run_in_executor(None, log_once, cfg, result, step)
     if not result.complete:
         raise RunIncomplete(result)
     return result

@@ -10,6 +10,7 @@
       - model: /ckpt/step-2000
         name: step-2000                    # the row's name (default: the path's last part)
         n: 32                              # any option, for this job only
+        step: 2000                         # training step for --log-to (default: from the name)
 
 Each job's generation is a Ray task asking for `num_gpus` (default 1: one job per GPU, no tensor
 parallelism unless a job asks for more) and `num_cpus` (default 1); Ray queues the jobs until
@@ -20,7 +21,8 @@ is retried by Ray up to --max-retries times, then marked failed; the others go o
 
 On a locally started cluster, GPUs that are busy outside Ray (memory in use, via NVML when pynvml is
 installed, or named with --busy-gpus) are left out of the cluster (CUDA_VISIBLE_DEVICES) and reported.
-State: `<JOBS>.state.json` beside the jobs file; the table: `<JOBS>.status.csv` and `.status.md`.
+State: `<JOBS>.state.json` beside the jobs file; the table: `<JOBS>.status.csv` and `.status.md`; jobs by
+training step x (task, metric) with lm-eval's metric names: `<JOBS>.checkpoints.csv` and `.checkpoints.md`.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ log = logging.getLogger("reasoneval")
 
 # Job keys that are not EvalConfig fields. `test_crash_log` is a test hook: the job's worker appends a line
 # to that file and dies (os._exit) on every attempt, as a worker lost to an OOM kill or a node failure.
-JOB_KEYS = ("name", "num_gpus", "num_cpus", "test_crash_log")
+JOB_KEYS = ("name", "num_gpus", "num_cpus", "step", "test_crash_log")
 # GPU memory in use (MiB) above which NVML reports a GPU busy.
 BUSY_MIB = 1024
 
@@ -58,10 +60,15 @@ class Job:
     num_gpus: float = 1.0
     num_cpus: float = 1.0
     test_crash_log: str | None = None
+    # The training step its results are logged at (--log-to): `step:` in the jobs file, else from the
+    # checkpoint's name (dashboards.checkpoint_step); None when neither has one.
+    step: int | None = None
 
     def fingerprint(self) -> str:
         """Changes when the job's options change (then a finished job runs again, e.g. with a larger n)."""
         d = dataclasses.asdict(self.config)
+        for key in ("log_to", "log_args"):  # where results are logged is not what the job computes
+            d.pop(key, None)
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -84,13 +91,22 @@ def load_jobs(path: Path, extra_defaults: Mapping[str, Any] | None = None) -> li
     unknown_top = sorted(set(data) - {"defaults", "models"})
     if unknown_top:
         raise UserError(f"{path}: unknown top-level key(s) {', '.join(unknown_top)}; use `defaults:` and `models:`")
-    jobs = [make_job(entry, {**defaults, **(extra_defaults or {})}, path.parent, where=f"{path}: models[{i}]")
+    jobs = [make_job(entry, over_defaults(defaults, extra_defaults), path.parent, where=f"{path}: models[{i}]")
             for i, entry in enumerate(data["models"])]
     names = [j.name for j in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise UserError(f"{path}: job name(s) {', '.join(dup)} appear twice; give each a distinct `name:`")
     return jobs
+
+
+def over_defaults(defaults: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`extra` (command-line options) over a jobs or settings file's defaults; the dashboards' settings
+    (`log_args`) merge key by key, so `--tensorboard-dir` keeps the file's MLflow tracking URI."""
+    out = {**defaults, **(extra or {})}
+    if isinstance(defaults.get("log_args"), Mapping) and isinstance((extra or {}).get("log_args"), Mapping):
+        out["log_args"] = {**defaults["log_args"], **(extra or {})["log_args"]}
+    return out
 
 
 def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str) -> Job:
@@ -119,7 +135,7 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
     unknown = sorted(set(merged) - fields - set(JOB_KEYS))
     if unknown:
         raise UserError(f"{where}: unknown option(s) {', '.join(unknown)}; options are the `reasoneval run` flags "
-                        "(tasks, n, engine, engine_args, ...) and name, num_gpus, num_cpus")
+                        "(tasks, n, engine, engine_args, log_to, ...) and name, num_gpus, num_cpus, step")
     options = {k: v for k, v in merged.items() if k in fields}
     if isinstance(options.get("tasks"), str):
         options["tasks"] = [t.strip() for t in options["tasks"].split(",") if t.strip()]
@@ -139,7 +155,15 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
     except (TypeError, ValueError):
         raise UserError(f"{where}: num_gpus and num_cpus must be numbers") from None
     crash = merged.get("test_crash_log")
-    return Job(name=name, config=cfg, num_gpus=num_gpus, num_cpus=num_cpus, test_crash_log=str(crash) if crash else None)
+    from .dashboards import checkpoint_step
+
+    try:
+        step = int(merged["step"]) if merged.get("step") is not None else (
+            checkpoint_step(name) if checkpoint_step(name) is not None else checkpoint_step(str(cfg.model)))
+    except (TypeError, ValueError):
+        raise UserError(f"{where}: step must be an integer (the training step), got {merged.get('step')!r}") from None
+    return Job(name=name, config=cfg, num_gpus=num_gpus, num_cpus=num_cpus, test_crash_log=str(crash) if crash else None,
+               step=step)
 
 
 # ---- state ------------------------------------------------------------------------------------
@@ -245,11 +269,13 @@ def generate_job(cfg: Any, prior_run_dir: str | None, crash_log: str | None = No
             "started": t0, "finished": time.time()}
 
 
-def _score(cfg: Any, run_dir: str, tasks: list[str] | None, workers: int | None) -> bool:
+def _score(job: Job, run_dir: str, tasks: list[str] | None, workers: int | None, dashboards: Any) -> bool:
     from .pipeline import score_run
 
+    cfg = job.config
     result = score_run(Path(run_dir), n=cfg.n, tasks=tasks, workers=workers, grading_timeout=cfg.grading_timeout,
                        print_table=False)
+    dashboards.log(cfg, result, job.step)  # never raises: a failing dashboard warns once
     return bool(result.complete)
 
 
@@ -271,9 +297,18 @@ def _job_tasks(job: Job) -> list[str] | None:
 # ---- the sweep ----------------------------------------------------------------------------------
 
 def run_jobs(jobs: Sequence[Job], state_file: Path, *, max_retries: int = 2, grading_workers: int | None = 1,
-             on_change: Callable[[], object] | None = None) -> dict[str, dict[str, Any]]:
-    """Run the jobs that are not finished on the connected Ray cluster; returns the state (also on disk)."""
+             on_change: Callable[[], object] | None = None, dashboards: Any = None) -> dict[str, dict[str, Any]]:
+    """Run the jobs that are not finished on the connected Ray cluster; returns the state (also on disk).
+
+    dashboards: a dashboards.Dashboards each scored job is logged to (the jobs' log_to), kept open by the
+    caller across calls (`watch`); default: one for this call, named after the state file."""
+    from .dashboards import Dashboards
     from .engines.ray import import_ray
+
+    if dashboards is None:
+        with Dashboards(state_file.name.split(".")[0] or None) as own:
+            return run_jobs(jobs, state_file, max_retries=max_retries, grading_workers=grading_workers,
+                            on_change=on_change, dashboards=own)
 
     ray = import_ray()
     state = read_state(state_file)
@@ -346,8 +381,8 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, max_retries: int = 2, gra
                     continue
                 state[job.name].update(state="scoring", run_dir=out["run_dir"], gpu_ids=out["gpu_ids"],
                                        generated=out["generated"], wall_s=round(out["finished"] - out["started"], 3))
-                fut = pool.submit(_score, job.config, out["run_dir"], scored_tasks(job, out["run_dir"]),
-                                  grading_workers)
+                fut = pool.submit(_score, job, out["run_dir"], scored_tasks(job, out["run_dir"]), grading_workers,
+                                  dashboards)
                 scoring[fut] = job
             if ready:
                 submit()
@@ -424,6 +459,29 @@ def write_status(jobs_path: Path, header: Sequence[str], rows: Sequence[Sequence
     return csv_path, md_path
 
 
+def write_checkpoint_table(path: Path, jobs: Sequence[Job], state: Mapping[str, Mapping[str, Any]]) -> tuple[Path, Path]:
+    """`<path>.checkpoints.csv` and `.md`: the scored jobs by training step x (task, metric), lm-eval's metric
+    names (analysis.runs.checkpoint_table; the same as `reasoneval runs --by-checkpoint`)."""
+    from .analysis.runs import checkpoint_table
+    from .report.text import csv_text, markdown_table
+    from .result import load_run
+
+    items = []
+    for job in jobs:
+        run_dir = (state.get(job.name) or {}).get("run_dir")
+        if run_dir and (Path(run_dir) / "summary.json").exists():
+            try:
+                items.append((job.name, job.step, load_run(Path(run_dir))))
+            except UserError:
+                pass
+    head, cells, records = checkpoint_table(items)
+    csv_path = path.with_name(path.name + ".checkpoints.csv")
+    md_path = path.with_name(path.name + ".checkpoints.md")
+    csv_path.write_text(csv_text(records) if records else ",".join(head) + "\n", encoding="utf-8")
+    md_path.write_text(markdown_table(head, cells, left=2), encoding="utf-8")
+    return csv_path, md_path
+
+
 def print_status(header: Sequence[str], rows: Sequence[Sequence[str]], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -444,6 +502,7 @@ def show_status(jobs_path: Path, jobs: Sequence[Job]) -> bool:
     state = read_state(state_path(jobs_path))
     header, rows = status_rows(jobs, state)
     write_status(jobs_path, header, rows)
+    write_checkpoint_table(jobs_path, jobs, state)
     print_status(header, rows, f"sweep {jobs_path.name}")
     return all((state.get(j.name) or {}).get("state") == "done" for j in jobs)
 
@@ -460,13 +519,15 @@ class SweepOptions:
     num_cpus: int | None = None
     busy_gpus: Sequence[int] = ()
     grading_workers: int | None = 1
+    # Options over the jobs file's defaults (--log-to and the dashboards' settings).
+    defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def sweep(jobs_path: Path, opts: SweepOptions) -> bool:
     """Run a jobs file; True when every job is done."""
     from .engines.ray import import_ray
 
-    jobs = load_jobs(jobs_path)
+    jobs = load_jobs(jobs_path, opts.defaults)
     ray = import_ray()
     started, notes = start_cluster(opts.ray_address, num_gpus=opts.num_gpus, num_cpus=opts.num_cpus,
                                    busy_gpus=opts.busy_gpus)
@@ -514,7 +575,18 @@ def add_sweep_parser(sub: Any, fmt: Any) -> None:
     p.add_argument("jobs")
     p.add_argument("--status", action="store_true", help="print the table of jobs x tasks and exit")
     add_cluster_args(p)
+    from .dashboards import add_dashboard_args
+
+    add_dashboard_args(p)
     p.set_defaults(func=_cmd_sweep)
+
+
+def dashboard_defaults(a: argparse.Namespace) -> dict[str, Any]:
+    """--log-to and the dashboards' flags as job options (over the jobs file's or settings file's)."""
+    from .dashboards import dashboard_options
+
+    log_to, log_args = dashboard_options(a)
+    return {**({"log_to": log_to} if log_to else {}), **({"log_args": log_args} if log_args else {})}
 
 
 def _cmd_sweep(a: argparse.Namespace) -> int:
@@ -522,5 +594,6 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
     if a.status:
         return 0 if show_status(path, load_jobs(path)) else 3
     done = sweep(path, SweepOptions(max_retries=a.max_retries, ray_address=a.ray_address, num_gpus=a.num_gpus,
-                                    num_cpus=a.num_cpus, busy_gpus=a.busy_gpus, grading_workers=a.grading_workers))
+                                    num_cpus=a.num_cpus, busy_gpus=a.busy_gpus, grading_workers=a.grading_workers,
+                                    defaults=dashboard_defaults(a)))
     return 0 if done else 3

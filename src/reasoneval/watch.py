@@ -30,6 +30,7 @@ from .sweep import (
     run_jobs,
     start_cluster,
     status_rows,
+    write_checkpoint_table,
     write_state,
     write_status,
 )
@@ -48,6 +49,9 @@ class WatchOptions:
     stable_s: float = 60.0
     max_retries: int = 2
     grading_workers: int | None = 1
+    # A dashboards.Dashboards kept open across checkpoints (--log-to): one dashboard run, each checkpoint
+    # at its step. None: one per checkpoint.
+    dashboards: Any = None
 
 
 def signature(folder: Path) -> list[list[Any]]:
@@ -116,9 +120,11 @@ def watch_once(root: Path, opts: WatchOptions) -> list[str]:
     for folder in ready:
         job = next(j for j in jobs if j.name == folder.name)
         log.warning("watch: %s is complete: evaluating", folder)
-        run_jobs([job], state_file, max_retries=opts.max_retries, grading_workers=opts.grading_workers)
+        run_jobs([job], state_file, max_retries=opts.max_retries, grading_workers=opts.grading_workers,
+                 dashboards=opts.dashboards)
         header, rows = status_rows(jobs, read_state(state_file))
         write_status(opts.state_file, header, rows)
+        write_checkpoint_table(opts.state_file, jobs, read_state(state_file))
         print_status(header, rows, f"checkpoints under {root}")
     return [f.name for f in ready]
 
@@ -157,6 +163,9 @@ def add_watch_parser(sub: Any, fmt: Any) -> None:
     p.add_argument("--state", help="state file (default DIR/.reasoneval-watch.json)")
     p.add_argument("--once", action="store_true", help="one scan: evaluate what is complete now, then exit")
     add_cluster_args(p)
+    from .dashboards import add_dashboard_args
+
+    add_dashboard_args(p)
     p.set_defaults(func=_cmd_watch)
 
 
@@ -166,7 +175,12 @@ def _cmd_watch(a: argparse.Namespace) -> int:
     root = Path(a.dir)
     if not root.is_dir():
         raise UserError(f"{root} is not a folder (watch a folder that checkpoints appear in)")
-    opts = WatchOptions(settings=load_settings(Path(a.settings)),
+    from .dashboards import Dashboards, check_backends
+    from .sweep import dashboard_defaults, over_defaults
+
+    settings = over_defaults(load_settings(Path(a.settings)), dashboard_defaults(a))
+    check_backends(settings.get("log_to"), settings.get("log_args"))
+    opts = WatchOptions(settings=settings, dashboards=Dashboards(root.resolve().name),
                         state_file=Path(a.state) if a.state else root / ".reasoneval-watch.json", marker=a.marker,
                         stable_s=a.stable_s, max_retries=a.max_retries, grading_workers=a.grading_workers)
     started, notes = start_cluster(a.ray_address, num_gpus=a.num_gpus, num_cpus=a.num_cpus, busy_gpus=a.busy_gpus)
@@ -179,6 +193,7 @@ def _cmd_watch(a: argparse.Namespace) -> int:
                 return 0
             time.sleep(a.interval)
     finally:
+        opts.dashboards.close()
         if started:
             import_ray().shutdown()
 

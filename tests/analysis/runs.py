@@ -53,8 +53,10 @@ def write_data(data_dir: Path, q: int) -> Path:
 def make_run(make_server: Callable[..., Any], tmp_path: Path, model: str, correct: Callable[[int, int], bool],
              q: int = 12, n: int = 8, truncated: Callable[[int, int], bool] = lambda i, j: False,
              tokens: Callable[[int, int], int] = lambda i, j: 100 + 10 * j, seed: int = 42,
-             response: Callable[[int, int, str], str] = lambda i, j, said: f"Adding gives \\boxed{{{said}}}.") -> Path:
-    """A finished run of `model` on q problems x n samples; returns its run directory."""
+             response: Callable[[int, int, str], str] = lambda i, j, said: f"Adding gives \\boxed{{{said}}}.",
+             **options: Any) -> Path:
+    """A finished run of `model` on q problems x n samples; returns its run directory. options: more
+    `evaluate` options (e.g. num_fewshot)."""
     data_dir = write_data(tmp_path / "data", q)
     replies = {}
     for i, (text, answer, _) in enumerate(problems(q)):
@@ -70,5 +72,5 @@ def make_run(make_server: Callable[..., Any], tmp_path: Path, model: str, correc
     server = make_server(model=model, responder=lambda body: replies[body["seed"]])
     result = reasoneval.evaluate(base_url=server.base_url, model=model, data_dir=str(data_dir), tasks=[TASK], n=n,
                                  seed=seed, output_dir=str(tmp_path / "results"), retry_backoff=0.01,
-                                 grading_workers=1, progress=False, print_table=False)
+                                 grading_workers=1, progress=False, print_table=False, **options)
     return Path(result.run_dir)

@@ -71,14 +71,20 @@ def _cmd_runs(a: argparse.Namespace) -> int:
 
     rows = list_runs(Path(a.dir), model=a.model, task=a.task)
     head, cells, records = table_rows(rows)
+    left = 3
+    if a.by_checkpoint:
+        from .runs import checkpoint_items, checkpoint_table
+
+        head, cells, records = checkpoint_table(checkpoint_items(rows), metric=a.metric)
+        left = 2
     if a.csv:
         print(csv_text(records), end="")
     elif a.markdown:
-        print(markdown_table(head, cells, left=3), end="")
+        print(markdown_table(head, cells, left=left), end="")
     elif not rows:
         print(f"no runs under {a.dir}" + (" matching the filters" if a.model or a.task else ""), file=sys.stderr)
     else:
-        print_table(head, cells, f"runs under {a.dir}", left=3)
+        print_table(head, cells, f"runs under {a.dir}", left=left)
     return 0
 
 
@@ -116,12 +122,17 @@ def add_parsers(sub: Any, fmt: Any) -> None:
     p.set_defaults(func=_cmd_analyze)
 
     p = sub.add_parser("runs", help="one table of every run under a results folder", formatter_class=fmt,
-                       epilog="example:\n  reasoneval runs results --model 'Qwen*' --task 'aime*' --csv > runs.csv")
+                       epilog="examples:\n  reasoneval runs results --model 'Qwen*' --task 'aime*' --csv > runs.csv\n"
+                       "  reasoneval runs results --by-checkpoint --markdown   # checkpoints x (task, metric)")
     p.add_argument("dir", nargs="?", default="results")
     p.add_argument("--model", metavar="GLOB")
     p.add_argument("--task", metavar="GLOB")
     p.add_argument("--csv", action="store_true")
     p.add_argument("--markdown", action="store_true")
+    p.add_argument("--by-checkpoint", action="store_true",
+                   help="one row per checkpoint by training step (from names like checkpoint-1200), one column per "
+                   "task and metric, lm-eval's metric names (exact_match,strict-match, ...)")
+    p.add_argument("--metric", metavar="GLOB", help="with --by-checkpoint: only these metrics (e.g. 'exact_match*')")
     p.set_defaults(func=_cmd_runs)
 
     p = sub.add_parser("export", help="samples as chat-message training data (JSONL or Parquet)", formatter_class=fmt,

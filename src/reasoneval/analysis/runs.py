@@ -87,3 +87,91 @@ def table_rows(rows: list[RunRow]) -> tuple[list[str], list[list[str]], list[dic
         cells.append(line)
         records.append(rec)
     return head, cells, records
+
+
+# ---- checkpoints x (task, metric): the table of a sweep teams paste into reports -----------------------
+
+def setting_label(result: RunResult) -> str:
+    """What tells apart runs of one checkpoint on the same task (the battery's gsm8k at 4 and 8 shots):
+    the prompt style and shots asked for, e.g. "gsm8k_cot, 8-shot"; "" when none was asked."""
+    style = result.config.settings.get("prompt_style")
+    if not isinstance(style, dict):
+        return ""
+    parts = [str(style["style"])] if style.get("style") else []
+    if style.get("num_fewshot") is not None:
+        parts.append(f"{style['num_fewshot']}-shot")
+    return ", ".join(parts)
+
+
+def checkpoint_metrics(result: RunResult) -> dict[str, tuple[float | None, float | None]]:
+    """`<task>/<metric>` -> (value, SE) of the figures a checkpoint table shows, as fractions: pass@1 (the
+    accuracy of a greedy run), lm-eval's columns under lm-eval's names (`exact_match,strict-match`, ...),
+    pass@K and maj@K for K > 1, and the per-subject accuracy where the data has subjects. The task is
+    `<task> (<setting>)` for a run that asked for a prompt style or shots (`gsm8k (8-shot)`)."""
+    from ..dashboards import lmeval_name
+
+    label = setting_label(result)
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for task, m in result.tasks.items():
+        t = f"{task} ({label})" if label else task
+        out[f"{t}/pass@1"] = (m.mean, m.stderr)
+        for name, g in m.extra.items():
+            out[f"{t}/{lmeval_name(name)}"] = (g.mean, g.stderr)
+        K = result.n
+        if K > 1:
+            out[f"{t}/pass@{K}"] = (m.pass_at_k.get(K), None)
+            out[f"{t}/maj@{K}"] = (m.maj_at_k.get(K), None)
+        for subject, g in sorted((m.breakdown.get("subject") or {}).items()):
+            out[f"{t}/subject/{subject}"] = (g.mean, g.stderr)
+    return out
+
+
+def checkpoint_table(items: list[tuple[str, int | None, RunResult]], metric: str | None = None
+                     ) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
+    """(checkpoint name, training step, result) -> one row per checkpoint (its runs merged: a battery's
+    runs of one checkpoint with different settings), ordered by step then name, one column per (task,
+    metric): Markdown cells "value ± SE" as lm-eval prints them (fractions, 4 decimals); CSV records with
+    the value and a `<metric>_stderr` column, full precision. A figure two runs of a checkpoint both have
+    comes from the later run given. metric: only the columns whose metric (after `<task>/`) matches this glob."""
+    groups: dict[tuple[str, int | None], list[RunResult]] = {}
+    for name, step, result in items:
+        groups.setdefault((name, step), []).append(result)
+    keys = sorted(groups, key=lambda k: (k[1] is None, k[1] if k[1] is not None else 0, k[0]))
+    figures = [{c: v for r in groups[k] for c, v in checkpoint_metrics(r).items()} for k in keys]
+    columns = [c for c in dict.fromkeys(c for f in figures for c in f)
+               if metric is None or fnmatch.fnmatch(c.split("/", 1)[1], metric)]
+    with_se = {c for f in figures for c, (_, se) in f.items() if se is not None}
+    head = ["checkpoint", "step", *columns]
+    cells, records = [], []
+    for (name, step), f in zip(keys, figures):
+        line = [name, "" if step is None else str(step)]
+        rec: dict[str, Any] = {"checkpoint": name, "step": "" if step is None else step}
+        for c in columns:
+            value, se = f.get(c, (None, None))
+            line.append("" if value is None else f"{value:.4f}" + ("" if se is None else f" ± {se:.4f}"))
+            rec[c] = "" if value is None else value
+            if c in with_se:
+                rec[_stderr_name(c)] = "" if se is None else se
+        runs = groups[(name, step)]
+        rec.update(run_id=";".join(r.run_id for r in runs), complete=all(r.complete for r in runs),
+                   run_dir=";".join(str(r.run_dir) for r in runs))
+        cells.append(line)
+        records.append(rec)
+    return head, cells, records
+
+
+def _stderr_name(column: str) -> str:
+    """lm-eval's name of a figure's SE: `gsm8k/exact_match_stderr,strict-match`, `gsm8k/pass@1_stderr`."""
+    metric, comma, filt = column.partition(",")
+    return f"{metric}_stderr{comma}{filt}"
+
+
+def checkpoint_items(rows: list[RunRow]) -> list[tuple[str, int | None, RunResult]]:
+    """Each run as a checkpoint: its model's last path part, and the step in that name."""
+    from ..dashboards import checkpoint_step
+
+    out = []
+    for row in rows:
+        model = row.result.model
+        out.append((Path(model.rstrip("/")).name or model, checkpoint_step(model), row.result))
+    return out

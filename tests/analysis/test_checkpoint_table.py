@@ -1,0 +1,74 @@
+"""`reasoneval runs DIR --by-checkpoint`: the table of a sweep teams paste into reports, checkpoints by training
+step x (task, metric) with lm-eval's metric names, as CSV and Markdown, on real runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reasoneval.cli import main
+from reasoneval.dashboards import lmeval_name
+from tests.analysis.runs import SUBJECTS, TASK, make_run
+
+Q, K = 6, 4
+
+
+def test_checkpoints_by_step_times_task_and_metric_in_csv_and_markdown(make_openai_server: Any, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # Three checkpoints of one training run, evaluated in another order than their steps.
+    runs = {name: make_run(make_openai_server, tmp_path, f"run7/{name}", lambda i, j, s=s: j < s + i % 2, q=Q, n=K)
+            for name, s in (("checkpoint-1200", 3), ("global_step300", 1), ("step_600", 2))}
+    summaries = {name: json.loads((d / "summary.json").read_text()) for name, d in runs.items()}
+    # The battery runs one checkpoint twice more on the same task with other settings: one row, more columns.
+    shots = {k: make_run(make_openai_server, tmp_path, "run7/step_600", lambda i, j, k=k: j < k, q=Q, n=K, num_fewshot=k,
+                         prompt_style="gsm8k") for k in (2, 3)}
+    t = summaries["step_600"]["tasks"][TASK]
+    extras = [lmeval_name(e) for e in t.get("extra") or {}]  # lm-eval's columns the task has (exact_match, ...)
+    columns = [f"{TASK}/pass@1", *[f"{TASK}/{e}" for e in extras], f"{TASK}/pass@{K}", f"{TASK}/maj@{K}",
+               *[f"{TASK}/subject/{s}" for s in sorted(SUBJECTS)]]
+
+    assert main(["runs", str(tmp_path / "results"), "--by-checkpoint", "--csv"]) == 0
+    reader = csv.DictReader(io.StringIO(capsys.readouterr().out))
+    rows = list(reader)
+    assert [(r["checkpoint"], r["step"]) for r in rows] == [("global_step300", "300"), ("step_600", "600"),
+                                                            ("checkpoint-1200", "1200")]  # by step
+    shot_columns = {k: [f"{TASK} (gsm8k, {k}-shot)/pass@1"] for k in (2, 3)}
+    fields = [c for c in reader.fieldnames or [] if "/" in c and "_stderr" not in c]
+    assert fields[:len(columns)] == columns
+    for k, d in shots.items():
+        assert shot_columns[k][0] in fields
+        shot = json.loads((d / "summary.json").read_text())["tasks"][TASK]
+        assert float(rows[1][shot_columns[k][0]]) == shot["mean"] == (k + 0.0) / K  # step_600's row
+        assert rows[0][shot_columns[k][0]] == rows[2][shot_columns[k][0]] == ""  # the others have no such run
+        assert str(d) in rows[1]["run_dir"].split(";")
+    for r in rows:
+        s = summaries[r["checkpoint"]]["tasks"][TASK]
+        assert float(r[f"{TASK}/pass@1"]) == s["mean"] and float(r[f"{TASK}/pass@1_stderr"]) == s["stderr"]
+        assert float(r[f"{TASK}/maj@{K}"]) == s["maj_at_k"][str(K)]
+        for name, g in (s.get("extra") or {}).items():
+            assert float(r[f"{TASK}/{lmeval_name(name)}"]) == g["mean"]
+            assert float(r[f"{TASK}/{lmeval_name(name, stderr=True)}"]) == g["stderr"]
+        for subject in SUBJECTS:
+            assert float(r[f"{TASK}/subject/{subject}"]) == s["breakdown"]["subject"][subject]["mean"]
+        assert r["complete"] == "True" and str(runs[r["checkpoint"]]) in r["run_dir"].split(";")
+    means = [summaries[n]["tasks"][TASK]["mean"] for n in ("global_step300", "step_600", "checkpoint-1200")]
+    assert len(set(means)) == 3  # three different rows, not one repeated
+
+    assert main(["runs", str(tmp_path / "results"), "--by-checkpoint", "--markdown"]) == 0
+    md = capsys.readouterr().out.splitlines()
+    assert md[0] == "| " + " | ".join(["checkpoint", "step", *fields]) + " |"
+    assert md[1] == "|---|---|" + "|".join(["---:"] * len(fields)) + "|"
+    assert len(md) == 5  # three checkpoints
+    s = summaries["step_600"]["tasks"][TASK]
+    assert md[3].startswith(f"| step_600 | 600 | {s['mean']:.4f} ± {s['stderr']:.4f} |")
+    assert [line.split(" | ")[0] for line in md[2:]] == ["| global_step300", "| step_600", "| checkpoint-1200"]
+
+    # Only some metrics, for a narrower table.
+    assert main(["runs", str(tmp_path / "results"), "--by-checkpoint", "--markdown", "--metric", "pass@1"]) == 0
+    md = capsys.readouterr().out.splitlines()
+    assert md[0] == f"| checkpoint | step | {TASK}/pass@1 | {TASK} (gsm8k, 2-shot)/pass@1 | {TASK} (gsm8k, 3-shot)/pass@1 |"
