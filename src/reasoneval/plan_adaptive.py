@@ -102,14 +102,11 @@ def next_round(n: np.ndarray, c: np.ndarray, *, target: float, max_n: int, pendi
         return Round(zero, pend.sum() == 0, "budget" if pend.sum() == 0 else None, se)
     sd = posterior_sd(n, c)
     shortfall = samples_needed(sd, target) - float(have.sum())
+    if shortfall <= 0 and pend.sum() > 0:
+        # What is in flight should reach the target: wait for its outcomes before asking for more.
+        return Round(zero, False, None, se)
     # At most half again what is drawn: σ is re-estimated from each round's outcomes before the next.
     size = int(min(left, room.sum(), max(min_round, min(math.ceil(shortfall / 2), int(have.sum()) // 2))))
-    if size <= 0:
-        # The projection says what is drawn suffices, but the finished samples do not meet the target
-        # yet: wait for the pending ones, or (nothing pending) add one round of min_round.
-        if pend.sum() > 0:
-            return Round(zero, False, None, se)
-        size = int(min(left, room.sum(), max(1, min_round)))
     add = greedy_neyman(have, n, c, size, max_n)
     # The floor: no problem below a quarter of the most-sampled one. How many samples a problem gets depends
     # on its own outcomes, which biases its c/n (a lucky 4/4 stops early at 1.0); the floor bounds how
