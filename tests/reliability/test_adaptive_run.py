@@ -1,0 +1,68 @@
+"""run --target-se on the loopback server with problem-dependent accuracies: it stops at the target SE,
+spends fewer samples than uniform K would for that SE, and a SIGKILL mid-run loses and repeats nothing."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+from reasoneval.config import sample_seed
+from tests.fixtures.openai_server import OpenAIServer
+from tests.reliability._helpers import accuracy_reply, cli, journal, journal_lines, ok_keys, popen_cli, run_args, write_data
+
+ARGS = ("--tasks", "aime24", "--target-se", "1.0", "--concurrency", "8", "--json")
+
+
+def _check_final(summary: dict, lines: list[dict]) -> None:
+    a = summary["adaptive"]["aime24"]
+    assert a["stopped"] == "target" and a["met"] and a["se"] <= 1.0, a
+    assert summary["tasks"]["aime24"]["stderr_resample"] * 100 <= 1.0
+    assert a["samples"] < a["uniform_samples"], a  # uniform K reaching the same SE costs more
+    assert a["n_min"] < a["n_max"]  # uncertain problems got more
+    keys = ok_keys(lines)
+    assert len(keys) == len(set(keys)) == a["samples"]  # each sample journaled once
+    by_problem = Counter((t, k) for t, k, _ in keys)
+    for (t, k), count in by_problem.items():  # indices 0..n_i-1: the samples a uniform run draws first
+        assert sorted(j for tt, kk, j in keys if (tt, kk) == (t, k)) == list(range(count))
+    for d in lines:
+        assert d["seed"] == sample_seed(42, d["task"], d["problem_key"], d["index"])
+    assert sum(summary["adaptive"]["aime24"]["n_histogram"].values()) == 30
+    assert max(int(k) for k in summary["tasks"]["aime24"]["pass_at_k"]) == a["n_min"]
+
+
+def test_target_se_stops_at_the_target_and_survives_sigkill(tmp_path: Path) -> None:
+    write_data(tmp_path / "data", {"aime24": 30})
+    with OpenAIServer(responder=accuracy_reply, delay_s=0.01) as server:
+        r = cli(*run_args(server.base_url, tmp_path, *ARGS, output="fresh"), timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        fresh = json.loads(r.stdout)
+        _check_final(fresh, journal_lines(journal(tmp_path / "fresh")))
+
+        # killed once its journal has a few rounds, then resumed
+        args = run_args(server.base_url, tmp_path, *ARGS, output="killed")
+        proc = popen_cli(*args)
+        t0 = time.monotonic()
+        while len(journal_lines(journal(tmp_path / "killed"))) < fresh["adaptive"]["aime24"]["samples"] // 2:
+            assert proc.poll() is None and time.monotonic() - t0 < 120
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        before = set(ok_keys(journal_lines(journal(tmp_path / "killed"))))
+        r = cli(*args, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        resumed = json.loads(r.stdout)
+        lines = journal_lines(journal(tmp_path / "killed"))
+        _check_final(resumed, lines)
+        assert before <= set(ok_keys(lines))  # nothing lost
+
+        # a smaller target later adds only what is missing
+        r = cli(*run_args(server.base_url, tmp_path, "--tasks", "aime24", "--target-se", "0.7", "--concurrency", "8",
+                          "--json", output="fresh"), timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        tighter = json.loads(r.stdout)["adaptive"]["aime24"]
+        assert tighter["se"] <= 0.7 and tighter["samples"] > fresh["adaptive"]["aime24"]["samples"]
+        keys = ok_keys(journal_lines(journal(tmp_path / "fresh")))
+        assert len(keys) == len(set(keys)) == tighter["samples"]
