@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from reasoneval.plan_adaptive import estimated_se, next_round
+from reasoneval.plan_adaptive import crossfit, estimated_se, next_round
 
 Profile = Callable[[np.random.Generator, int], np.ndarray]
 
@@ -53,16 +53,16 @@ def expected_uniform_se(p: np.ndarray, k: int) -> float:
 
 def run_adaptive(p: np.ndarray, target: float, rng: np.random.Generator, *, max_n: int = 256,
                  min_round: int | None = None) -> tuple[np.ndarray, np.ndarray, str]:
-    """Sample like `run --target-se`: returns (n, c, why it stopped)."""
+    """Sample like `run --target-se`: returns ((Q, 2) stream counts n, c, why it stopped)."""
     q = len(p)
-    n = np.zeros(q, dtype=np.int64)
-    c = np.zeros(q, dtype=np.int64)
+    n = np.zeros((q, 2), dtype=np.int64)
+    c = np.zeros((q, 2), dtype=np.int64)
     step = min_round or max(1, q // 8)
     while True:
         r = next_round(n, c, target=target, max_n=max_n, min_round=step)
         if r.done or r.add.sum() == 0:
             return n, c, r.reason or "?"
-        c += rng.binomial(r.add, p)
+        c += rng.binomial(r.add, p[:, None])
         n += r.add
 
 
@@ -92,7 +92,7 @@ def simulate(profile: str, k_ref: int, runs: int, seed: int) -> Cell:
         p = make(rng, q)
         target = expected_uniform_se(p, k_ref)
         n, c, why = run_adaptive(p, target, rng)
-        mean = float(np.mean(c / n))
+        mean = float(np.mean(crossfit(n, c)[0]))
         se = estimated_se(n, c)
         truth = float(np.mean(p))
         errs.append(mean - truth)

@@ -24,9 +24,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .metrics import ProblemOutcome, TaskMetrics
-from .metrics.summary import _per_sample_var
+from .metrics.summary import _per_sample_var, problem_estimates, stderr_resample
 from .plan import LoadedTask
-from .plan_adaptive import FIRST_ROUND, estimated_se, next_round
+from .plan_adaptive import FIRST_ROUND, next_round
 from .scoring import Scorer
 from .scoring.stream import score_store
 from .types import Problem, Request, SampleRecord
@@ -43,11 +43,20 @@ class AdaptiveSettings:
 
 @dataclass
 class _ProblemState:
+    """Counts per stream: stream 0 is the problem's even sample indices, stream 1 its odd ones."""
+
     problem: Problem
     ok: set[int] = field(default_factory=set)  # finished sample indices
-    correct: int = 0
+    n: list[int] = field(default_factory=lambda: [0, 0])  # finished samples per stream
+    correct: list[int] = field(default_factory=lambda: [0, 0])
     taken: set[int] = field(default_factory=set)  # indices finished or asked for in this process
-    pending: int = 0  # asked for, not finished or not scored yet
+    pending: list[int] = field(default_factory=lambda: [0, 0])  # asked for, not finished or not scored yet
+
+    def count(self, index: int, correct: bool) -> None:
+        if index not in self.ok:
+            self.ok.add(index)
+            self.n[index % 2] += 1
+            self.correct[index % 2] += bool(correct)
 
 
 class AdaptiveSampler:
@@ -74,8 +83,8 @@ class AdaptiveSampler:
         for os_ in outcomes.values():
             for o in os_:
                 st = self._by_key[(o.task, o.problem_key)]
-                st.ok = index.get((o.task, o.problem_key), set())
-                st.correct = sum(bool(x) for x in o.correct)
+                for j, x in zip(sorted(index.get((o.task, o.problem_key), set())), o.correct):
+                    st.count(j, x)
                 st.taken = set(st.ok)
 
     def on_sample(self, rec: SampleRecord) -> None:
@@ -86,7 +95,7 @@ class AdaptiveSampler:
         if rec.status == "ok":
             self._unscored.append(rec)
         else:
-            st.pending -= 1
+            st.pending[rec.index % 2] -= 1
 
     async def _score_unscored(self) -> None:
         while self._unscored:
@@ -100,17 +109,15 @@ class AdaptiveSampler:
                 scores = await loop.run_in_executor(None, self.scorers[task].score_many, problems, recs)
                 for r, s in zip(recs, scores):
                     st = self._by_key[(r.task, r.problem_key)]
-                    st.pending -= 1
-                    if r.index not in st.ok:
-                        st.ok.add(r.index)
-                        st.correct += bool(s.correct)
+                    st.pending[r.index % 2] -= 1
+                    st.count(r.index, s.correct)
 
     async def refill(self) -> list[Request]:
         """The next requests: the verdicts that came back so far decide them."""
         await self._score_unscored()
         out: list[Request] = []
         for task, states in self.state.items():
-            n = np.array([len(s.ok) for s in states], dtype=np.int64)
+            n = np.array([s.n for s in states], dtype=np.int64)
             c = np.array([s.correct for s in states], dtype=np.int64)
             pend = np.array([s.pending for s in states], dtype=np.int64)
             budget = None if self.settings.budget_samples is None else self.settings.budget_samples - self.added
@@ -125,12 +132,14 @@ class AdaptiveSampler:
                     self.stopped[task] = r.reason or "target"
                 continue
             self.stopped.pop(task, None)
-            for st, k in zip(states, r.add):
-                for _ in range(int(k)):
-                    j = next(i for i in range(self.settings.max_n + 1) if i not in st.taken)
-                    st.taken.add(j)
-                    st.pending += 1
-                    out.append(self.make_request(st.problem, j))
+            for st, per_stream in zip(states, r.add):
+                for stream, k in enumerate(per_stream):
+                    for _ in range(int(k)):
+                        # the stream's lowest index not yet drawn (a killed run's unfinished ones first)
+                        j = next(i for i in range(stream, 2 * self.settings.max_n + 2, 2) if i not in st.taken)
+                        st.taken.add(j)
+                        st.pending[stream] += 1
+                        out.append(self.make_request(st.problem, j))
             self.added += int(r.add.sum())
         return out
 
@@ -159,13 +168,13 @@ def adaptive_summary(outcomes: Sequence[ProblemOutcome], settings: Mapping[str, 
     """summary.json's `adaptive` entry of one task: the target, whether it was met, what was spent, and what
     uniform K reaching the same re-run SE would have cost (Σ v_i / (Q² SE²) samples per problem)."""
     scored = [o for o in outcomes if len(o.correct)]
-    n = np.array([len(o.correct) for o in scored], dtype=np.int64)
-    c = np.array([sum(bool(x) for x in o.correct) for o in scored], dtype=np.int64)
-    se = estimated_se(n, c) if len(n) else math.inf
+    p, n_eff, n_f = problem_estimates(scored)
+    n = n_f.astype(np.int64)
+    se = float(stderr_resample(p, n_eff)) if len(n) else math.inf
     target = float(settings["target_se"])
     uniform_k = None
     if len(n) and 0 < se < math.inf:
-        v = _per_sample_var(c / n, n)
+        v = _per_sample_var(p, n_eff)
         uniform_k = max(1, math.ceil(float(np.sum(v)) / (len(n) ** 2 * se * se)))
     hist = np.bincount(n, minlength=1) if len(n) else np.zeros(1, dtype=np.int64)
     return {"target_se": target, "se": 100 * se if se < math.inf else None, "met": bool(100 * se <= target + 1e-9),

@@ -403,7 +403,8 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
         adaptive = None
         if config.adaptive is not None:
             # No fixed K: problems differ in n_i by design; metrics over k go up to the smallest n_i.
-            outcomes = {t: [dataclasses.replace(o, num_missing=0) for o in os_] for t, os_ in outcomes.items()}
+            outcomes = {t: [dataclasses.replace(o, num_missing=0, crossfit=True) for o in os_]
+                        for t, os_ in outcomes.items()}
             adaptive = {t: adaptive_summary(os_, config.adaptive, t) for t, os_ in outcomes.items()}
             K = max((len(o.correct) for os_ in outcomes.values() for o in os_), default=1) or 1
         per_task = {}

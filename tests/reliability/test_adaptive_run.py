@@ -24,9 +24,9 @@ def _check_final(summary: dict, lines: list[dict]) -> None:
     assert a["n_min"] < a["n_max"]  # uncertain problems got more
     keys = ok_keys(lines)
     assert len(keys) == len(set(keys)) == a["samples"]  # each sample journaled once
-    by_problem = Counter((t, k) for t, k, _ in keys)
-    for (t, k), count in by_problem.items():  # indices 0..n_i-1: the samples a uniform run draws first
-        assert sorted(j for tt, kk, j in keys if (tt, kk) == (t, k)) == list(range(count))
+    by_stream = Counter((t, k, j % 2) for t, k, j in keys)
+    for (t, k, s), count in by_stream.items():  # each stream's first indices, the samples a uniform run draws
+        assert sorted(j for tt, kk, j in keys if (tt, kk, j % 2) == (t, k, s)) == list(range(s, 2 * count, 2))
     for d in lines:
         assert d["seed"] == sample_seed(42, d["task"], d["problem_key"], d["index"])
     assert sum(summary["adaptive"]["aime24"]["n_histogram"].values()) == 30
