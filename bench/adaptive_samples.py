@@ -20,7 +20,6 @@ import time
 import numpy as np
 
 from _common import ROOT  # noqa: F401  (puts src/ and the repo root on sys.path)
-from scripts.adaptive_simulation import PROFILES, expected_uniform_se, run_adaptive
 
 
 def lengths(rng: np.random.Generator, p: np.ndarray) -> np.ndarray:
@@ -33,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
+    from scripts.adaptive_simulation import PROFILES, expected_uniform_se, run_adaptive
+
     rng = np.random.default_rng(a.seed)
     print("| profile | Q | uniform K | adaptive samples | uniform samples | ratio | oracle Neyman ratio | "
           "adaptive server h | uniform server h | ratio | target met |")
