@@ -136,6 +136,10 @@ class EvalConfig:
             if not ok:
                 raise UserError(message)
 
+    def samples_per_problem(self) -> int:
+        """The K scoring uses: --n, or --max-n for an adaptive run (its problems differ in n_i)."""
+        return self.max_n if self.target_se is not None else self.n
+
     def engine_kind(self) -> str:
         if self.engine:
             return self.engine
@@ -235,7 +239,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         kind = cfg.engine_kind()
         config = RunConfig(
-            run_id=settings.run_id, settings=settings.to_dict(), engine=kind, n=cfg.max_n if adaptive else cfg.n,
+            run_id=settings.run_id, settings=settings.to_dict(), engine=kind, n=cfg.samples_per_problem(),
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
             scoring={t.name: task_scoring(t, prompt) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if kind == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
@@ -334,7 +338,7 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     except OSError as e:
         raise _disk_error(e, cfg.output_dir) from None
     result = await asyncio.get_running_loop().run_in_executor(None, lambda: score_run(
-        run_dir, n=cfg.max_n if cfg.target_se is not None else cfg.n, tasks=[t.name for t in tasks], workers=cfg.grading_workers,
+        run_dir, n=cfg.samples_per_problem(), tasks=[t.name for t in tasks], workers=cfg.grading_workers,
         grading_timeout=cfg.grading_timeout, print_table=cfg.print_table))
     if not result.complete:
         raise RunIncomplete(result)

@@ -248,7 +248,7 @@ def generate_job(cfg: Any, prior_run_dir: str | None, crash_log: str | None = No
 def _score(cfg: Any, run_dir: str, tasks: list[str] | None, workers: int | None) -> bool:
     from .pipeline import score_run
 
-    result = score_run(Path(run_dir), n=cfg.n, tasks=tasks, workers=workers, grading_timeout=cfg.grading_timeout,
+    result = score_run(Path(run_dir), n=cfg.samples_per_problem(), tasks=tasks, workers=workers, grading_timeout=cfg.grading_timeout,
                        print_table=False)
     return bool(result.complete)
 
