@@ -221,24 +221,30 @@ async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, s
     changed = asyncio.Condition()
     refilling = asyncio.Lock()
 
+    async def notify() -> None:
+        async with changed:
+            changed.notify_all()
+
     async def top_up() -> None:
+        # One worker asks at a time; the others go on starting what is queued meanwhile.
+        if refill is None or refilling.locked() or len(queue) >= concurrency or fatal:
+            return
         async with refilling:
-            if refill is not None and len(queue) < concurrency and not fatal:
-                more = await refill()
-                for r in more:
-                    queue.add(r)
-                stats.total += len(more)
+            more = await refill()
+            for r in more:
+                queue.add(r)
+            stats.total += len(more)
+        if more:
+            await notify()
 
     async def worker() -> None:
         while not fatal:
-            if refill is not None:
-                await top_up()
+            await top_up()
             if not queue:
-                if refill is None or stats.in_flight == 0:
-                    async with changed:
-                        changed.notify_all()  # the others waiting: the run is over
+                if refill is None or (stats.in_flight == 0 and not refilling.locked()):
+                    await notify()  # the others waiting: the run is over
                     return
-                async with changed:  # others are running: their outcomes may call for more
+                async with changed:  # others are running or asking: their outcomes may call for more
                     await changed.wait()
                 continue
             req = queue.pop()
@@ -249,8 +255,7 @@ async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, s
             finally:
                 stats.in_flight -= 1
                 if refill is not None:
-                    async with changed:
-                        changed.notify_all()
+                    await notify()
 
     async def fsync_every_second() -> None:
         while True:
