@@ -100,3 +100,20 @@ def test_the_embedded_model_samples_to_a_target(tmp_path: Path) -> None:
     summary = json.loads(next((tmp_path / "r").rglob("summary.json")).read_text())
     a = summary["adaptive"]["arith"]
     assert a["stopped"] in ("target", "max_n") and 12 <= a["samples"] <= 18 and a["n_max"] <= 6
+
+
+def test_a_uniform_run_extended_by_target_se_keeps_its_samples_and_a_budget_caps_the_total(tmp_path: Path) -> None:
+    from reasoneval.pipeline import evaluate
+
+    write_data(tmp_path / "data", {"aime24": 12})
+    common = dict(tasks=["aime24"], model="test-model", data_dir=str(tmp_path / "data"), output_dir=str(tmp_path / "r"),
+                  concurrency=4, progress=False, print_table=False, grading_workers=1)
+    with OpenAIServer(responder=accuracy_reply) as server:
+        uniform = evaluate(base_url=server.base_url, n=4, **common)
+        seeds_before = {q.seed for q in server.requests()} - {None}
+        server.reset()
+        capped = evaluate(base_url=server.base_url, target_se=0.5, budget_samples=80, **common)
+        asked = {q.seed for q in server.requests()}
+    assert uniform.run_dir == capped.run_dir and not seeds_before & asked  # the 48 samples are reused, not redone
+    a = capped.adaptive["aime24"] if capped.adaptive else {}
+    assert a["stopped"] == "budget" and not a["met"] and a["samples"] == 80 and capped.complete

@@ -38,7 +38,7 @@ log = logging.getLogger("reasoneval")
 class AdaptiveSettings:
     target_se: float  # points (1.0 = one point of accuracy)
     max_n: int = 256
-    budget_samples: int | None = None  # most samples this run may add, None: no limit
+    budget_samples: int | None = None  # most samples the run may hold in all (a resumed run counts what it has)
 
 
 @dataclass
@@ -73,6 +73,7 @@ class AdaptiveSampler:
         self._unscored: list[SampleRecord] = []
         self._scoring: asyncio.Future[None] | None = None
         self.added = 0  # samples asked for by this process
+        self.loaded = 0  # finished samples found in the store at start (they count against --budget-samples)
         self.stopped: dict[str, str] = {}  # task -> why it needs no more ("target", "max_n", "budget")
 
     def load(self, run_dir: Path) -> None:
@@ -85,6 +86,7 @@ class AdaptiveSampler:
                 st = self._by_key[(o.task, o.problem_key)]
                 for j, x in zip(sorted(index.get((o.task, o.problem_key), set())), o.correct):
                     st.count(j, x)
+                    self.loaded += 1
                 st.taken = set(st.ok)
 
     def on_sample(self, rec: SampleRecord) -> None:
@@ -120,7 +122,8 @@ class AdaptiveSampler:
             n = np.array([s.n for s in states], dtype=np.int64)
             c = np.array([s.correct for s in states], dtype=np.int64)
             pend = np.array([s.pending for s in states], dtype=np.int64)
-            budget = None if self.settings.budget_samples is None else self.settings.budget_samples - self.added
+            budget = (None if self.settings.budget_samples is None
+                      else self.settings.budget_samples - self.loaded - self.added)
             r = next_round(n, c, target=self.settings.target_se / 100.0, max_n=self.settings.max_n, pending=pend,
                            budget=budget, min_round=self.min_round, first_round=FIRST_ROUND)
             if r.done:

@@ -92,7 +92,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--target-se", type=float, metavar="POINTS", help="sample each problem until the re-run SE of "
                    "each task's mean accuracy is at most this many points (e.g. 0.5), more where it is uncertain")
     g.add_argument("--max-n", type=int, default=256, help="with --target-se: most samples per problem (default 256)")
-    g.add_argument("--budget-samples", type=int, metavar="B", help="with --target-se: stop after B new samples")
+    g.add_argument("--budget-samples", type=int, metavar="B", help="with --target-se: stop when the run holds B samples, whatever the SE")
     g = p.add_argument_group("execution")
     g.add_argument("--concurrency", type=int, default=64, help="requests in flight (default 64)")
     g.add_argument("--schedule", choices=["longest-first", "sample-major"], default="longest-first",

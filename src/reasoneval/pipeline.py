@@ -104,7 +104,7 @@ class EvalConfig:
     progress: bool | None = None  # None: a live bar on a terminal, log lines elsewhere
     print_table: bool = True
     # run --target-se (reasoneval.adaptive): sample each problem until the re-run SE of each task's mean is at
-    # most target_se points; max_n samples per problem at most; budget_samples: most samples this run adds.
+    # most target_se points; max_n samples per problem at most; budget_samples: most samples the run holds in all.
     target_se: float | None = None
     max_n: int = 256
     budget_samples: int | None = None
