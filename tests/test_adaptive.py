@@ -60,7 +60,7 @@ def test_target_se_passes_through_sweep_and_watch_settings(tmp_path: Path) -> No
                          "models:\n  - m1\n  - {model: m2, target_se: 0.5}\n")
     first, second = load_jobs(jobs_file)
     assert (first.config.target_se, second.config.target_se) == (1.0, 0.5)
-    assert first.config.samples_per_problem() == 64  # what the sweep scores each checkpoint's run with
+    assert first.config.samples_per_problem() == 128  # the index bound the sweep scores with: 2 x max_n
     settings = tmp_path / "watch.yaml"
     settings.write_text("tasks: [aime24]\ntarget_se: 0.7\n")
     job = make_job({"model": "ckpt/step-1", "name": "step-1"}, load_settings(settings), tmp_path, where="watch")

@@ -79,8 +79,9 @@ class AdaptiveSampler:
     def load(self, run_dir: Path) -> None:
         """Score and count the finished samples in the store (a resumed or extended run)."""
         problems = [p.problem for ps in self.state.values() for p in ps]
-        outcomes = score_store(run_dir, problems, self.settings.max_n, self.scorers)
-        index = _ok_indices(run_dir, set(self._by_key), self.settings.max_n)
+        bound = 2 * self.settings.max_n  # the streams can differ in length: indices reach past max_n
+        outcomes = score_store(run_dir, problems, bound, self.scorers)
+        index = _ok_indices(run_dir, set(self._by_key), bound)
         for os_ in outcomes.values():
             for o in os_:
                 st = self._by_key[(o.task, o.problem_key)]
@@ -151,7 +152,7 @@ class AdaptiveSampler:
         await self._score_unscored()
 
 
-def _ok_indices(run_dir: Path, wanted: set[tuple[str, str]], max_n: int) -> dict[tuple[str, str], set[int]]:
+def _ok_indices(run_dir: Path, wanted: set[tuple[str, str]], bound: int) -> dict[tuple[str, str], set[int]]:
     from .store import iter_jsonl
     from .store.sample_store import SAMPLES_FILE
 
@@ -162,7 +163,7 @@ def _ok_indices(run_dir: Path, wanted: set[tuple[str, str]], max_n: int) -> dict
     for d in iter_jsonl(path):
         pk = (d.get("task"), d.get("problem_key"))
         i = d.get("index")
-        if d.get("status") == "ok" and pk in wanted and isinstance(i, int) and i < max_n:
+        if d.get("status") == "ok" and pk in wanted and isinstance(i, int) and i < bound:
             out.setdefault((str(pk[0]), str(pk[1])), set()).add(i)
     return out
 

@@ -137,8 +137,9 @@ class EvalConfig:
                 raise UserError(message)
 
     def samples_per_problem(self) -> int:
-        """The K scoring uses: --n, or --max-n for an adaptive run (its problems differ in n_i)."""
-        return self.max_n if self.target_se is not None else self.n
+        """The sample-index bound scoring uses: --n, or 2 x --max-n for an adaptive run (at most max_n samples
+        per problem, but its even and odd streams can differ in length)."""
+        return 2 * self.max_n if self.target_se is not None else self.n
 
     def engine_kind(self) -> str:
         if self.engine:
