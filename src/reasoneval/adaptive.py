@@ -179,7 +179,7 @@ def adaptive_summary(outcomes: Sequence[ProblemOutcome], settings: Mapping[str, 
     uniform_k = None
     if len(n) and 0 < se < math.inf:
         v = _per_sample_var(p, n_eff)
-        uniform_k = max(1, math.ceil(float(np.sum(v)) / (len(n) ** 2 * se * se)))
+        uniform_k = max(1, math.ceil(float(np.sum(v)) / (len(n) ** 2 * se * se) - 1e-9))  # 4.0000001 is 4
     hist = np.bincount(n, minlength=1) if len(n) else np.zeros(1, dtype=np.int64)
     return {"target_se": target, "se": 100 * se if se < math.inf else None, "met": bool(100 * se <= target + 1e-9),
             "stopped": (settings.get("stopped") or {}).get(task), "max_n": settings.get("max_n"),
