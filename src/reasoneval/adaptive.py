@@ -126,7 +126,8 @@ class AdaptiveSampler:
             budget = (None if self.settings.budget_samples is None
                       else self.settings.budget_samples - self.loaded - self.added)
             r = next_round(n, c, target=self.settings.target_se / 100.0, max_n=self.settings.max_n, pending=pend,
-                           budget=budget, min_round=self.min_round, first_round=FIRST_ROUND)
+                           budget=budget, min_round=self.min_round, max_round=self.min_round,
+                           first_round=FIRST_ROUND)
             if r.done:
                 if task not in self.stopped:
                     log.info("%s: %s after %d samples (re-run SE %.3f points, target %.3f)", task,

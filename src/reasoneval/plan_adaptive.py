@@ -85,14 +85,16 @@ class Round:
 
 
 def next_round(n: np.ndarray, c: np.ndarray, *, target: float, max_n: int, pending: np.ndarray | None = None,
-               budget: int | None = None, min_round: int = 1, first_round: int = FIRST_ROUND) -> Round:
+               budget: int | None = None, min_round: int = 1, max_round: int | None = None,
+               first_round: int = FIRST_ROUND) -> Round:
     """The next samples to draw for one task.
 
     n, c: (Q, 2) finished samples and correct ones per problem and stream. pending: (Q, 2) samples asked for
     but not finished or not scored; they count as drawn for the allocation. target: SE in fractions (0.01 =
     1 point). max_n: most samples per problem. budget: most samples still allowed (pending excluded).
     min_round: the least to add when more is needed (a runner keeps its workers busy with at least its
-    concurrency).
+    concurrency). max_round: the most to add at once (a runner asks again as soon as its queue runs low, so
+    small rounds keep every decision on the latest outcomes).
 
     Every problem first gets `first_round` samples, half per stream; then, while the SE estimate from the
     finished samples is above target, about half the projected shortfall (never less than min_round, never
@@ -128,6 +130,8 @@ def next_round(n: np.ndarray, c: np.ndarray, *, target: float, max_n: int, pendi
         return Round(zero, False, None, se)
     # At most half again what is drawn: σ is re-estimated from each round's outcomes before the next.
     size = int(min(left, room.sum(), max(min_round, min(math.ceil(shortfall / 2), int(have.sum()) // 2))))
+    if max_round is not None:
+        size = min(size, max(1, max_round))
     return Round(greedy_neyman(have, n, c, size, max_n), False, None, se)
 
 
