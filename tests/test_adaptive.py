@@ -117,3 +117,18 @@ def test_a_uniform_run_extended_by_target_se_keeps_its_samples_and_a_budget_caps
     assert uniform.run_dir == capped.run_dir and not seeds_before & asked  # the 48 samples are reused, not redone
     a = capped.adaptive["aime24"] if capped.adaptive else {}
     assert a["stopped"] == "budget" and not a["met"] and a["samples"] == 80 and capped.complete
+
+
+@pytest.mark.parametrize(("extra", "pattern"), [
+    (["--target-se", "0"], "--target-se must be positive"),
+    (["--target-se", "1", "--max-n", "0"], "--max-n must be at least 1"),
+    (["--target-se", "1", "--budget-samples", "0"], "--budget-samples must be at least 1"),
+    (["--target-se", "1", "--greedy"], "--target-se needs sampling"),
+])
+def test_bad_adaptive_options_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   extra: list[str], pattern: str) -> None:
+    from tests.reliability._helpers import assert_clean_error, cli_inprocess
+
+    r = cli_inprocess(["run", "--base-url", "http://127.0.0.1:9/v1", "--tasks", "aime24", "--output-dir",
+                       str(tmp_path), *extra], capsys)
+    assert_clean_error(r, 2, pattern)

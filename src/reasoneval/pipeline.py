@@ -131,6 +131,9 @@ class EvalConfig:
             (self.max_n >= 1, f"--max-n must be at least 1 (got {self.max_n})"),
             (self.budget_samples is None or self.budget_samples >= 1,
              f"--budget-samples must be at least 1 (got {self.budget_samples})"),
+            (self.target_se is None or self.temperature > 0,
+             "--target-se needs sampling: with --greedy or --temperature 0 every sample of a problem is the same, "
+             "so more samples cannot lower the SE; drop one of them"),
         ]
         for ok, message in checks:
             if not ok:
