@@ -132,3 +132,37 @@ def test_bad_adaptive_options_are_one_line_errors(tmp_path: Path, capsys: pytest
     r = cli_inprocess(["run", "--base-url", "http://127.0.0.1:9/v1", "--tasks", "aime24", "--output-dir",
                        str(tmp_path), *extra], capsys)
     assert_clean_error(r, 2, pattern)
+
+
+def test_a_resumed_sampler_counts_both_streams_even_past_max_n(tmp_path: Path) -> None:
+    """The two streams of a problem can differ in length, so indices reach past --max-n: a resumed run counts
+    them all, asks first for what never finished, and takes each stream's next index."""
+    from reasoneval.adaptive import AdaptiveSampler, AdaptiveSettings
+    from reasoneval.plan import LoadedTask
+    from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+    from reasoneval.store.sample_store import SAMPLES_FILE
+    from reasoneval.tasks import TaskSpec
+    from reasoneval.types import Problem, Request, SamplingParams
+
+    prob = Problem(task="t", id="p0", problem="What is 2+2?", answer="4", key="k0")
+    done = {0: "4", 2: "4", 4: "5", 6: "4", 8: "4", 10: "4", 1: "5"}  # stream 0: 5/6 right, stream 1: 0/1
+    with open(tmp_path / SAMPLES_FILE, "w") as f:
+        for j, ans in done.items():
+            f.write(json.dumps({"task": "t", "problem_key": "k0", "problem_id": "p0", "index": j, "seed": j,
+                                "status": "ok", "text": f"\\boxed{{{ans}}}"}) + "\n")
+
+    def make(p: Problem, j: int) -> Request:
+        return Request(task=p.task, problem_key=p.key, problem_id=p.id, index=j, seed=j, params=SamplingParams())
+
+    with ScoringContext(workers=1) as ctx:
+        sampler = AdaptiveSampler([LoadedTask(TaskSpec(name="t", description="t"), [prob])], AdaptiveSettings(0.01, max_n=9),
+                                  make, {"t": create_scorer(TaskScoring(), ctx)}, min_round=4)
+        sampler.load(tmp_path)
+        st = sampler.state["t"][0]
+        assert (st.n, st.correct, sampler.loaded) == ([6, 1], [5, 0], 7)
+        import asyncio
+
+        rounds = [[r.index for r in asyncio.run(sampler.refill())] for _ in range(3)]
+    # the odd stream first gets its first-round second sample (index 3), then one more (max_n = 9 in all), then
+    # nothing: the two asked for are in flight
+    assert rounds == [[3], [5], []] and sampler.stopped == {}
