@@ -28,6 +28,7 @@ from .engines import CommonOptions, Engine, EngineInfo, capabilities, check_supp
 from .errors import RunIncomplete, UserError
 from .metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
 from .plan import SCHEDULES, LoadedTask, ProblemRef, Schedule, plan, request_maker
+from .plan_adaptive import FIRST_ROUND
 from .progress import ProgressReporter, run_log
 from .prompts import PromptConfig, read_template
 from .report import ResultsWriter, render_table, write_summary
@@ -267,7 +268,8 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                                                 scoring.enter_context(ScoringContext(
                                                     workers=cfg.grading_workers, timeout_s=cfg.grading_timeout,
                                                     cache_dir=run_dir)))
-                with ProgressReporter(len(the_plan.requests), enabled=cfg.progress, console=console) as progress:
+                first = len(the_plan.requests) or (FIRST_ROUND * sum(len(t.problems) for t in tasks) if adaptive else 0)
+                with ProgressReporter(first, enabled=cfg.progress, console=console) as progress:
                     await generate(engine, the_plan.queue(cast(Schedule, cfg.schedule)), store,
                                    concurrency=concurrency,
                                    policy=RetryPolicy(max_retries=cfg.max_retries, backoff_base_s=cfg.retry_backoff),
