@@ -166,3 +166,19 @@ def test_a_resumed_sampler_counts_both_streams_even_past_max_n(tmp_path: Path) -
     # the odd stream first gets its first-round second sample (index 3), then one more (max_n = 9 in all), then
     # nothing: the two asked for are in flight
     assert rounds == [[3], [5], []] and sampler.stopped == {}
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_the_ray_engine_samples_to_a_target(tmp_path: Path) -> None:
+    """--engine ray (two replicas on the real two-node cluster of tests/conftest.py, inner engine echo) through the
+    same loop. Echo answers every sample alike, so each problem is 0/4 after the first round, the re-run SE is 0
+    and the run stops there: the rounds reach the replicas, the stop is recorded, each sample is journaled once."""
+    from reasoneval.pipeline import evaluate
+
+    result = evaluate(tasks=["arith"], limit=10, engine="ray", target_se=8.0, max_n=12, concurrency=8,
+                      engine_args={"replicas": 2, "inner": "echo", "inner_args": ("delay_s=0.01",)},
+                      output_dir=str(tmp_path / "r"), progress=False, print_table=False, grading_workers=1)
+    a = result.adaptive["arith"] if result.adaptive else {}
+    keys = [(d["problem_key"], d["index"]) for d in map(json.loads, (result.run_dir / "samples.jsonl").open())]
+    assert a["stopped"] == "target" and a["met"] and a["se"] == 0 and a["samples"] == 40  # the first round, 4 x 10
+    assert len(keys) == len(set(keys)) == 40 and sorted({j for _, j in keys}) == [0, 1, 2, 3] and result.complete
