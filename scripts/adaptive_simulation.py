@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from reasoneval.plan_adaptive import crossfit, estimated_se, next_round
+from reasoneval.plan_adaptive import FIRST_ROUND, crossfit, estimated_se, next_round
 
 Profile = Callable[[np.random.Generator, int], np.ndarray]
 
@@ -52,14 +52,24 @@ def expected_uniform_se(p: np.ndarray, k: int) -> float:
 
 
 def run_adaptive(p: np.ndarray, target: float, rng: np.random.Generator, *, max_n: int = 256,
-                 min_round: int | None = None) -> tuple[np.ndarray, np.ndarray, str]:
-    """Sample like `run --target-se`: returns ((Q, 2) stream counts n, c, why it stopped)."""
+                 min_round: int | None = None, fixed_rounds: bool = False,
+                 oracle_stop: bool = False) -> tuple[np.ndarray, np.ndarray, str]:
+    """Sample like `run --target-se`: returns ((Q, 2) stream counts n, c, why it stopped).
+
+    fixed_rounds: every round is `min_round` samples (a run's rounds of C) instead of about half the projected
+    shortfall. oracle_stop: stop on the true re-run SE of the current allocation, not on its estimate (to
+    measure what the stopping rule itself costs in bias; the allocation is unchanged)."""
     q = len(p)
     n = np.zeros((q, 2), dtype=np.int64)
     c = np.zeros((q, 2), dtype=np.int64)
     step = min_round or max(1, q // 8)
     while True:
-        r = next_round(n, c, target=target, max_n=max_n, min_round=step)
+        if oracle_stop and (n.sum(axis=1) >= FIRST_ROUND).all():
+            _, n_eff = crossfit(n, c)
+            if math.sqrt(float(np.sum(p * (1 - p) / n_eff))) / q <= target:
+                return n, c, "target"
+        r = next_round(n, c, target=1e-12 if oracle_stop else target, max_n=max_n, min_round=step,
+                       max_round=step if fixed_rounds else None)
         if r.done or r.add.sum() == 0:
             return n, c, r.reason or "?"
         c += rng.binomial(r.add, p[:, None])
@@ -83,7 +93,8 @@ class Cell:
         return abs(self.bias_points) < 0.2 and 0.93 <= self.coverage <= 0.97
 
 
-def simulate(profile: str, k_ref: int, runs: int, seed: int) -> Cell:
+def simulate(profile: str, k_ref: int, runs: int, seed: int, *, fixed_rounds: bool = False,
+             oracle_stop: bool = False) -> Cell:
     """`runs` simulated runs, target = the expected re-run SE of uniform K = k_ref on each run's problems."""
     make, q = PROFILES[profile]
     rng = np.random.default_rng(seed)
@@ -91,7 +102,7 @@ def simulate(profile: str, k_ref: int, runs: int, seed: int) -> Cell:
     for _ in range(runs):
         p = make(rng, q)
         target = expected_uniform_se(p, k_ref)
-        n, c, why = run_adaptive(p, target, rng)
+        n, c, why = run_adaptive(p, target, rng, fixed_rounds=fixed_rounds, oracle_stop=oracle_stop)
         mean = float(np.mean(crossfit(n, c)[0]))
         se = estimated_se(n, c)
         truth = float(np.mean(p))
@@ -111,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profiles", default=",".join(PROFILES))
     ap.add_argument("--k", default="16,64", help="targets: the re-run SE of uniform K = these")
+    ap.add_argument("--fixed-rounds", action="store_true",
+                    help="rounds of Q/8 samples (like a run's rounds of C) instead of half the projected shortfall")
+    ap.add_argument("--oracle-stop", action="store_true",
+                    help="stop on the true re-run SE (measures the stopping rule's share of the bias)")
     a = ap.parse_args(argv)
     print("| profile | Q | target = SE of uniform K | runs | bias of the mean (points) | 95% coverage "
           "| target met | samples (adaptive / uniform) | check |")
@@ -119,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     for i, name in enumerate(a.profiles.split(",")):
         for j, k in enumerate(int(x) for x in a.k.split(",")):
-            cell = simulate(name, k, a.runs, a.seed + 100 * i + j)
+            cell = simulate(name, k, a.runs, a.seed + 100 * i + j, fixed_rounds=a.fixed_rounds,
+                            oracle_stop=a.oracle_stop)
             failed += not cell.ok()
             print(f"| {cell.profile} | {cell.q} | K = {cell.k_ref} | {cell.runs} | {cell.bias_points:+.3f} "
                   f"± {cell.bias_se_points:.3f} | {cell.coverage:.3f} | {cell.met:.3f} "

@@ -83,6 +83,22 @@ def test_simulation_small_size_bias_and_coverage() -> None:
         assert cell.met == 1.0 and cell.samples < cell.uniform_samples, cell
 
 
+def test_simulation_oracle_stop_meets_the_true_se_with_fixed_rounds() -> None:
+    """--fixed-rounds --oracle-stop (the docs' bias attribution): each run stops once the allocation's true re-run
+    SE is at the target, with rounds of Q/8."""
+    sys.path.insert(0, str(ROOT))
+    from scripts.adaptive_simulation import PROFILES, expected_uniform_se, run_adaptive
+
+    rng = np.random.default_rng(3)
+    p = PROFILES["uniform"][0](rng, 40)
+    target = expected_uniform_se(p, 16)
+    n, c, why = run_adaptive(p, target, rng, fixed_rounds=True, oracle_stop=True)
+    n_eff = 4.0 / (1.0 / n[:, 0] + 1.0 / n[:, 1])
+    assert why == "target"
+    assert np.sqrt(np.sum(p * (1 - p) / n_eff)) / len(p) <= target
+    assert (c <= n).all() and n.sum() < 40 * 16 * 1.3
+
+
 def test_simulation_script_runs() -> None:
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "adaptive_simulation.py"), "--runs", "20",
                         "--profiles", "uniform", "--k", "16"], capture_output=True, text=True,
