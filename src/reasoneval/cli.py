@@ -88,6 +88,11 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     from .prompts_cli import add_prompt_args
 
     add_prompt_args(g)
+    g = p.add_argument_group("adaptive sampling (instead of a fixed --n; docs/statistics.md)")
+    g.add_argument("--target-se", type=float, metavar="POINTS", help="sample each problem until the re-run SE of "
+                   "each task's mean accuracy is at most this many points (e.g. 0.5), more where it is uncertain")
+    g.add_argument("--max-n", type=int, default=256, help="with --target-se: most samples per problem (default 256)")
+    g.add_argument("--budget-samples", type=int, metavar="B", help="with --target-se: stop when the run holds B samples, whatever the SE")
     g = p.add_argument_group("execution")
     g.add_argument("--concurrency", type=int, default=64, help="requests in flight (default 64)")
     g.add_argument("--schedule", choices=["longest-first", "sample-major"], default="longest-first",
@@ -161,7 +166,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         data_dir=a.data_dir, data=a.data, question_key=a.question_key, answer_key=a.answer_key, id_key=a.id_key,
         split=a.split, output_dir=a.output_dir, grading_workers=a.grading_workers,
         grading_timeout=a.grading_timeout, progress=False if a.no_progress else None, print_table=not a.json,
-        prompt_style=a.prompt_style, num_fewshot=a.num_fewshot, style_stop=not a.no_style_stop, greedy=a.greedy)
+        prompt_style=a.prompt_style, num_fewshot=a.num_fewshot, style_stop=not a.no_style_stop, greedy=a.greedy,
+        target_se=a.target_se, max_n=a.max_n, budget_samples=a.budget_samples)
     from .dashboards import dashboard_options
 
     cfg.log_to, cfg.log_args = dashboard_options(a)

@@ -22,11 +22,13 @@ from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 from rich.console import Console
 
+from .adaptive import AdaptiveSampler, AdaptiveSettings, adaptive_summary, only_k_up_to
 from .config import RunSettings, run_dir_for
 from .engines import CommonOptions, Engine, EngineInfo, capabilities, check_supported, create_engine
 from .errors import RunIncomplete, UserError
 from .metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
-from .plan import SCHEDULES, LoadedTask, ProblemRef, Schedule, plan
+from .plan import SCHEDULES, LoadedTask, ProblemRef, Schedule, plan, request_maker
+from .plan_adaptive import FIRST_ROUND
 from .progress import ProgressReporter, run_log
 from .prompts import PromptConfig, read_template
 from .report import ResultsWriter, render_table, write_summary
@@ -106,6 +108,11 @@ class EvalConfig:
     # settings (dashboards.LOG_ARGS); never part of a run's identity.
     log_to: Sequence[str] = ()
     log_args: Mapping[str, Any] = field(default_factory=dict)
+    # run --target-se (reasoneval.adaptive): sample each problem until the re-run SE of each task's mean is at
+    # most target_se points; max_n samples per problem at most; budget_samples: most samples the run holds in all.
+    target_se: float | None = None
+    max_n: int = 256
+    budget_samples: int | None = None
 
     def __post_init__(self) -> None:
         if self.greedy:
@@ -124,6 +131,14 @@ class EvalConfig:
             (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),
             (self.grading_timeout > 0, f"--grading-timeout must be positive (got {self.grading_timeout})"),
             (self.schedule in SCHEDULES, f"--schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})"),
+            (self.target_se is None or self.target_se > 0,
+             f"--target-se must be positive, in points of accuracy (e.g. 0.5; got {self.target_se})"),
+            (self.max_n >= 1, f"--max-n must be at least 1 (got {self.max_n})"),
+            (self.budget_samples is None or self.budget_samples >= 1,
+             f"--budget-samples must be at least 1 (got {self.budget_samples})"),
+            (self.target_se is None or self.temperature > 0,
+             "--target-se needs sampling: with --greedy or --temperature 0 every sample of a problem is the same, "
+             "so more samples cannot lower the SE; drop one of them"),
         ]
         for ok, message in checks:
             if not ok:
@@ -132,6 +147,11 @@ class EvalConfig:
             from .dashboards import check_backends
 
             check_backends(self.log_to, self.log_args)
+
+    def samples_per_problem(self) -> int:
+        """The sample-index bound scoring uses: --n, or 2 x --max-n for an adaptive run (at most max_n samples
+        per problem, but its even and odd streams can differ in length)."""
+        return 2 * self.max_n if self.target_se is not None else self.n
 
     def engine_kind(self) -> str:
         if self.engine:
@@ -225,31 +245,49 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         engine.attach_run(run_dir)
         add_problems(run_dir, [p for t in tasks for p in t.problems])
         status = store.scan()
-        the_plan = plan(tasks, n=cfg.n, seed=cfg.seed, sampling=sampling, api=cfg.api, prompt=prompt,
-                        done=status.ok, expected={**(expected or {}), **status.lengths})
+        adaptive = cfg.target_se is not None
+        the_plan = plan(tasks, n=0 if adaptive else cfg.n, seed=cfg.seed, sampling=sampling, api=cfg.api,
+                        prompt=prompt, done=status.ok, expected={**(expected or {}), **status.lengths})
         old = _previous_config(run_dir)
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         kind = cfg.engine_kind()
         config = RunConfig(
-            run_id=settings.run_id, settings=settings.to_dict(), engine=kind, n=cfg.n,
+            run_id=settings.run_id, settings=settings.to_dict(), engine=kind, n=cfg.samples_per_problem(),
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
             scoring={t.name: task_scoring(t, prompt) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if kind == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
             datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
                                "source": t.spec.source} for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
-            created=old.created if old is not None and old.created else now, updated=now)
+            created=old.created if old is not None and old.created else now, updated=now,
+            adaptive={"target_se": cfg.target_se, "max_n": cfg.max_n, "budget_samples": cfg.budget_samples,
+                      "stopped": {}} if adaptive else None)
         write_config(run_dir, config)
         log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
                  run_dir, info.model, len(tasks), the_plan.total, the_plan.total - len(the_plan.requests),
                  len(the_plan.requests))
         concurrency = min(cfg.concurrency, info.max_concurrency or cfg.concurrency)
         stats = GenerationStats()
+        sampler = None
         try:
-            with ProgressReporter(len(the_plan.requests), enabled=cfg.progress, console=console) as progress:
-                await generate(engine, the_plan.queue(cast(Schedule, cfg.schedule)), store, concurrency=concurrency,
-                               policy=RetryPolicy(max_retries=cfg.max_retries, backoff_base_s=cfg.retry_backoff),
-                               max_model_len=info.max_model_len, stats=stats, on_progress=progress.update)
+            with contextlib.ExitStack() as scoring:
+                if adaptive:
+                    sampler = _adaptive_sampler(cfg, tasks, prompt, run_dir, concurrency,
+                                                scoring.enter_context(ScoringContext(
+                                                    workers=cfg.grading_workers, timeout_s=cfg.grading_timeout,
+                                                    cache_dir=run_dir)))
+                first = len(the_plan.requests) or (FIRST_ROUND * sum(len(t.problems) for t in tasks) if adaptive else 0)
+                with ProgressReporter(first, enabled=cfg.progress, console=console) as progress:
+                    await generate(engine, the_plan.queue(cast(Schedule, cfg.schedule)), store,
+                                   concurrency=concurrency,
+                                   policy=RetryPolicy(max_retries=cfg.max_retries, backoff_base_s=cfg.retry_backoff),
+                                   max_model_len=info.max_model_len, stats=stats, on_progress=progress.update,
+                                   on_sample=sampler.on_sample if sampler else None,
+                                   refill=sampler.refill if sampler else None)
+                if sampler is not None:
+                    await sampler.drain()
+                    config = dataclasses.replace(config, adaptive={**(config.adaptive or {}),
+                                                                   "stopped": dict(sampler.stopped)})
         except BaseException:
             # Record what was done, but never hide why the run stopped (a full disk fails this write too).
             with contextlib.suppress(OSError):
@@ -258,6 +296,18 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         config = dataclasses.replace(config, last_generation=timing_of(stats))
         write_config(run_dir, config)
     return run_dir, config, stats
+
+
+def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: PromptConfig, run_dir: Path,
+                      concurrency: int, context: ScoringContext) -> AdaptiveSampler:
+    """run --target-se: the sampler that feeds the runner, with the store's finished samples counted."""
+    make = request_maker(tasks, seed=cfg.seed, sampling=cfg.sampling(), api=cfg.api, prompt=prompt)
+    scorers = {t.name: create_scorer(task_scoring(t, prompt), context) for t in tasks}
+    assert cfg.target_se is not None
+    sampler = AdaptiveSampler(tasks, AdaptiveSettings(cfg.target_se, cfg.max_n, cfg.budget_samples), make, scorers,
+                              min_round=concurrency)
+    sampler.load(run_dir)
+    return sampler
 
 
 def task_scoring(task: LoadedTask, prompt: PromptConfig) -> TaskScoring:
@@ -302,7 +352,7 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     except OSError as e:
         raise _disk_error(e, cfg.output_dir) from None
     result = await asyncio.get_running_loop().run_in_executor(None, lambda: score_run(
-        run_dir, n=cfg.n, tasks=[t.name for t in tasks], workers=cfg.grading_workers,
+        run_dir, n=cfg.samples_per_problem(), tasks=[t.name for t in tasks], workers=cfg.grading_workers,
         grading_timeout=cfg.grading_timeout, print_table=cfg.print_table))
     if cfg.log_to:
         from .dashboards import checkpoint_step, log_once
@@ -373,16 +423,26 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                 if writer is not None:
                     writer.close()
         metadata = {(p.task, p.key): p.metadata for p in problems}
+        adaptive = None
+        if config.adaptive is not None:
+            # No fixed K: problems differ in n_i by design; metrics over k go up to the smallest n_i.
+            outcomes = {t: [dataclasses.replace(o, num_missing=0, crossfit=True) for o in os_]
+                        for t, os_ in outcomes.items()}
+            adaptive = {t: adaptive_summary(os_, config.adaptive, t) for t, os_ in outcomes.items()}
+            K = max((len(o.correct) for os_ in outcomes.values() for o in os_), default=1) or 1
         per_task = {}
         for t, os_ in outcomes.items():
             meta = {o.problem_key: metadata[(t, o.problem_key)] for o in os_}
             fields = {f: breakdown(os_, meta, f) for f in BREAKDOWN_FIELDS}
             per_task[t] = dataclasses.replace(task_metrics(os_, K), breakdown={f: b for f, b in fields.items() if b},
                                               se_vs_k=se_vs_k(os_, K))
+            if adaptive is not None:
+                per_task[t] = only_k_up_to(per_task[t], adaptive[t]["pass_at_k_max"])
         result = RunResult(
             model=config.model, run_id=config.run_id, run_dir=run_dir, config=config, n=K, tasks=per_task,
             aggregate=aggregate_metrics(outcomes, K), timing=config.last_generation or GenerationTiming(),
-            complete=all(o.num_missing == 0 for os_ in outcomes.values() for o in os_),
+            complete=all(o.num_missing == 0 for os_ in outcomes.values() for o in os_)
+            and (adaptive is None or all(a["stopped"] is not None for a in adaptive.values())), adaptive=adaptive,
             scorers={s.name: s.version for s in [*scorers.values(), *(e for d in extra.values() for e in d.values())]})
         if write:
             write_summary(result)

@@ -11,7 +11,7 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import AbstractSet, Literal, Mapping, Sequence
+from typing import AbstractSet, Callable, Literal, Mapping, Sequence
 
 from .config import sample_seed
 from .prompts import PROMPTS, PromptConfig, build_messages, build_prompt
@@ -73,6 +73,28 @@ def with_completion_stop(sampling: SamplingParams, prompt: PromptConfig) -> Samp
     return sampling if stop == sampling.stop else dataclasses.replace(sampling, stop=stop)
 
 
+def request_maker(tasks: Sequence[LoadedTask], *, seed: int, sampling: SamplingParams, api: str,
+                  prompt: PromptConfig) -> Callable[[Problem, int], Request]:
+    """make(problem, j): the request for sample j of a problem of `tasks` (its task's prompt style,
+    stop sequences and the seed derived from the run seed)."""
+    per_task: dict[str, tuple[PromptConfig, SamplingParams]] = {}
+    for t in tasks:
+        cfg = prompt.for_task(t.name, t.spec.prompt, t.spec.fewshot)
+        params = with_style_stop(sampling, cfg)
+        if api == "completions":
+            params = with_completion_stop(params, cfg)
+        per_task[t.name] = (cfg, params)
+
+    def make(p: Problem, j: int) -> Request:
+        cfg, params = per_task[p.task]
+        return Request(task=p.task, problem_key=p.key, problem_id=p.id, index=j,
+                       seed=sample_seed(seed, p.task, p.key, j), params=params,
+                       messages=build_messages(p, cfg) if api == "chat" else None,
+                       prompt=build_prompt(p, cfg) if api == "completions" else None)
+
+    return make
+
+
 def plan(tasks: Sequence[LoadedTask], *, n: int, seed: int, sampling: SamplingParams, api: str,
          prompt: PromptConfig, done: AbstractSet[SampleKey] = frozenset(),
          expected: Mapping[ProblemRef, float] | None = None) -> Plan:
@@ -81,25 +103,14 @@ def plan(tasks: Sequence[LoadedTask], *, n: int, seed: int, sampling: SamplingPa
 
     expected: known output lengths per problem (the store's finished samples, an earlier checkpoint's);
     `Plan.queue()` starts the samples of long problems first."""
-    per_problem: list[tuple[Problem, PromptConfig, SamplingParams, list[int]]] = []
+    make = request_maker(tasks, seed=seed, sampling=sampling, api=api, prompt=prompt)
+    per_problem: list[tuple[Problem, list[int]]] = []
     for t in tasks:
-        cfg = prompt.for_task(t.name, t.spec.prompt, t.spec.fewshot)
-        params = with_style_stop(sampling, cfg)
-        if api == "completions":
-            params = with_completion_stop(params, cfg)
         for p in t.problems:
             missing = [j for j in range(n) if (t.name, p.key, j) not in done]
             if missing:
-                per_problem.append((p, cfg, params, missing))
-    requests = []
-    for j in range(n):
-        for p, cfg, params, missing in per_problem:
-            if j in missing:
-                requests.append(Request(
-                    task=p.task, problem_key=p.key, problem_id=p.id, index=j,
-                    seed=sample_seed(seed, p.task, p.key, j), params=params,
-                    messages=build_messages(p, cfg) if api == "chat" else None,
-                    prompt=build_prompt(p, cfg) if api == "completions" else None))
+                per_problem.append((p, missing))
+    requests = [make(p, j) for j in range(n) for p, missing in per_problem if j in missing]
     wanted = {(r.task, r.problem_key) for r in requests}
     return Plan(tasks=tasks, n=n, requests=requests,
                 expected={k: v for k, v in (expected or {}).items() if k in wanted})
@@ -179,6 +190,24 @@ class RequestQueue:
                 self._push(ref)
         self._size -= 1
         return req
+
+    def add(self, req: Request) -> None:
+        """A request that joins the queue while the run goes on (an adaptive run's next round): a problem
+        whose length is unknown gets it as its pilot, a known one ranks by its expected length."""
+        self._size += 1
+        if self.schedule == "sample-major":
+            self._plain.append(req)
+            return
+        ref = (req.task, req.problem_key)
+        if ref not in self._order:
+            self._order[ref] = len(self._order)
+            if ref not in self._lengths:
+                self._pilots.append(req)
+                return
+        pending = self._rest.setdefault(ref, deque())
+        pending.append(req)
+        if len(pending) == 1:
+            self._push(ref)
 
     def put_back(self, req: Request) -> None:
         """A request that was handed out but did not finish (its worker died): it starts next."""

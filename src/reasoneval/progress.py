@@ -51,8 +51,9 @@ class ProgressReporter:
 
     def update(self, s: GenerationStats) -> None:
         finished = s.done + s.failed
+        self.total = max(self.total, s.total)  # an adaptive run (--target-se) asks for more as it goes
         if self._progress is not None:
-            self._progress.update(self._task, completed=finished, info=self.describe(s))
+            self._progress.update(self._task, completed=finished, total=self.total, info=self.describe(s))
             return
         now = time.monotonic()
         if now - self._last_log >= self.interval_s or finished == self.total:

@@ -71,6 +71,8 @@ class RunConfig:
     created: str | None = None
     updated: str | None = None
     last_generation: GenerationTiming | None = None
+    # run --target-se: {"target_se": points, "max_n", "budget_samples", "stopped": {task: why}}; None: uniform K
+    adaptive: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -104,6 +106,7 @@ class RunConfig:
             concurrency=d.get("concurrency"), max_model_len=d.get("max_model_len"),
             versions=dict(d.get("versions") or {}), source=d.get("source"), created=d.get("created"),
             updated=d.get("updated"), last_generation=GenerationTiming.from_json_dict(last) if last else None,
+            adaptive=d.get("adaptive"),
         )
 
 
@@ -123,16 +126,23 @@ class RunResult:
     complete: bool
     # scorer name -> its version, for the scorers this result used
     scorers: dict[str, str] = field(default_factory=dict)
+    # run --target-se, per task: target_se, se (points), met, stopped, samples, n_min, n_max, n_histogram,
+    # pass_at_k_max (pass@k and maj@k are reported for k <= n_min only), uniform_k and uniform_samples (what
+    # uniform K reaching the same SE would cost). None: a uniform run.
+    adaptive: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "schema_version": self.schema_version, "model": self.model, "run_id": self.run_id, "n": self.n,
             "config": self.config.to_json_dict(),
             "tasks": {t: m.to_json_dict() for t, m in self.tasks.items()},
             "aggregate": self.aggregate.to_json_dict(), "timing": dataclasses.asdict(self.timing),
             "complete": self.complete, "scorers": dict(self.scorers),
         }
+        if self.adaptive is not None:
+            d["adaptive"] = self.adaptive
+        return d
 
     @classmethod
     def from_json_dict(cls, d: Mapping[str, Any], run_dir: Path, config: RunConfig | None = None) -> RunResult:
@@ -147,7 +157,7 @@ class RunResult:
                    run_dir=Path(run_dir), config=cfg, n=n, tasks=tasks,
                    aggregate=TaskMetrics.from_json_dict(d.get("aggregate") or {}),
                    timing=GenerationTiming.from_json_dict(d.get("timing")), complete=bool(d.get("complete")),
-                   scorers=dict(d.get("scorers") or {}), schema_version=SCHEMA_VERSION)
+                   scorers=dict(d.get("scorers") or {}), adaptive=d.get("adaptive"), schema_version=SCHEMA_VERSION)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:

@@ -12,7 +12,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Awaitable, Callable, Sequence
 
 from .engines.base import Engine, EngineError
 from .errors import EngineDown, UserError
@@ -132,8 +132,15 @@ async def _generate_one(engine: Engine, req: Request, policy: RetryPolicy, stats
 async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, store: SampleStore, *, concurrency: int,
                    policy: RetryPolicy = RetryPolicy(), max_model_len: int | None = None,
                    stats: GenerationStats | None = None,
-                   on_progress: Callable[[GenerationStats], None] | None = None) -> GenerationStats:
+                   on_progress: Callable[[GenerationStats], None] | None = None,
+                   on_sample: Callable[[SampleRecord], None] | None = None,
+                   refill: Callable[[], Awaitable[Sequence[Request]]] | None = None) -> GenerationStats:
     """Generate every request and journal it; returns the counters.
+
+    on_sample: called with each journaled record. refill (adaptive runs): asked for more requests
+    whenever fewer than `concurrency` are queued; they join the queue while the others run, so the
+    server never drains between rounds. The run ends when the queue is empty, nothing is in flight and
+    refill has nothing more.
 
     Raises EngineDown (exit status 4: the engine itself failed `policy.engine_down_after` times with no
     sample finished in between, or fatally), ServerDown (the server stopped answering) or UserError (a
@@ -172,21 +179,27 @@ async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, s
         if completion is not None:
             consecutive_down = 0
             health.finished()
-            store.append(SampleRecord(
+            record = SampleRecord(
                 task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
                 seed=req.seed, status="ok", text=completion.text, reasoning=completion.reasoning,
                 finish_reason=completion.finish_reason, prompt_tokens=completion.prompt_tokens,
                 completion_tokens=completion.completion_tokens, latency_s=round(completion.latency_s, 4),
-                attempts=attempts, time=round(time.time(), 3)))
+                attempts=attempts, time=round(time.time(), 3))
+            store.append(record)
             stats.done += 1
             stats.output_tokens += completion.completion_tokens or 0
             queue.finished(req, completion.completion_tokens)
+            if on_sample is not None:
+                on_sample(record)
         else:
             assert err is not None
-            store.append(SampleRecord(
+            failed_rec = SampleRecord(
                 task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
-                seed=req.seed, status="failed", attempts=attempts, error=str(err), time=round(time.time(), 3)))
+                seed=req.seed, status="failed", attempts=attempts, error=str(err), time=round(time.time(), 3))
+            store.append(failed_rec)
             stats.failed += 1
+            if on_sample is not None:
+                on_sample(failed_rec)
             log.warning("%s/%s#%d failed after %d attempt(s): %s", req.task, req.problem_id, req.index,
                         attempts, err)
             if err.connection:
@@ -205,8 +218,35 @@ async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, s
             on_progress(stats)  # the slot is still counted in flight: its next request starts right away
         return True
 
+    changed = asyncio.Condition()
+    refilling = asyncio.Lock()
+
+    async def notify() -> None:
+        async with changed:
+            changed.notify_all()
+
+    async def top_up() -> None:
+        # One worker asks at a time; the others go on starting what is queued meanwhile.
+        if refill is None or refilling.locked() or len(queue) >= concurrency or fatal:
+            return
+        async with refilling:
+            more = await refill()
+            for r in more:
+                queue.add(r)
+            stats.total += len(more)
+        if more:
+            await notify()
+
     async def worker() -> None:
-        while queue and not fatal:
+        while not fatal:
+            await top_up()
+            if not queue:
+                if refill is None or (stats.in_flight == 0 and not refilling.locked()):
+                    await notify()  # the others waiting: the run is over
+                    return
+                async with changed:  # others are running or asking: their outcomes may call for more
+                    await changed.wait()
+                continue
             req = queue.pop()
             stats.in_flight += 1
             try:
@@ -214,6 +254,8 @@ async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, s
                     return
             finally:
                 stats.in_flight -= 1
+                if refill is not None:
+                    await notify()
 
     async def fsync_every_second() -> None:
         while True:
@@ -224,7 +266,8 @@ async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, s
         if not task.cancelled() and task.exception() is not None:
             stop_others()  # e.g. the journal cannot be written: stop the others, raise it below
 
-    workers.extend(asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(requests)))))
+    n_workers = concurrency if refill is not None else min(concurrency, len(requests))
+    workers.extend(asyncio.create_task(worker()) for _ in range(max(1, n_workers)))
     for w in workers:
         w.add_done_callback(on_done)
     syncer = asyncio.create_task(fsync_every_second())

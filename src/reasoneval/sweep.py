@@ -273,7 +273,8 @@ def _score(job: Job, run_dir: str, tasks: list[str] | None, workers: int | None,
     from .pipeline import score_run
 
     cfg = job.config
-    result = score_run(Path(run_dir), n=cfg.n, tasks=tasks, workers=workers, grading_timeout=cfg.grading_timeout,
+    result = score_run(Path(run_dir), n=cfg.samples_per_problem(), tasks=tasks, workers=workers,
+                       grading_timeout=cfg.grading_timeout,
                        print_table=False)
     dashboards.log(cfg, result, job.step)  # never raises: a failing dashboard warns once
     return bool(result.complete)

@@ -73,3 +73,14 @@ def test_cli_table_json_markdown(run: Path, capsys: pytest.CaptureFixture[str]) 
     assert d["tasks"]["math500"]["se_vs_k"][0]["k"] == 1 and d["tasks"]["math500"]["disjoint_subsets"]
     assert main(["analyze", str(run), "--markdown"]) == 0
     assert "| math500 | 1 |" in capsys.readouterr().out
+
+
+def test_target_se_says_what_an_adaptive_run_would_spend() -> None:
+    """Problems the model always or never solves need few samples: an adaptive run's Neyman total is below
+    uniform K's for the same re-run SE, and at least the 4-sample first round."""
+    rng = np.random.default_rng(1)
+    p_true = np.concatenate([np.zeros(60), np.ones(60), rng.uniform(0.3, 0.7, 30)])
+    n = np.full(150, 16)
+    c = rng.binomial(16, p_true)
+    tg = target_se(n, c, 0.003)
+    assert tg.adaptive_samples is not None and 4 * 150 <= tg.adaptive_samples < tg.k_for_resample * 150

@@ -132,3 +132,27 @@ def assert_clean_error(r: subprocess.CompletedProcess[str], code: int, pattern: 
     for ln in r.stderr.strip().splitlines()[:-1]:
         assert re.match(r"\d\d:\d\d:\d\d (INFO|WARNING|ERROR|DEBUG) ", ln), ln
     return last
+
+
+def accuracy_of(problem: str) -> float:
+    """An AIME-like accuracy per problem, fixed by its text: 40% never solved, 30% always, the rest between."""
+    import hashlib
+
+    u = int.from_bytes(hashlib.sha256(problem.encode()).digest()[:8], "big") / 2**64
+    return 0.0 if u < 0.4 else 1.0 if u < 0.7 else 0.1 + 0.8 * (u - 0.7) / 0.3
+
+
+def accuracy_reply(body: dict[str, Any]) -> str:
+    """A model right on each problem with that problem's accuracy_of, decided by the request's seed (so a
+    sample's verdict depends only on its problem and seed, whatever the order or process)."""
+    import hashlib
+
+    from tests.fixtures.openai_server import problem_text
+
+    text = problem_text(body)
+    m = _SUM.search(text)
+    if m is None:
+        return "I cannot parse this."
+    total = int(m.group(1)) + int(m.group(2))
+    u = int.from_bytes(hashlib.sha256(f"{text}|{body.get('seed')}".encode()).digest()[:8], "big") / 2**64
+    return f"The sum is \\boxed{{{total if u < accuracy_of(m.group(0)) else total + 1}}}."

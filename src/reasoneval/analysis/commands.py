@@ -62,7 +62,9 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
         total = (f"{tg.k_for_stderr} samples per problem" if tg.k_for_stderr is not None else
                  f"not reachable with {t.num_problems} problems (about {tg.problems_needed} needed)")
         print(f"{t.task}: SE {100 * tg.target:.2f} points needs {total}; "
-              f"sampling noise alone (SE resample) {tg.k_for_resample} samples per problem")
+              f"sampling noise alone (SE resample) {tg.k_for_resample} samples per problem "
+              f"({tg.k_for_resample * t.num_problems} samples), `run --target-se {100 * tg.target:g}` about "
+              f"{tg.adaptive_samples} samples")
     return 0
 
 

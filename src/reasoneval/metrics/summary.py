@@ -32,6 +32,10 @@ class ProblemOutcome:
     # Per sample, the scorer's named figures (Score.value when it is a mapping, e.g. IFEval's); () for scorers
     # whose value is the correct flag. value_metrics() turns them into TaskMetrics.extra entries.
     values: Sequence[Mapping[str, float]] = ()
+    # The sample index of each present sample (same order as `correct`); () when not known.
+    indices: Sequence[int] = ()
+    # An adaptive run's problem (run --target-se): its accuracy is the cross-fit estimate (problem_estimates).
+    crossfit: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,42 @@ def _per_sample_var(p: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.where(n >= 2, unbiased, pbar * (1.0 - pbar))
 
 
+def crossfit(n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per problem, from (Q, 2) stream counts: the estimate (rate of stream 0 + rate of stream 1) / 2 and its
+    effective number of samples 1/Σw² = 4/(1/n_0 + 1/n_1) (Var = p(1-p)/n_eff). A problem with one empty
+    stream uses the other alone."""
+    n = np.asarray(n, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    rate = c / np.maximum(n, 1.0)
+    both = (n[:, 0] > 0) & (n[:, 1] > 0)
+    p = np.where(both, (rate[:, 0] + rate[:, 1]) / 2, np.where(n[:, 0] > 0, rate[:, 0], rate[:, 1]))
+    inv = np.where(n > 0, 1.0 / np.maximum(n, 1.0), 0.0)
+    n_eff = np.where(both, 4.0 / np.maximum(inv[:, 0] + inv[:, 1], 1e-300), n.sum(axis=1))
+    return p, n_eff
+
+
+def problem_estimates(scored: Sequence[ProblemOutcome]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per problem with samples: (accuracy estimate, effective samples n_eff for its variance, samples).
+
+    c/n and n, except for an adaptive run's problems (`ProblemOutcome.crossfit`): the mean of the even- and
+    odd-indexed samples' rates, whose counts were each decided by the other's outcomes (plan_adaptive), with
+    n_eff = 4/(1/n_0 + 1/n_1). docs/statistics.md, adaptive sampling."""
+    n = np.array([len(o.correct) for o in scored], dtype=np.float64)
+    c = np.array([sum(bool(x) for x in o.correct) for o in scored], dtype=np.float64)
+    p = c / np.maximum(n, 1.0)
+    n_eff = n.copy()
+    for i, o in enumerate(scored):
+        if o.crossfit and o.indices:
+            sn = np.zeros((1, 2))
+            sc = np.zeros((1, 2))
+            for j, x in zip(o.indices, o.correct):
+                sn[0, j % 2] += 1
+                sc[0, j % 2] += bool(x)
+            pi, ni = crossfit(sn, sc)
+            p[i], n_eff[i] = float(pi[0]), float(ni[0])
+    return p, n_eff, n
+
+
 def stderr_resample(per_problem: np.ndarray, n: np.ndarray) -> np.ndarray:
     """SE of the mean over re-running the same problems (sampling noise only), along the last axis.
 
@@ -214,7 +254,7 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
     n = np.array([len(o.correct) for o in scored], dtype=np.int64)
     c = np.array([int(sum(bool(x) for x in o.correct)) for o in scored], dtype=np.int64)
     q = len(scored)
-    p = c / n if q else np.zeros(0)
+    p, n_eff, _ = problem_estimates(scored) if q else (np.zeros(0), np.zeros(0), np.zeros(0))
 
     if q:
         m_arr, se_arr, lo_arr, hi_arr = mean_stderr_ci(p)
@@ -222,7 +262,7 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
         ci95 = [float(lo_arr), float(hi_arr)] if se is not None else None
     else:
         mean, se, ci95 = None, None, None
-    se_resample = float(stderr_resample(p, n)) if q else None
+    se_resample = float(stderr_resample(p, n_eff)) if q else None
 
     pass_k: dict[str, float | None] = {}
     pass_k_se: dict[str, float | None] = {}
@@ -324,8 +364,8 @@ def aggregate_metrics(by_task: Mapping[str, Sequence[ProblemOutcome]], K: int) -
     pooled = [o for outcomes in by_task.values() for o in outcomes]
     task_means = []
     for outcomes in by_task.values():
-        ps = [sum(bool(x) for x in o.correct) / len(o.correct) for o in outcomes if len(o.correct) > 0]
-        if ps:
+        ps = problem_estimates([o for o in outcomes if len(o.correct) > 0])[0]
+        if len(ps):
             task_means.append(float(np.mean(ps)))
     # over all tasks only the extra scorers' metrics the tasks share, not a scorer's own named figures
     # (IFEval's mean something for IFEval only)
@@ -344,11 +384,12 @@ def breakdown(
     without samples) are left out; values are stringified so the result is JSON-ready.
     """
     groups: dict[str, list[float]] = {}
-    for o in outcomes:
+    scored = [o for o in outcomes if len(o.correct) > 0]
+    for o, p in zip(scored, problem_estimates(scored)[0]):
         meta = problems_metadata.get(o.problem_key)
-        if meta is None or meta.get(key) is None or len(o.correct) == 0:
+        if meta is None or meta.get(key) is None:
             continue
-        groups.setdefault(str(meta[key]), []).append(sum(bool(x) for x in o.correct) / len(o.correct))
+        groups.setdefault(str(meta[key]), []).append(float(p))
     out: dict[str, GroupMetrics] = {}
     for value in sorted(groups, key=_natural):
         ps = np.array(groups[value])

@@ -204,6 +204,27 @@ def _breakdowns(result: RunResult) -> str:
     return "".join(out) or "<p class=muted>no subject or level in this data</p>"
 
 
+def adaptive_lines(result: RunResult) -> list[str]:
+    """One line per task of a --target-se run: the target, whether it was met, what was spent against uniform K."""
+    out = []
+    for t, a in (result.adaptive or {}).items():
+        se = "?" if a.get("se") is None else f"{a['se']:.2f}"
+        met = "met" if a.get("met") else f"NOT met ({a.get('stopped') or 'run stopped early'})"
+        uniform = (f"; uniform K = {a['uniform_k']} for the same SE: {a['uniform_samples']} samples "
+                   f"({a['samples'] / a['uniform_samples']:.2f}x)" if a.get("uniform_samples") else "")
+        out.append(f"{t}: target SE {a['target_se']:g} points {met}: SE {se}; {a['samples']} samples, "
+                   f"{a['n_min']}-{a['n_max']} per problem{uniform}; pass@k, maj@k for k <= {a['pass_at_k_max']}")
+    return out
+
+
+def _adaptive(result: RunResult, n_per_problem: list[int]) -> str:
+    if not result.adaptive:
+        return ""
+    items = "".join(f"<li>{_esc(line)}</li>" for line in adaptive_lines(result))
+    return (f"<h2>Adaptive sampling (--target-se)</h2><ul>{items}</ul><div class=\"plots\">"
+            + histogram(n_per_problem, [], title="samples per problem (n_i)", xlabel="samples") + "</div>")
+
+
 def _plots(result: RunResult, lengths: list[int], truncated: list[int]) -> str:
     passk = {t: sorted(m.pass_at_k.items()) for t, m in result.tasks.items()}
     maj = {t: sorted(m.maj_at_k.items()) for t, m in result.tasks.items()}
@@ -273,6 +294,7 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
 updated {_esc(cfg.updated or "?")}</p>
 <details><summary>settings and versions</summary><pre>{_esc(settings)}</pre></details>
 <h2>Metrics</h2>{_metrics_table(result)}
+{_adaptive(result, [p["n"] for p in problems])}
 <h2>Plots</h2>{_plots(result, lengths, truncated)}
 <h2>By subject and level</h2>{_breakdowns(result)}
 <h2>Problems</h2>

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from ..metrics import TaskMetrics, maj_ks
 from ..result import RunResult
+from .html import adaptive_lines
 
 
 def _pct(x: float | None) -> str:
@@ -43,6 +44,8 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
     K = result.n
     ks = [k for k in maj_ks(K) if k > 1]
     mode = "greedy" if _greedy(result) else f"K={K}"
+    if result.adaptive:
+        mode = "adaptive: --target-se"
     table = Table(title=f"{result.model}  (run {result.run_id}, {mode})", title_justify="left")
     table.add_column("task", no_wrap=True)
     table.add_column("#problems", justify="right")
@@ -69,4 +72,6 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
         if not console.is_terminal:  # a log or a pipe: no 80-column wrapping of the figures
             console = Console(width=200)
     console.print(table)
+    for line in adaptive_lines(result):
+        console.print(line)
     return table

@@ -170,7 +170,8 @@ def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int, sc
             correct_classes=frozenset(c for c, s in zip(cl, sc) if c is not None and s.correct),
             completion_tokens=[r.completion_tokens for r in recs],
             finish_reasons=[r.finish_reason for r in recs],
-            num_missing=max(0, K - len(recs)), extra={name: [s.correct for s in e] for name, e in ex.items()},
+            num_missing=max(0, K - len(recs)), indices=[r.index for r in recs],
+            extra={name: [s.correct for s in e] for name, e in ex.items()},
             # named figures only where the scorer gives them (IFEval); math's flags are already in `correct`
             values=[s.value if isinstance(s.value, Mapping) else {} for s in sc]
             if sc and isinstance(sc[0].value, Mapping) else ())
