@@ -28,7 +28,7 @@ from .errors import RunIncomplete, UserError
 from .metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
 from .plan import SCHEDULES, LoadedTask, ProblemRef, Schedule, plan
 from .progress import ProgressReporter, run_log
-from .prompts import PromptConfig, read_template
+from .prompts import Exemplar, PromptConfig, read_template
 from .report import ResultsWriter, render_table, write_summary
 from .report.html import write_run_html
 from .result import GenerationTiming, RunConfig, RunResult, load_config, write_config
@@ -178,7 +178,19 @@ def load_tasks(cfg: EvalConfig) -> list[LoadedTask]:
     for t in out:
         if not t.problems:
             raise UserError(f"task {t.name} has no problems")
-    return out
+    prompt = cfg.prompt()
+    return [with_fewshot_pool(t, prompt, data_dir) for t in out]
+
+
+def with_fewshot_pool(task: LoadedTask, prompt: PromptConfig, data_dir: Path | None) -> LoadedTask:
+    """The task with the rows its few-shot style draws exemplars from (lm-eval's gsm8k: the GSM8K train
+    split, from the data dir, cache or Hub like any task's data); unchanged for fixed-exemplar styles."""
+    style = prompt.for_task(task.name, task.spec.prompt, task.spec.fewshot).fewshot_style()
+    if style is None or style.pool is None or style.count(prompt.num_fewshot) == 0:
+        return task
+    _, rows = load_task(style.pool, data_dir=data_dir)
+    return dataclasses.replace(task, fewshot_pool=[Exemplar(str(p.payload["question"]), str(p.payload["answer"]))
+                                                   for p in rows])
 
 
 @contextlib.asynccontextmanager

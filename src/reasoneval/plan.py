@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import AbstractSet, Literal, Mapping, Sequence
 
 from .config import sample_seed
-from .prompts import PROMPTS, PromptConfig, build_messages, build_prompt
+from .prompts import PROMPTS, Exemplar, PromptConfig, build_messages, build_prompt, drawn_shots
 from .tasks import TaskSpec
 from .types import Problem, Request, SamplingParams
 
@@ -33,6 +33,8 @@ class LoadedTask:
 
     spec: TaskSpec
     problems: Sequence[Problem]
+    # The rows a drawing few-shot style picks its exemplars from (lm-eval's gsm8k: the train split).
+    fewshot_pool: Sequence[Exemplar] = ()
 
     @property
     def name(self) -> str:
@@ -81,25 +83,27 @@ def plan(tasks: Sequence[LoadedTask], *, n: int, seed: int, sampling: SamplingPa
 
     expected: known output lengths per problem (the store's finished samples, an earlier checkpoint's);
     `Plan.queue()` starts the samples of long problems first."""
-    per_problem: list[tuple[Problem, PromptConfig, SamplingParams, list[int]]] = []
+    per_problem: list[tuple[Problem, PromptConfig, SamplingParams, list[int], tuple[Exemplar, ...] | None]] = []
     for t in tasks:
         cfg = prompt.for_task(t.name, t.spec.prompt, t.spec.fewshot)
         params = with_style_stop(sampling, cfg)
         if api == "completions":
             params = with_completion_stop(params, cfg)
-        for p in t.problems:
+        # Drawn exemplars depend on the problem's position in the task (lm-eval's sampler runs on in order).
+        drawn = drawn_shots(cfg, t.fewshot_pool, len(t.problems))
+        for i, p in enumerate(t.problems):
             missing = [j for j in range(n) if (t.name, p.key, j) not in done]
             if missing:
-                per_problem.append((p, cfg, params, missing))
+                per_problem.append((p, cfg, params, missing, drawn[i] if drawn is not None else None))
     requests = []
     for j in range(n):
-        for p, cfg, params, missing in per_problem:
+        for p, cfg, params, missing, shots in per_problem:
             if j in missing:
                 requests.append(Request(
                     task=p.task, problem_key=p.key, problem_id=p.id, index=j,
                     seed=sample_seed(seed, p.task, p.key, j), params=params,
-                    messages=build_messages(p, cfg) if api == "chat" else None,
-                    prompt=build_prompt(p, cfg) if api == "completions" else None))
+                    messages=build_messages(p, cfg, shots) if api == "chat" else None,
+                    prompt=build_prompt(p, cfg, shots) if api == "completions" else None))
     wanted = {(r.task, r.problem_key) for r in requests}
     return Plan(tasks=tasks, n=n, requests=requests,
                 expected={k: v for k, v in (expected or {}).items() if k in wanted})

@@ -50,6 +50,9 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
     ],
     "gsm8k": [{"answer": "12", "problem": "Sam has 3 boxes of 4 pens. How many pens does he have?"},
               {"answer": "2125", "solution": "2,000 + 125 = <<2000+125=2125>>2,125\n#### 2,125"}],
+    # Kept in the source's layout: lm-eval's few-shot exemplars use the worked solution verbatim.
+    "gsm8k_train": [{"question": "Ava has 3 apples and gets 2 more. How many apples does Ava have now?",
+                     "answer": "Ava has 3 + 2 = <<3+2=5>>5 apples.\n#### 5"}] + [{}] * 119,
     "gpqa_diamond": [
         {"problem": "Which gas is most abundant in dry air?", "answer": "Nitrogen",
          "choices": ["Nitrogen", "Oxygen", "Argon", "Carbon dioxide"], "source_id": "recFIXTURE0001",

