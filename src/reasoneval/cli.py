@@ -158,7 +158,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         data_dir=a.data_dir, data=a.data, question_key=a.question_key, answer_key=a.answer_key, id_key=a.id_key,
         split=a.split, output_dir=a.output_dir, grading_workers=a.grading_workers,
         grading_timeout=a.grading_timeout, progress=False if a.no_progress else None, print_table=not a.json,
-        prompt_style=a.prompt_style, num_fewshot=a.num_fewshot, style_stop=not a.no_style_stop, greedy=a.greedy)
+        prompt_style=a.prompt_style, num_fewshot=a.num_fewshot, style_stop=not a.no_style_stop, greedy=a.greedy,
+        lmeval_metrics=a.lmeval_metrics)
     cfg.engine_args = _engine_args(a, cfg.engine_kind())
     try:
         summary = evaluate(cfg)
@@ -200,6 +201,7 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
     from rich.table import Table
 
     from .tasks import GROUPS, task_listing
+    from .tasks.catalog import LMEVAL_NAMES
 
     data_dir = a.data_dir or os.environ.get("REASONEVAL_DATA_DIR")
     rows = task_listing(Path(data_dir) if data_dir else None)
@@ -213,6 +215,8 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
     console.print(table)
     for g, members in GROUPS.items():
         console.print(f"group [bold]{g}[/bold] = {', '.join(members)}")
+    for t, lm in LMEVAL_NAMES.items():
+        console.print(f"lm-eval's name for [bold]{t}[/bold]: {lm}", soft_wrap=True)
     return 0
 
 
