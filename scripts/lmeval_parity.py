@@ -50,7 +50,7 @@ METRIC_NAMES = {"exact_match,strict-match": "strict-match", "exact_match,flexibl
 def hub_layout(kind: str, data: Path, out: Path) -> Path:
     """../shared's file for `kind` in the Hub's columns (what lm-eval's task config reads)."""
     path = out / f"{kind}.jsonl"
-    rows = [json.loads(line) for line in (data / f"{kind}.jsonl").read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in (data / f"{kind}.jsonl").read_text().split("\n") if line.strip()]
     if kind == "gsm8k":  # uniform schema -> openai/gsm8k's question / answer (the worked solution)
         rows = [{"question": r["problem"], "answer": r["solution"]} for r in rows]
     elif kind == "mbpp":  # the Hub's `full` test split: task_ids 11-510
@@ -81,7 +81,7 @@ def run_lmeval(venv: Path, base_url: str, model: str, name: str, yaml: str, spli
     if proc.returncode != 0:
         raise SystemExit(f"lm-eval failed on {name}:\n{proc.stderr[-3000:]}")
     samples = [json.loads(line) for p in sorted((tdir / "out").rglob(f"samples_{task}_*.jsonl"))
-               for line in p.read_text().splitlines()]
+               for line in p.read_text().split("\n") if line.strip()]
     results = json.loads(sorted((tdir / "out").rglob("results_*.json"))[-1].read_text())["results"][task]
     return samples, results
 
