@@ -160,3 +160,22 @@ def test_completions_api_gets_the_mbpp_three_shot_prompt_and_its_done_stop(mbpp:
     assert req.prompt.endswith(mbpp[0].payload["test_list"][-1] + "\n[BEGIN]\n")
     (chat,) = plan([task], n=1, seed=0, sampling=SamplingParams(), api="chat", prompt=PromptConfig()).requests
     assert chat.params.stop == () and chat.messages is not None and "[BEGIN]" not in chat.messages[-1]["content"]
+
+
+def test_mbpp_completions_prompt_is_lmeval_mbpp_byte_for_byte(tmp_path: Path) -> None:
+    # The expected file is the prompt lm-eval 0.4.13's `mbpp` (3-shot) sent for task 11, taken from its
+    # --log_samples output (scripts/lmeval_parity.sh): exemplar code keeps MBPP's \r\n, blank line between shots.
+    from reasoneval.plan import LoadedTask, plan
+    from reasoneval.prompts import PromptConfig
+    from reasoneval.tasks import TASKS
+    from reasoneval.types import SamplingParams
+
+    row = {"task_id": 11, "text": "Write a python function to remove first and last occurrence of a given character "
+           "from the string.", "code": "def remove_Occ(s,ch): \r\n    return s ", "test_setup_code": "",
+           "test_list": ['assert remove_Occ("hello","l") == "heo"', 'assert remove_Occ("abcda","a") == "bcd"',
+                         'assert remove_Occ("PHP","P") == "H"'], "challenge_test_list": []}
+    (tmp_path / "mbpp.jsonl").write_text(json.dumps(row) + "\n")
+    task = LoadedTask(TASKS.get("mbpp"), load_task("mbpp", data_dir=tmp_path)[1])
+    (req,) = plan([task], n=1, seed=0, sampling=SamplingParams(), api="completions", prompt=PromptConfig()).requests
+    expected = (Path(__file__).parents[1] / "tasks" / "fewshot_expected" / "lmeval_mbpp" / "task_11_3shot.txt")
+    assert req.prompt == expected.read_bytes().decode()
