@@ -167,7 +167,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         split=a.split, output_dir=a.output_dir, grading_workers=a.grading_workers,
         grading_timeout=a.grading_timeout, progress=False if a.no_progress else None, print_table=not a.json,
         prompt_style=a.prompt_style, num_fewshot=a.num_fewshot, style_stop=not a.no_style_stop, greedy=a.greedy,
-        target_se=a.target_se, max_n=a.max_n, budget_samples=a.budget_samples)
+        target_se=a.target_se, max_n=a.max_n, budget_samples=a.budget_samples, lmeval_metrics=a.lmeval_metrics)
     from .dashboards import dashboard_options
 
     cfg.log_to, cfg.log_args = dashboard_options(a)
@@ -224,6 +224,7 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
     from rich.table import Table
 
     from .tasks import GROUPS, task_listing
+    from .tasks.catalog import LMEVAL_NAMES
 
     data_dir = a.data_dir or os.environ.get("REASONEVAL_DATA_DIR")
     rows = task_listing(Path(data_dir) if data_dir else None)
@@ -237,6 +238,8 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
     console.print(table)
     for g, members in GROUPS.items():
         console.print(f"group [bold]{g}[/bold] = {', '.join(members)}")
+    for t, lm in LMEVAL_NAMES.items():
+        console.print(f"lm-eval's name for [bold]{t}[/bold]: {lm}", soft_wrap=True)
     return 0
 
 

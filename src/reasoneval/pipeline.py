@@ -30,7 +30,7 @@ from .metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
 from .plan import SCHEDULES, LoadedTask, ProblemRef, Schedule, plan, request_maker
 from .plan_adaptive import FIRST_ROUND
 from .progress import ProgressReporter, run_log
-from .prompts import PromptConfig, read_template
+from .prompts import Exemplar, PromptConfig, read_template
 from .report import ResultsWriter, render_table, write_summary
 from .report.html import write_run_html
 from .result import GenerationTiming, RunConfig, RunResult, load_config, write_config
@@ -86,6 +86,9 @@ class EvalConfig:
     # Greedy decoding, one sample per problem: sets temperature 0, top_p 1, n 1 (over what else is given);
     # the table then shows accuracy ± SE over problems.
     greedy: bool = False
+    # lm-eval's columns (TaskScoring.extra) for every task that has them, not only where lm-eval defines the
+    # task with this prompt style (TaskSpec.lmeval_styles). Scoring only: not part of the run id.
+    lmeval_metrics: bool = False
     concurrency: int = 64
     # The order samples start in (plan.SCHEDULES): longest expected first, or sample-index-major.
     schedule: str = "longest-first"
@@ -206,7 +209,19 @@ def load_tasks(cfg: EvalConfig) -> list[LoadedTask]:
     for t in out:
         if not t.problems:
             raise UserError(f"task {t.name} has no problems")
-    return out
+    prompt = cfg.prompt()
+    return [with_fewshot_pool(t, prompt, data_dir) for t in out]
+
+
+def with_fewshot_pool(task: LoadedTask, prompt: PromptConfig, data_dir: Path | None) -> LoadedTask:
+    """The task with the rows its few-shot style draws exemplars from (lm-eval's gsm8k: the GSM8K train
+    split, from the data dir, cache or Hub like any task's data); unchanged for fixed-exemplar styles."""
+    style = prompt.for_task(task.name, task.spec.prompt, task.spec.fewshot).fewshot_style()
+    if style is None or style.pool is None or style.count(prompt.num_fewshot) == 0:
+        return task
+    _, rows = load_task(style.pool, data_dir=data_dir)
+    return dataclasses.replace(task, fewshot_pool=[Exemplar(str(p.payload["question"]), str(p.payload["answer"]))
+                                                   for p in rows])
 
 
 @contextlib.asynccontextmanager
@@ -254,7 +269,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         config = RunConfig(
             run_id=settings.run_id, settings=settings.to_dict(), engine=kind, n=cfg.samples_per_problem(),
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
-            scoring={t.name: task_scoring(t, prompt) for t in tasks}, engine_config=engine.describe(),
+            scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if kind == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
             datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
                                "source": t.spec.source} for t in tasks},
@@ -302,7 +317,7 @@ def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: Prom
                       concurrency: int, context: ScoringContext) -> AdaptiveSampler:
     """run --target-se: the sampler that feeds the runner, with the store's finished samples counted."""
     make = request_maker(tasks, seed=cfg.seed, sampling=cfg.sampling(), api=cfg.api, prompt=prompt)
-    scorers = {t.name: create_scorer(task_scoring(t, prompt), context) for t in tasks}
+    scorers = {t.name: create_scorer(task_scoring(t, prompt, cfg.lmeval_metrics), context) for t in tasks}
     assert cfg.target_se is not None
     sampler = AdaptiveSampler(tasks, AdaptiveSettings(cfg.target_se, cfg.max_n, cfg.budget_samples), make, scorers,
                               min_round=concurrency)
@@ -310,11 +325,19 @@ def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: Prom
     return sampler
 
 
-def task_scoring(task: LoadedTask, prompt: PromptConfig) -> TaskScoring:
+def task_scoring(task: LoadedTask, prompt: PromptConfig, lmeval_metrics: bool = False) -> TaskScoring:
     """The task's scoring with settings that follow the prompt style (lm-eval's strict-match looks for
-    the answer in the style's format) filled in for the style this run asks the task with."""
+    the answer in the style's format) filled in for the style this run asks the task with.
+
+    The lm-eval columns (its extra scorers) are kept where lm-eval defines the task with that style (a
+    gsm8k few-shot prompt, MATH with Minerva's), or when asked (`lmeval_metrics`): elsewhere they would
+    measure a format the run never asked for (e.g. "#### N" under a zero-shot boxed prompt)."""
     style = prompt.for_task(task.name, task.spec.prompt, task.spec.fewshot)
-    return task.spec.scoring.with_style_pattern(style.answer_pattern())
+    scoring = task.spec.scoring.with_style_pattern(style.answer_pattern())
+    lmeval_defined = style.template is None and style.style in task.spec.lmeval_styles
+    if scoring.extra and not (lmeval_metrics or lmeval_defined):
+        scoring = dataclasses.replace(scoring, extra={})
+    return scoring
 
 
 def _previous_config(run_dir: Path) -> RunConfig | None:
@@ -434,6 +457,9 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
         for t, os_ in outcomes.items():
             meta = {o.problem_key: metadata[(t, o.problem_key)] for o in os_}
             fields = {f: breakdown(os_, meta, f) for f in BREAKDOWN_FIELDS}
+            # The lm-eval columns per subject too (lm-eval's minerva_math reports one subtask per subject).
+            for name in (config.scoring.get(t) or TaskScoring()).extra:
+                fields[f"subject [{name}]"] = breakdown(os_, meta, "subject", metric=name)
             per_task[t] = dataclasses.replace(task_metrics(os_, K), breakdown={f: b for f, b in fields.items() if b},
                                               se_vs_k=se_vs_k(os_, K))
             if adaptive is not None:

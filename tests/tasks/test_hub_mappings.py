@@ -43,6 +43,11 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
     "math500": [{"answer": "\\frac34", "subject": "Prealgebra", "level": 1, "source_id": "test/prealgebra/1.json"},
                 {"answer": "2", "level": 2}],
     "minerva_math": [{"answer": "6"}, {"answer": "4.5e-16"}],
+    # The reference as lm-eval's minerva_math reads it: remove_boxed(last_boxed_only_string(solution)).
+    "hendrycks_math": [{"id": "hendrycks_math-0", "answer": "4", "subject": "Algebra", "level": 2},
+                       {"answer": "\\frac{1}{2}", "level": 3}, {"subject": "Counting & Probability"}, {},
+                       {"answer": "25"}, {"answer": "180^\\circ", "subject": "Geometry"}, {}, {}, {},
+                       {"answer": "6", "subject": "Number Theory"}, {}, {}, {}, {"subject": "Precalculus"}],
     "olympiadbench": [
         {"answer": "4", "subject": "Number Theory", "source_id": "1606",
          "solution": "Since $3^2=9$ and $4^2=16$, $n=4$.\n\nTry $n=1,2,3,4$."},
@@ -50,6 +55,9 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
     ],
     "gsm8k": [{"answer": "12", "problem": "Sam has 3 boxes of 4 pens. How many pens does he have?"},
               {"answer": "2125", "solution": "2,000 + 125 = <<2000+125=2125>>2,125\n#### 2,125"}],
+    # Kept in the source's layout: lm-eval's few-shot exemplars use the worked solution verbatim.
+    "gsm8k_train": [{"question": "Ava has 3 apples and gets 2 more. How many apples does Ava have now?",
+                     "answer": "Ava has 3 + 2 = <<3+2=5>>5 apples.\n#### 5"}] + [{}] * 119,
     "gpqa_diamond": [
         {"problem": "Which gas is most abundant in dry air?", "answer": "Nitrogen",
          "choices": ["Nitrogen", "Oxygen", "Argon", "Carbon dioxide"], "source_id": "recFIXTURE0001",
@@ -67,6 +75,21 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
     "mbpp_sanitized": [{"id": "mbpp_sanitized-0", "task_id": 12, "prompt": "Write a function to triple a number.",
                         "test_imports": ["import math"]}],
 }
+
+
+def test_hendrycks_math_keeps_level_unknown_and_reads_all_seven_configs(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = convert_hub_rows(TASKS.get("hendrycks_math"), hub_rows_plain("hendrycks_math"))
+    assert "level" not in rows[5]  # "Level ?"
+    asked: list[tuple[str, str | None, str | None]] = []
+    monkeypatch.setattr(loading, "load_hub_rows", lambda ds, cfg, split, hint="": asked.append((ds, cfg, split)) or [])
+    loading.download_rows(TASKS.get("hendrycks_math").hub)  # type: ignore[arg-type]
+    assert asked == [("EleutherAI/hendrycks_math", c, "test") for c in (
+        "algebra", "counting_and_probability", "geometry", "intermediate_algebra", "number_theory", "prealgebra",
+        "precalculus")]
+
+
+def hub_rows_plain(task: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (HUB_FIXTURES / f"{task}.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.parametrize("task", HUB_TASKS)

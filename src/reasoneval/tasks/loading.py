@@ -93,6 +93,8 @@ def download_rows(src: HubSource) -> list[dict[str, Any]]:
     """The raw rows of a task's Hub source."""
     hint = (f" (gated: accept the terms at https://huggingface.co/datasets/{src.dataset_id} and set HF_TOKEN)"
             if src.gated else "")
+    if src.configs:
+        return [r for c in src.configs for r in load_hub_rows(src.dataset_id, c, src.split, hint)]
     return load_hub_rows(src.dataset_id, src.config, src.split, hint)
 
 

@@ -26,9 +26,11 @@ class HubSource:
     config: str | None = None
     # Gated datasets need the user to accept the terms on the Hub and a token (HF_TOKEN).
     gated: bool = False
+    # Several configs read in this order and concatenated (EleutherAI/hendrycks_math: one per subject).
+    configs: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        cfg = f" ({self.config})" if self.config else ""
+        cfg = f" ({self.config})" if self.config else (f" ({'+'.join(self.configs)})" if self.configs else "")
         return f"hf:{self.dataset_id}{cfg} split={self.split}"
 
 
@@ -46,6 +48,9 @@ class TaskSpec:
     generate: for tasks generated in code (no file, no download): returns uniform rows.
     origin: where the loaded problems came from (set by `load_task`, e.g. "data_dir:/x/aime24.jsonl").
     row_to_problem: rows in the source's own schema -> Problems (code and IFEval tasks); None: the uniform schema.
+    lmeval_styles: the prompt styles under which lm-eval defines this task (gsm8k's few-shot styles, MATH
+      with Minerva's prompt): the lm-eval columns (scoring.extra) are reported by default only with these,
+      elsewhere on request (--lmeval-metrics).
     """
 
     name: str
@@ -58,6 +63,7 @@ class TaskSpec:
     generate: Callable[[], list[dict[str, Any]]] | None = None
     origin: str | None = None
     row_to_problem: RowToProblem | None = None
+    lmeval_styles: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
