@@ -26,7 +26,7 @@ def test_checkpoints_by_step_times_task_and_metric_in_csv_and_markdown(make_open
     summaries = {name: json.loads((d / "summary.json").read_text()) for name, d in runs.items()}
     # The battery runs one checkpoint twice more on the same task with other settings: one row, more columns.
     shots = {k: make_run(make_openai_server, tmp_path, "run7/step_600", lambda i, j, k=k: j < k, q=Q, n=K, num_fewshot=k,
-                         prompt_style="gsm8k") for k in (2, 3)}
+                         prompt_style="gsm8k_wei") for k in (2, 3)}
     t = summaries["step_600"]["tasks"][TASK]
     extras = [lmeval_name(e) for e in t.get("extra") or {}]  # lm-eval's columns the task has (exact_match, ...)
     columns = [f"{TASK}/pass@1", *[f"{TASK}/{e}" for e in extras], f"{TASK}/pass@{K}", f"{TASK}/maj@{K}",
@@ -37,7 +37,7 @@ def test_checkpoints_by_step_times_task_and_metric_in_csv_and_markdown(make_open
     rows = list(reader)
     assert [(r["checkpoint"], r["step"]) for r in rows] == [("global_step300", "300"), ("step_600", "600"),
                                                             ("checkpoint-1200", "1200")]  # by step
-    shot_columns = {k: [f"{TASK} (gsm8k, {k}-shot)/pass@1"] for k in (2, 3)}
+    shot_columns = {k: [f"{TASK} (gsm8k_wei, {k}-shot)/pass@1"] for k in (2, 3)}
     fields = [c for c in reader.fieldnames or [] if "/" in c and "_stderr" not in c]
     assert fields[:len(columns)] == columns
     for k, d in shots.items():
@@ -71,4 +71,4 @@ def test_checkpoints_by_step_times_task_and_metric_in_csv_and_markdown(make_open
     # Only some metrics, for a narrower table.
     assert main(["runs", str(tmp_path / "results"), "--by-checkpoint", "--markdown", "--metric", "pass@1"]) == 0
     md = capsys.readouterr().out.splitlines()
-    assert md[0] == f"| checkpoint | step | {TASK}/pass@1 | {TASK} (gsm8k, 2-shot)/pass@1 | {TASK} (gsm8k, 3-shot)/pass@1 |"
+    assert md[0] == f"| checkpoint | step | {TASK}/pass@1 | {TASK} (gsm8k_wei, 2-shot)/pass@1 | {TASK} (gsm8k_wei, 3-shot)/pass@1 |"
