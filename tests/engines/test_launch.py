@@ -384,3 +384,25 @@ def test_server_is_stopped_when_the_evaluation_fails(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr is not None and "evaluation failed" in proc.stderr.read()
     assert wait_gone(server_pid)
+
+
+def test_a_connection_error_while_the_server_is_dying_waits_for_its_exit(tmp_path: Path) -> None:
+    # A killed multithreaded server resets connections before it is waitable (its threads are still
+    # exiting). The engine must see the exit and stop the run, not hand back a retryable error.
+    # Here the "server" is a real process that exits 0.3 s after the connection error.
+    class ResettingClient:
+        async def generate(self, request: Request) -> Any:
+            raise EngineError("connection error: [Errno 104] Connection reset by peer", retryable=True,
+                              connection=True)
+
+    log = tmp_path / "server.log"
+    log.write_text("loading model\n")
+    proc = subprocess.Popen(["sleep", "0.3"], start_new_session=True)
+    engine: Any = make_engine("launch", server="llamacpp", log_dir=str(tmp_path))
+    engine.client, engine.server = ResettingClient(), launch.ServerProcess(proc, log, ("sleep", "0.3"))
+    try:
+        with pytest.raises(EngineError) as e:
+            asyncio.run(engine.generate(req(seed=1)))
+        assert e.value.fatal and e.value.engine_failure and "exited with code 0" in str(e.value), str(e.value)
+    finally:
+        engine.server.stop(0.1)

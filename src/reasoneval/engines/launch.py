@@ -39,6 +39,7 @@ from .local import exit_description
 SERVERS = ("vllm", "sglang", "llamacpp")
 HOST = "127.0.0.1"
 STOP_GRACE_S = 15.0
+EXIT_GRACE_S = 2.0  # how long a connection error waits for a dying server to become waitable
 LOG_TAIL_LINES = 8
 
 
@@ -441,6 +442,13 @@ class LaunchEngine:
             return await self.client.generate(request)
         except EngineError as e:
             code = self.server.exited()
+            # A killed server refuses or resets connections before it can be reaped: a multithreaded
+            # process is waitable only once its last thread has exited (a loaded model takes a moment to
+            # unmap). Give it that moment, so the run stops on the cause rather than retrying a dead server.
+            deadline = time.monotonic() + EXIT_GRACE_S
+            while code is None and e.connection and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+                code = self.server.exited()
             if code is None:
                 raise
             # The server is gone: the engine itself failed, not this request. The runner stops the run.
