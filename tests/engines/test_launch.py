@@ -7,6 +7,7 @@ tested by the `vllm` CI step (CPU build); here its command line.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import os
 import signal
@@ -248,7 +249,12 @@ def test_a_server_that_dies_at_startup_is_a_user_error_quoting_its_log(tmp_path:
 
 
 @needs_server
-def test_startup_timeout_stops_the_server(tmp_path: Path) -> None:
+def test_startup_timeout_stops_the_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The real server, asked on a path that never answers 200, so it is never ready however fast it loads
+    # (an idle machine loads the small model within the first poll).
+    real_plan = launch.build_plan
+    monkeypatch.setattr(launch, "build_plan", lambda *a, **kw: dataclasses.replace(
+        real_plan(*a, **kw), health_paths=("/reasoneval-never-ready",)))
     engine = make_engine("launch", server="llamacpp", log_dir=str(tmp_path), startup_timeout=0.2)
     with pytest.raises(UserError, match="not ready after"):
         asyncio.run(engine.start())

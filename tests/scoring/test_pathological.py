@@ -147,8 +147,8 @@ def _old_minerva_regexes(s: str) -> str:
 def _new_minerva_regexes(s: str) -> str:
     s = lmeval._first_dollar_pair_per_line(s)
     for opener in ("\\text{", "\\textbf{", "\\overline{"):
-        s = lmeval._unwrap_lazy(s, opener)
-    s = lmeval._unwrap_boxed_greedy(s)
+        s = lmeval._unwrap(s, opener)
+    s = lmeval._unwrap(s, "\\boxed{", greedy=True)
     s = re.sub(r"(frac)([^{])(.)", "frac{\\2}{\\3}", s)
     return lmeval._brace_sqrt_index(s)
 

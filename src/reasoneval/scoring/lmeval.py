@@ -179,10 +179,10 @@ def normalize_final_answer(final_answer: str) -> str:
         else:
             final_answer = final_answer.replace(expr, "")
     final_answer = _first_dollar_pair_per_line(final_answer)
-    final_answer = _unwrap_lazy(final_answer, "\\text{")
-    final_answer = _unwrap_lazy(final_answer, "\\textbf{")
-    final_answer = _unwrap_lazy(final_answer, "\\overline{")
-    final_answer = _unwrap_boxed_greedy(final_answer)
+    final_answer = _unwrap(final_answer, "\\text{")
+    final_answer = _unwrap(final_answer, "\\textbf{")
+    final_answer = _unwrap(final_answer, "\\overline{")
+    final_answer = _unwrap(final_answer, "\\boxed{", greedy=True)
     final_answer = re.sub(r"(frac)([^{])(.)", "frac{\\2}{\\3}", final_answer)
     final_answer = _brace_sqrt_index(final_answer)
     final_answer = re.sub(r"(sqrt)(?!\[)([^{])", "sqrt{\\2}", final_answer)
@@ -207,36 +207,11 @@ def _first_dollar_pair_per_line(s: str) -> str:
     return _DOLLAR_PAIR_LINE_RE.sub(r"$\1$", s) if s.count("$") >= 2 else s
 
 
-def _unwrap_lazy(s: str, opener: str) -> str:
-    r"""re.sub(rf"({re.escape(opener)})(.*?)(\\}})", "\\2", s): `opener` ... the first "}" after it on its line
-    becomes what is between."""
+def _unwrap(s: str, opener: str, *, greedy: bool = False) -> str:
+    r"""re.sub(rf"({re.escape(opener)})(.*?)(\\}})", "\\2", s) (greedy: `(.*)`): `opener` ... the first (greedy:
+    the last) "}" after it on its line becomes what is between. Linear: each line is scanned once."""
     out: list[str] = []
     pos = 0
-    while True:
-        i = s.find(opener, pos)
-        if i < 0:
-            break
-        start = i + len(opener)
-        eol = s.find("\n", start)
-        close = s.find("}", start, eol if eol >= 0 else len(s))
-        if close < 0:  # no "}" on this line: no other opener on it matches either
-            if eol < 0:
-                break
-            out.append(s[pos:eol])
-            pos = eol
-            continue
-        out.append(s[pos:i])
-        out.append(s[start:close])
-        pos = close + 1
-    out.append(s[pos:])
-    return "".join(out)
-
-
-def _unwrap_boxed_greedy(s: str) -> str:
-    r"""re.sub(r"(\\boxed\{)(.*)(\})", "\\2", s): `\\boxed{` ... the last "}" on its line becomes what is between."""
-    out: list[str] = []
-    pos = 0
-    opener = "\\boxed{"
     while True:
         i = s.find(opener, pos)
         if i < 0:
@@ -244,8 +219,8 @@ def _unwrap_boxed_greedy(s: str) -> str:
         start = i + len(opener)
         eol = s.find("\n", start)
         end = eol if eol >= 0 else len(s)
-        close = s.rfind("}", start, end)
-        if close < 0:
+        close = s.rfind("}", start, end) if greedy else s.find("}", start, end)
+        if close < 0:  # no "}" on this line: no other opener on it matches either
             if eol < 0:
                 break
             out.append(s[pos:eol])
