@@ -19,7 +19,8 @@ Designs (streams = a problem's even / odd sample indices, as in plan_adaptive):
                     the other stream's rates (moments); SE: the same formula as the stop
   twostage          every problem 2 + 2 samples, then each stream's final counts planned once (Neyman, same
                     Beta posterior) from the other stream's first 2 samples; SE: the stop's formula on all samples
-  twostage-iter     twostage re-planned from all samples until both streams' plans are met
+  twostage-iter     twostage re-planned from all samples until both streams' plans are met (--first-share:
+                    the first plan for only that share of the samples, so that the re-plans add less blindly)
 """
 
 from __future__ import annotations
@@ -125,14 +126,17 @@ def neyman_plan(v: np.ndarray, have: np.ndarray, goal: float, cap: int) -> np.nd
     return n
 
 
-def run_twostage(p: np.ndarray, target: float, rng: np.random.Generator, iterate: bool,
+def run_twostage(p: np.ndarray, target: float, rng: np.random.Generator, iterate: bool, first_share: float = 1.0,
                  max_n: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """first_share: the first plan is for that share of the samples the target needs (its goal variance 1/share
+    times the target's), the re-plans for the rest."""
     q = len(p)
     n = np.full((q, 2), 2, dtype=np.int64)
     c = rng.binomial(n, p[:, None])
     goal = 2 * (q * target) ** 2
-    for _ in range(50 if iterate else 1):
-        plans = [neyman_plan(eb_var(n[:, 1 - s], c[:, 1 - s]), n[:, s], goal, max_n // 2) for s in (0, 1)]
+    for it in range(50 if iterate else 1):
+        g = goal / first_share if it == 0 else goal
+        plans = [neyman_plan(eb_var(n[:, 1 - s], c[:, 1 - s]), n[:, s], g, max_n // 2) for s in (0, 1)]
         if all((plans[s] == n[:, s]).all() for s in (0, 1)):
             break
         for s in (0, 1):
@@ -151,7 +155,7 @@ def reported_se(design: str, n: np.ndarray, c: np.ndarray) -> float:
     return math.sqrt((stream_design_var(n, c, 0, "eb") + stream_design_var(n, c, 1, "eb")) / 4) / q
 
 
-def simulate(design: str, profile: str, k: int, runs: int, seed: int) -> str:
+def simulate(design: str, profile: str, k: int, runs: int, seed: int, first_share: float = 1.0) -> str:
     make, q = PROFILES[profile]
     rng = np.random.default_rng(seed)
     errs, ses, met, spent = [], [], 0, []
@@ -163,7 +167,7 @@ def simulate(design: str, profile: str, k: int, runs: int, seed: int) -> str:
         elif design.startswith("split"):
             n, c = run_split(p, target, rng, "eb" if design == "split-eb" else "plug", design.endswith("ghost"))
         else:
-            n, c = run_twostage(p, target, rng, design == "twostage-iter")
+            n, c = run_twostage(p, target, rng, design == "twostage-iter", first_share)
         se = reported_se(design, n, c)
         errs.append(float(np.mean(crossfit(n, c)[0])) - float(np.mean(p)))
         ses.append(se)
@@ -182,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profiles", default=",".join(PROFILES))
     ap.add_argument("--k", default="16,64")
+    ap.add_argument("--first-share", type=float, default=1.0,
+                    help="twostage-iter: the first plan is for this share of the samples the target needs")
     a = ap.parse_args(argv)
     print("| design | profile | target = SE of uniform K | runs | bias (points) | 95% coverage | SD(error) / RMS(SE) "
           "| SE ≤ target | samples / uniform |")
@@ -189,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     for i, name in enumerate(a.profiles.split(",")):
         for j, k in enumerate(int(x) for x in a.k.split(",")):
-            print(simulate(a.design, name, k, a.runs, a.seed + 100 * i + j), flush=True)
+            print(simulate(a.design, name, k, a.runs, a.seed + 100 * i + j, a.first_share), flush=True)
     print(f"({time.monotonic() - t0:.1f} s)")
     return 0
 
