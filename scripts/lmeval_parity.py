@@ -30,6 +30,8 @@ BATTERY: list[tuple[str, str, dict[str, str], int, dict[str, Any], bool]] = [
      {"tasks": ["gsm8k"], "num_fewshot": 4}, True),
     ("gsm8k 8-shot", "gsm8k/gsm8k.yaml", {"train": "gsm8k_train", "test": "gsm8k"}, 8,
      {"tasks": ["gsm8k"], "num_fewshot": 8}, True),
+    ("gsm8k_cot 4-shot", "gsm8k/gsm8k-cot.yaml", {"test": "gsm8k"}, 4,
+     {"tasks": ["gsm8k"], "prompt_style": "gsm8k_cot", "num_fewshot": 4}, True),
     ("gsm8k_cot 8-shot", "gsm8k/gsm8k-cot.yaml", {"test": "gsm8k"}, 8,
      {"tasks": ["gsm8k"], "prompt_style": "gsm8k_cot", "num_fewshot": 8}, True),
     ("minerva_math500 4-shot", "minerva_math/minerva_math500.yaml", {"test": "math500"}, 4,

@@ -6,7 +6,7 @@
 # Starts llama-cpp-python's server with the embedded SmolLM2-135M (as `launch --server llamacpp` does,
 # repacked kernels off), installs lm-eval 0.4.13 in its own venv ($LMEVAL_VENV, default /tmp/lmeval-venv)
 # if it is not there, runs lm-eval and reasoneval on the same first LIMIT problems of each battery task
-# (gsm8k 4/8-shot, gsm8k_cot, minerva_math500, IFEval, MBPP 3-shot) and prints prompts identical,
+# (gsm8k 4/8-shot, gsm8k_cot 4/8-shot, minerva_math500, IFEval, MBPP 3-shot) and prints prompts identical,
 # responses identical and the metrics side by side. Data: $REASONEVAL_DATA_DIR (../shared/datasets).
 # Not run in CI (it installs lm-eval and takes minutes per task on 2 cores).
 set -euo pipefail
