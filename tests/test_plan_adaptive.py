@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reasoneval.metrics.summary import crossfit, stderr_resample
+from reasoneval.metrics.summary import crossfit, stderr_resample_adaptive
 from reasoneval.plan_adaptive import estimated_se, greedy_neyman, next_round, posterior_sd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ def test_the_estimate_is_summary_json_stderr_resample_of_the_crossfit() -> None:
     p, n_eff = crossfit(n, c)
     assert p.tolist() == [0.25, 0.5, (1 + 6 / 7) / 2]
     assert n_eff[1] == 8 and abs(n_eff[2] - 4 / (1 / 8 + 1 / 7)) < 1e-12
-    assert estimated_se(n, c) == float(stderr_resample(p, n_eff))
+    assert estimated_se(n, c) == stderr_resample_adaptive(n.sum(axis=1), c.sum(axis=1), n_eff)
 
 
 def test_each_stream_is_allocated_from_the_other_streams_outcomes() -> None:

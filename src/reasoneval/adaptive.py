@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .metrics import ProblemOutcome, TaskMetrics
-from .metrics.summary import _per_sample_var, problem_estimates, stderr_resample
+from .metrics.summary import beta_prior, posterior_variance, problem_estimates, stderr_resample_adaptive
 from .plan import LoadedTask
 from .plan_adaptive import FIRST_ROUND, next_round
 from .scoring import Scorer
@@ -173,13 +173,14 @@ def adaptive_summary(outcomes: Sequence[ProblemOutcome], settings: Mapping[str, 
     """summary.json's `adaptive` entry of one task: the target, whether it was met, what was spent, and what
     uniform K reaching the same re-run SE would have cost (Σ v_i / (Q² SE²) samples per problem)."""
     scored = [o for o in outcomes if len(o.correct)]
-    p, n_eff, n_f = problem_estimates(scored)
+    _, n_eff, n_f = problem_estimates(scored)
     n = n_f.astype(np.int64)
-    se = float(stderr_resample(p, n_eff)) if len(n) else math.inf
+    c = np.array([sum(bool(x) for x in o.correct) for o in scored], dtype=np.int64)
+    se = stderr_resample_adaptive(n, c, n_eff) if len(n) else math.inf
     target = float(settings["target_se"])
     uniform_k = None
     if len(n) and 0 < se < math.inf:
-        v = _per_sample_var(p, n_eff)
+        v = posterior_variance(n, c, beta_prior(n, c))
         uniform_k = max(1, math.ceil(float(np.sum(v)) / (len(n) ** 2 * se * se) - 1e-9))  # 4.0000001 is 4
     hist = np.bincount(n, minlength=1) if len(n) else np.zeros(1, dtype=np.int64)
     return {"target_se": target, "se": 100 * se if se < math.inf else None, "met": bool(100 * se <= target + 1e-9),

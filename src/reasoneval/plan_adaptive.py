@@ -15,9 +15,12 @@ problem seen 4/4 correct still gets a share (about ⅔ of a 3/4 problem's), not 
 Samples are added greedily, one at a time, to the problem whose next sample lowers Σ σ_i²/n_i most
 (σ_i²/(n_i(n_i+1))): the integer version of n_i ∝ σ_i that also respects what each problem already has.
 
-The stopping rule uses `metrics.summary.stderr_resample` on the finished samples — the very figure
-summary.json reports — so "the target is met" and the reported SE are one formula. Why the estimate of the
-mean stays unbiased enough and the interval covers: docs/statistics.md (adaptive sampling).
+The stopping rule uses `metrics.summary.stderr_resample_adaptive` on the finished samples — the very figure
+summary.json reports as `stderr_resample` — so "the target is met" and the reported SE are one formula. Its
+per-problem variances are posterior means under a Beta prior fitted to the task (not the Jeffreys prior of the
+allocation, not the plug-in p̂(1-p̂)): the plug-in let a run stop after lucky draws (4/4 problems add 0) and its
+interval covered 91-92%. Why the estimate of the mean stays unbiased enough and the interval covers:
+docs/statistics.md (adaptive sampling).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics.summary import crossfit, stderr_resample
+from .metrics.summary import crossfit, stderr_resample_adaptive
 
 # Jeffreys: invariant, and for Bernoulli data the least informative proper choice; its posterior mean
 # (c+½)/(n+1) keeps 0/4 and 4/4 off the boundary without pulling 2/4 anywhere.
@@ -58,13 +61,13 @@ def stream_counts(indices_by_problem: list[list[int]], correct_by_problem: list[
 
 def estimated_se(n: np.ndarray, c: np.ndarray) -> float:
     """The re-run SE (fraction, not points) of the task's mean from (Q, 2) stream counts: summary.json's
-    `stderr_resample` of an adaptive run (the metrics' formula on the cross-fit estimates and their
-    effective sample sizes). inf while some problem has no finished sample."""
+    `stderr_resample` of an adaptive run (`metrics.summary.stderr_resample_adaptive`: posterior variances under
+    the task's fitted prior, cross-fit effective sample sizes). inf while some problem has no finished sample."""
     n = np.asarray(n)
     if len(n) == 0 or (n.sum(axis=1) < 1).any():
         return math.inf
-    p, n_eff = crossfit(n, c)
-    return float(stderr_resample(p, n_eff))
+    _, n_eff = crossfit(n, c)
+    return stderr_resample_adaptive(n.sum(axis=1), np.asarray(c).sum(axis=1), n_eff)
 
 
 def samples_needed(sd: np.ndarray, target: float) -> float:

@@ -100,3 +100,33 @@ def test_simulation_calibrates_the_test() -> None:
                        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "src")}, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count(" ok") == 8
+
+
+def test_an_adaptive_run_is_compared_on_its_crossfit_estimates(make_openai_server: Any, tmp_path: Path) -> None:
+    """run --target-se gives problems unequal streams; compare pairs the cross-fit estimate its summary's mean
+    uses (mean of the even- and odd-indexed samples' rates), not the pooled c/n."""
+    from reasoneval.analysis.outcomes import read_problem_rows
+
+    def acc_c(i: int, j: int) -> bool:  # rates differ between a problem's even and odd samples
+        return (3 * j + i) % 4 == 0 or (j % 2 == 1 and i % 3 == 0)
+
+    a = make_run(make_openai_server, tmp_path / "a", "model-a", acc_c, q=12, n=34, target_se=4.0, max_n=16,
+                 concurrency=4)
+    b = make_run(make_openai_server, tmp_path / "b", "model-b", acc_b, q=12, n=4)
+    rows = {r.problem_key: r for r in read_problem_rows(a)}
+    rows_b = {r.problem_key: r for r in read_problem_rows(b)}
+
+    def rate(r: Any, s: int) -> float:
+        got = [x for j, x in zip(r.sample_indices, r.correct) if j % 2 == s]
+        return sum(got) / len(got)
+
+    crossfit = {k: (rate(r, 0) + rate(r, 1)) / 2 for k, r in rows.items()}
+    pooled = {k: r.num_correct / r.n for k, r in rows.items()}
+    assert any(abs(crossfit[k] - pooled[k]) > 1e-9 for k in rows)  # unequal streams: the two estimates differ
+    [t] = compare_runs([a, b]).tasks
+    d = np.array([rows_b[k].num_correct / rows_b[k].n - crossfit[k] for k in rows])
+    assert t.versus[0].diff == pytest.approx(d.mean()) and t.versus[0].stderr == pytest.approx(d.std(ddof=1) / math.sqrt(12))
+    assert t.pass1[0][0] == pytest.approx(np.mean(list(crossfit.values())))  # the summary's mean: the same estimates
+    # the other way round (the adaptive run second) reads it the same way
+    [u] = compare_runs([b, a]).tasks
+    assert u.versus[0].diff == pytest.approx(-d.mean())

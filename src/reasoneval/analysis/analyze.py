@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..metrics import maj_ks
-from ..metrics.summary import _per_sample_var
+from ..metrics.summary import _per_sample_var, beta_prior, posterior_variance
 from ..plan_adaptive import FIRST_ROUND, samples_needed
 from ..result import RunResult, load_run
 from .outcomes import ProblemRow, by_task, read_problem_rows
@@ -54,7 +54,7 @@ class TargetSE:
     problems_needed: int | None  # with that many problems (and many samples) it would be reachable
     k_for_resample: int
     # What `run --target-se` would spend for the same re-run SE: Neyman allocation n_i = σ_i Σσ/(Q²S²) with the
-    # run's per-sample SDs (as stderr_resample estimates them), at least plan_adaptive.FIRST_ROUND per problem.
+    # run's per-sample SDs (as an adaptive run's stderr_resample estimates them), at least FIRST_ROUND per problem.
     adaptive_samples: int | None = None
 
 
@@ -135,7 +135,8 @@ def target_se(n: np.ndarray, c: np.ndarray, target: float) -> TargetSE:
     k_total = max(1, math.ceil(float(np.mean(v)) / room)) if room > 0 else None
     problems = None if k_total is not None else math.ceil(between / target**2) + 1
     k_resample = max(1, math.ceil(float(np.sum(v)) / (q**2 * target**2)))
-    sd = np.sqrt(v)  # the per-sample SDs the reported stderr_resample (and the stopping rule) uses
+    # The per-sample SDs an adaptive run's stderr_resample (and its stopping rule) uses: posterior, fitted prior.
+    sd = np.sqrt(posterior_variance(n, c, beta_prior(n, c)))
     adaptive = int(np.sum(np.maximum(FIRST_ROUND, np.ceil(samples_needed(sd, target) * sd / max(float(sd.sum()), 1e-12)))))
     return TargetSE(target=target, k_for_stderr=k_total, problems_needed=problems, k_for_resample=k_resample,
                     adaptive_samples=adaptive)

@@ -1,6 +1,7 @@
 """Paired comparison of runs on the problems they share (docs/statistics.md, "Comparing two runs").
 
-Per problem i both runs answered, d_i = p_B,i - p_A,i (each run's own fraction of correct samples).
+Per problem i both runs answered, d_i = p_B,i - p_A,i (each run's own estimate: its fraction of correct samples,
+or for an adaptive run the cross-fit estimate its summary uses).
 The mean of d_i is the accuracy difference; its standard error is sd(d) / sqrt(Q). That one figure
 includes both sources of noise: the spread of true differences across problems and the sampling
 noise of each p_hat (Var p_hat_i = p_i (1 - p_i) / n_i): the sample variance of d_i estimates their
@@ -19,6 +20,7 @@ from scipy import stats
 
 from ..errors import UserError
 from ..metrics import pass_at_k_matrix
+from ..metrics.summary import crossfit_one
 from ..result import RunResult, load_run
 from .outcomes import ProblemRow, by_task, read_problem_rows
 
@@ -129,6 +131,15 @@ def _per_problem_pass_k(rows: Sequence[ProblemRow], k: int) -> np.ndarray:
     return pass_at_k_matrix(n, c, k)[:, k - 1]
 
 
+def _accuracy(row: ProblemRow, adaptive: bool) -> float:
+    """The run's estimate of one problem's accuracy: c/n, or for an adaptive run (`run --target-se`) the cross-fit
+    mean of its even- and odd-indexed samples' rates, as its summary.json's mean uses (c/n there carries the
+    bias of counts that depended on their own outcomes; docs/statistics.md, adaptive sampling)."""
+    if adaptive and row.sample_indices:
+        return crossfit_one(row.sample_indices, row.correct)[0]
+    return row.num_correct / row.n
+
+
 def compare_runs(run_dirs: Sequence[Any]) -> Comparison:
     """Compare every run with the first, task by task, on the problems each pair shares."""
     if len(run_dirs) < 2:
@@ -138,6 +149,7 @@ def compare_runs(run_dirs: Sequence[Any]) -> Comparison:
     tasks = [t for t in results[0].tasks if all(t in r.tasks for r in results[1:])]
     if not tasks:
         raise UserError("the runs share no task: " + "; ".join(f"{r.run_dir}: {', '.join(r.tasks)}" for r in results))
+    adaptive = [r.adaptive is not None for r in results]
     out = []
     for t in tasks:
         metrics = [r.tasks[t] for r in results]
@@ -145,13 +157,13 @@ def compare_runs(run_dirs: Sequence[Any]) -> Comparison:
         mks = sorted(set.intersection(*(set(k for k, v in m.maj_at_k.items() if v is not None) for m in metrics)))
         first = {r.problem_key: r for r in rows[0].get(t, [])}
         versus, diffs, flips = [], [], []
-        for other in rows[1:]:
+        for j, other in enumerate(rows[1:], start=1):
             pairs = [(first[r.problem_key], r) for r in other.get(t, []) if r.problem_key in first
                      and first[r.problem_key].n and r.n]
             a = [x for x, _ in pairs]
             b = [y for _, y in pairs]
-            pa = np.array([x.num_correct / x.n for x in a])
-            pb = np.array([y.num_correct / y.n for y in b])
+            pa = np.array([_accuracy(x, adaptive[0]) for x in a])
+            pb = np.array([_accuracy(y, adaptive[j]) for y in b])
             versus.append(PairedDifference.of(pa, pb))
             diffs.append({k: PairedDifference.of(_per_problem_pass_k(a, k), _per_problem_pass_k(b, k))
                           for k in ks if k > 1 and all(x.n >= k for x in a) and all(y.n >= k for y in b)})

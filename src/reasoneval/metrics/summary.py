@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, special, stats
 
 from reasoneval.errors import UserError
 from reasoneval.metrics.majority import maj_at_k, maj_ks
@@ -227,14 +227,19 @@ def problem_estimates(scored: Sequence[ProblemOutcome]) -> tuple[np.ndarray, np.
     n_eff = n.copy()
     for i, o in enumerate(scored):
         if o.crossfit and o.indices:
-            sn = np.zeros((1, 2))
-            sc = np.zeros((1, 2))
-            for j, x in zip(o.indices, o.correct):
-                sn[0, j % 2] += 1
-                sc[0, j % 2] += bool(x)
-            pi, ni = crossfit(sn, sc)
-            p[i], n_eff[i] = float(pi[0]), float(ni[0])
+            p[i], n_eff[i] = crossfit_one(o.indices, o.correct)
     return p, n_eff, n
+
+
+def crossfit_one(indices: Sequence[int], correct: Sequence[bool]) -> tuple[float, float]:
+    """One problem of an adaptive run, from its samples' indices and verdicts: (`crossfit` estimate, n_eff)."""
+    sn = np.zeros((1, 2))
+    sc = np.zeros((1, 2))
+    for j, x in zip(indices, correct):
+        sn[0, j % 2] += 1
+        sc[0, j % 2] += bool(x)
+    p, n_eff = crossfit(sn, sc)
+    return float(p[0]), float(n_eff[0])
 
 
 def stderr_resample(per_problem: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -245,6 +250,56 @@ def stderr_resample(per_problem: np.ndarray, n: np.ndarray) -> np.ndarray:
     p = np.asarray(per_problem, dtype=np.float64)
     n = np.broadcast_to(np.asarray(n, dtype=np.float64), p.shape)
     return np.sqrt(np.sum(_per_sample_var(p, n) / n, axis=-1)) / p.shape[-1]
+
+
+def beta_prior(n: np.ndarray, c: np.ndarray) -> tuple[float, float]:
+    """Beta(a, b) fitted to a task's problems by maximum beta-binomial likelihood of their counts (empirical
+    Bayes: the task's own spread of accuracies). Adaptively drawn counts have the likelihood of fixed ones:
+    which sample came next depended on outcomes only through what was observed (the likelihood principle),
+    so the fit needs no correction for `run --target-se`. a and b are bounded to [e^-5, e^9] (a task whose
+    problems are all 0/n or n/n has its maximum at the edge). About 1 ms for 500 problems: `run --target-se`
+    refits at every refill."""
+    if len(n) == 0:
+        return 0.5, 0.5
+    # Problems with the same (n, c) have the same likelihood term: one term each, weighted by its count.
+    pairs, w = np.unique(np.stack([np.asarray(n), np.asarray(c)], axis=1).astype(np.int64), axis=0,
+                         return_counts=True)
+    nn, cc = pairs[:, 0].astype(np.float64), pairs[:, 1].astype(np.float64)
+
+    def nll(t: np.ndarray) -> tuple[float, np.ndarray]:  # and its gradient in (log a, log b)
+        a, b = np.exp(t)
+        f = -float(w @ (special.betaln(a + cc, b + nn - cc) - special.betaln(a, b)))
+        dab = special.digamma(a + b + nn) - special.digamma(a + b)
+        ga = -float(w @ (special.digamma(a + cc) - special.digamma(a) - dab))
+        gb = -float(w @ (special.digamma(b + nn - cc) - special.digamma(b) - dab))
+        return f, np.array([ga * a, gb * b])
+
+    r = optimize.minimize(nll, np.zeros(2), jac=True, method="L-BFGS-B", bounds=[(-5.0, 9.0), (-5.0, 9.0)])
+    a, b = np.exp(r.x)
+    return float(a), float(b)
+
+
+def posterior_variance(n: np.ndarray, c: np.ndarray, prior: tuple[float, float]) -> np.ndarray:
+    """E[p(1-p)] per problem under its Beta(a + c, b + n - c) posterior: never 0, so a problem seen 4/4 still
+    carries variance (as much as problems like it do on average under the fitted prior)."""
+    a = np.asarray(c, dtype=np.float64) + prior[0]
+    b = np.asarray(n, dtype=np.float64) - np.asarray(c, dtype=np.float64) + prior[1]
+    return a * b / ((a + b) * (a + b + 1.0))
+
+
+def stderr_resample_adaptive(n: np.ndarray, c: np.ndarray, n_eff: np.ndarray) -> float:
+    """`stderr_resample` of an adaptive run: √(Σ_i E[p_i(1-p_i)] / n_eff,i) / Q, each problem's variance its
+    posterior mean under the task's fitted Beta prior (`beta_prior`), n_eff its cross-fit effective samples.
+
+    The plug-in p̂(1-p̂) that uniform runs use is unbiased only at a fixed n: a run that stops once its SE
+    estimate is low stops preferentially after draws that made it low, and then 4/4 problems add 0. Measured
+    (docs/statistics.md, adaptive sampling): the plug-in interval covered 91-92% on tasks with many problems
+    near 0 or 1; the posterior one is within 93-97%."""
+    n = np.asarray(n, dtype=np.float64)
+    if len(n) == 0:
+        return math.inf
+    v = posterior_variance(n, c, beta_prior(n, c))
+    return float(math.sqrt(float(np.sum(v / np.asarray(n_eff, dtype=np.float64))))) / len(n)
 
 
 def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
@@ -262,7 +317,12 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
         ci95 = [float(lo_arr), float(hi_arr)] if se is not None else None
     else:
         mean, se, ci95 = None, None, None
-    se_resample = float(stderr_resample(p, n_eff)) if q else None
+    if not q:
+        se_resample = None
+    elif any(o.crossfit for o in scored):  # an adaptive run's: see stderr_resample_adaptive
+        se_resample = stderr_resample_adaptive(n, c, n_eff)
+    else:
+        se_resample = float(stderr_resample(p, n_eff))
 
     pass_k: dict[str, float | None] = {}
     pass_k_se: dict[str, float | None] = {}
