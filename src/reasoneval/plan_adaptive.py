@@ -47,18 +47,6 @@ def posterior_sd(n: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.sqrt(a * b / ((a + b) * (a + b + 1.0)))
 
 
-def stream_counts(indices_by_problem: list[list[int]], correct_by_problem: list[list[bool]]) -> tuple[np.ndarray, np.ndarray]:
-    """(Q, 2) finished and correct samples of each problem's even (0) and odd (1) indices."""
-    q = len(indices_by_problem)
-    n = np.zeros((q, 2), dtype=np.int64)
-    c = np.zeros((q, 2), dtype=np.int64)
-    for i, (idx, ok) in enumerate(zip(indices_by_problem, correct_by_problem)):
-        for j, x in zip(idx, ok):
-            n[i, j % 2] += 1
-            c[i, j % 2] += bool(x)
-    return n, c
-
-
 def estimated_se(n: np.ndarray, c: np.ndarray) -> float:
     """The re-run SE (fraction, not points) of the task's mean from (Q, 2) stream counts: summary.json's
     `stderr_resample` of an adaptive run (`metrics.summary.stderr_resample_adaptive`: posterior variances under
