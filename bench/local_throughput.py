@@ -12,7 +12,8 @@ evaluation asks for them: the workload where prompt-prefix reuse shares whole pr
 
 Configurations (`--configs`, comma-separated):
   plain          `Llama.create_chat_completion` in a loop, one request at a time, `reset()` before each
-                 (what the old worker ran: every prompt evaluated whole, so the seed decides the sample)
+                 (what the old worker ran: every prompt evaluated whole, so the seed decides the sample),
+                 on llama.cpp's plain kernels as cpu_repack=off (the repacked AMX ones crash on some CPUs)
   plain-cache    the same loop without `reset()`: llama-cpp-python's own prompt-prefix cache, which
                  evaluates a repeated prompt's last token alone (a one-row ubatch: not exact)
   engine:P:MODE  `LocalEngine` with parallel=P and cpu_repack=MODE (auto|on|off), P requests in flight;
@@ -49,13 +50,12 @@ def child(config: str, n: int, max_tokens: int, threads: int | None, k: int = 1)
     """Runs one configuration in this process; returns tokens, seconds and the texts."""
     qs = questions(n, k)
     if config in ("plain", "plain-cache"):
-        import llama_cpp
-
-        from reasoneval.engines.local import default_model_path, threads_per_replica
+        from reasoneval.engines.local import default_model_path, plain_kernels_llama, threads_per_replica
 
         t = threads or threads_per_replica(1)
-        llm = llama_cpp.Llama(model_path=str(default_model_path()), n_ctx=4096, n_threads=t, n_threads_batch=t,
-                              verbose=False)
+        # llama.cpp's plain kernels, as engine:N:off: the repacked (AMX) ones crash on some Intel CPUs.
+        llm = plain_kernels_llama(model_path=str(default_model_path()), n_ctx=4096, n_threads=t,
+                                  n_threads_batch=t, verbose=False)
         texts, tokens = [], 0
         t0 = time.perf_counter()
         for seed, q in enumerate(qs):

@@ -25,6 +25,7 @@ from reasoneval.engines.local import (
     Options,
     default_model_path,
     file_identity,
+    plain_kernels_llama,
     resolve_model,
 )
 from reasoneval.errors import EngineDown, UserError
@@ -376,11 +377,10 @@ async def run_engine(engine: LocalEngine, requests: list[Request]) -> list[Compl
 
 @needs_model
 def test_one_sequence_mode_is_exactly_llama_cpp_pythons_own_completion() -> None:
-    import llama_cpp
-
     requests = [req(seed=s, max_tokens=24, temperature=t) for s, t in ((4, 1.0), (5, 0.7), (6, 0.0))]
-    ours = asyncio.run(run_engine(local_engine(parallel=1), requests))
-    llm = llama_cpp.Llama(model_path=str(default_model_path()), n_ctx=4096, verbose=False)
+    # Both on llama.cpp's plain kernels: the repacked ones (AMX) crash on some Intel CPUs (docs/engines.md).
+    ours = asyncio.run(run_engine(local_engine(parallel=1, cpu_repack="off"), requests))
+    llm = plain_kernels_llama(model_path=str(default_model_path()), n_ctx=4096, verbose=False)
     for r, c in zip(requests, ours):
         llm.reset()
         out = llm.create_chat_completion(messages=[dict(m) for m in r.messages or ()], seed=r.seed,
@@ -414,8 +414,6 @@ def test_prefix_reuse_evaluates_only_the_unshared_part_of_a_prompt() -> None:
     # a slot keeps the cells of that prefix from the slot's previous sequence and evaluates only the
     # rest; the samples are still llama-cpp-python's own.
     assert Options().reuse_prefix is True
-    import llama_cpp
-
     from reasoneval.engines.local import _Decoder, _WorkerConfig
 
     questions = [f"What is {17 + 7 * i} + {25 + 11 * i}? Think step by step." for i in range(5)]
@@ -430,7 +428,7 @@ def test_prefix_reuse_evaluates_only_the_unshared_part_of_a_prompt() -> None:
     while decoder.busy():
         texts.update((job, out["text"]) for job, _, out in decoder.step())
     assert decoder.reused_tokens >= 4 * 10  # the 4 requests after the first two slots' start
-    llm = llama_cpp.Llama(model_path=str(default_model_path()), n_ctx=1024, n_threads=1, verbose=False)
+    llm = plain_kernels_llama(model_path=str(default_model_path()), n_ctx=1024, n_threads=1, verbose=False)
     for i, q in enumerate(questions):
         llm.reset()
         out = llm.create_chat_completion(messages=[{"role": "user", "content": q}], seed=40 + i,

@@ -232,6 +232,21 @@ def model_params_with_repack(defaults: Callable[[], Any], repack: bool) -> Calla
     return model_params
 
 
+def plain_kernels_llama(**kwargs: Any) -> Any:
+    """`llama_cpp.Llama(**kwargs)` on llama.cpp's plain CPU kernels (no repacked weights): what a worker with
+    cpu_repack=off runs, and what runs on every x86-64 CPU (the AMX kernels crash on some Intel CPUs with
+    llama-cpp-python 0.3.36: docs/engines.md). Tests and benches compare the engine with it."""
+    import llama_cpp
+    from llama_cpp import llama_cpp as C
+
+    defaults = C.llama_model_default_params
+    C.llama_model_default_params = model_params_with_repack(defaults, False)
+    try:
+        return llama_cpp.Llama(**kwargs)
+    finally:
+        C.llama_model_default_params = defaults
+
+
 def _load_llama(config: _WorkerConfig) -> Any:
     """A `llama_cpp.Llama` with our model and context parameters.
 
