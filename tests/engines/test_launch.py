@@ -147,7 +147,7 @@ def test_unknown_server_is_a_clear_error() -> None:
 def test_llamacpp_command_serves_the_embedded_model_by_default() -> None:
     plan = launch_plan(8555, server="llamacpp", max_model_len=2048)
     cmd = plan.command
-    assert cmd[:3] == (sys.executable, "-m", "llama_cpp.server")
+    assert cmd[:4] == (sys.executable, "-m", "reasoneval.engines._llamacpp_server", "--model")
     assert flag(cmd, "--model").endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
     assert flag(cmd, "--port") == "8555" and flag(cmd, "--n_ctx") == "2048"
     assert plan.health_paths == ("/v1/models",)
@@ -207,11 +207,11 @@ def test_lifecycle_start_generate_move_log_and_stop(tmp_path: Path) -> None:
 
 @needs_server
 def test_llamacpp_without_repacked_kernels_serves_through_the_wrapper(tmp_path: Path) -> None:
-    # cpu_repack=off: the fix for the AMX crash (this CPU has no AMX, so the switch itself is checked
-    # in the server's interpreter, and the server generates with it).
+    # cpu_repack=off: the fix for the AMX crash (the switch itself is checked in the server's interpreter,
+    # and the server generates with it).
     plan = launch_plan(8555, server="llamacpp", cpu_repack="off")
     assert plan.command[:5] == (sys.executable, "-m", "reasoneval.engines._llamacpp_server", "--no-repack", "--model")
-    assert launch_plan(8555, server="llamacpp").command[:3] == (sys.executable, "-m", "llama_cpp.server")
+    assert launch_plan(8555, server="llamacpp").command[3] == "--model"  # auto, on: repacking (llama.cpp's default)
     probe = ("from reasoneval.engines._llamacpp_server import disable_repack; disable_repack(); "
              "from llama_cpp import llama_cpp as C; print(C.llama_model_default_params().use_extra_bufts)")
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "False"
@@ -230,12 +230,38 @@ def test_llamacpp_without_repacked_kernels_serves_through_the_wrapper(tmp_path: 
         make_engine("launch", server="vllm", cpu_repack="off")
 
 
-def test_a_llamacpp_server_killed_by_sigsegv_suggests_cpu_repack_off(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGILL])
+def test_a_llamacpp_server_killed_by_a_crash_suggests_cpu_repack_off(tmp_path: Path, sig: int) -> None:
+    # SIGSEGV and SIGILL: how llama.cpp's AMX kernels end on the Intel CPUs where they crash.
     server = launch.ServerProcess.start(
-        (sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", "llama_cpp.server"),
+        (sys.executable, "-c", f"import os; os.kill(os.getpid(), {int(sig)})", "reasoneval.engines._llamacpp_server"),
         tmp_path / "server.log")
     server.proc.wait(30)
     assert "cpu_repack=off" in launch._try_hint(server)
+
+
+@needs_server
+def test_cpu_repack_auto_restarts_a_server_whose_repacked_kernels_crash_on_the_plain_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The server crashes at its first decode with repacking on (fault injection, as the AMX kernels do on some
+    # Intel CPUs; on such a CPU the real crash happens here as well): auto sees it on its 2-token self-test and
+    # serves the run from a server with --no-repack; `on` stops with the cause and the hint.
+    monkeypatch.setenv("REASONEVAL_LOCAL_FAULT", "segv-repack")
+
+    async def go(**opts: Any) -> tuple[str, dict[str, Any]]:
+        engine: Any = make_engine("launch", server="llamacpp", log_dir=str(tmp_path), max_model_len=1024, **opts)
+        await engine.start()
+        try:
+            return (await engine.generate(req(seed=5, max_tokens=4))).text, engine.describe()
+        finally:
+            await engine.close()
+
+    text, described = asyncio.run(go())
+    assert text
+    assert described["cpu_repack"] == "off" and "--no-repack" in described["command"]
+    assert "was killed by SIGSEGV in its self-test" in described["cpu_repack_fallback"]
+    with pytest.raises(EngineError, match="(?s)SIGSEGV.*cpu_repack=off"):
+        asyncio.run(go(cpu_repack="on"))
 
 
 @needs_server

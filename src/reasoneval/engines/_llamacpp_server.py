@@ -1,15 +1,22 @@
 """Run llama-cpp-python's OpenAI server: `python -m reasoneval.engines._llamacpp_server [--no-repack] ARGS`.
 
 Why: the server's settings have no switch for llama.cpp's repacked CPU kernels (the model parameter
-`use_extra_bufts`, llama.cpp's own `--no-repack`), and those kernels (AMX) segfault on some Intel
+`use_extra_bufts`, llama.cpp's own `--no-repack`), and those kernels (AMX) crash on some Intel
 CPUs (docs/engines.md). With `--no-repack` every model the server loads uses llama.cpp's plain
 kernels; otherwise this is `python -m llama_cpp.server ARGS`.
+
+Test-only fault injection: with REASONEVAL_LOCAL_FAULT=segv-repack (the local engine's variable) and
+without `--no-repack`, the server kills itself with SIGSEGV at its first `llama_decode`, as the AMX
+kernels do on the CPUs where they crash, so the launch engine's fallback is tested on any CPU.
 """
 
 from __future__ import annotations
 
+import os
 import runpy
+import signal
 import sys
+from typing import Any
 
 
 def disable_repack() -> None:
@@ -21,11 +28,25 @@ def disable_repack() -> None:
     C.llama_model_default_params = model_params_with_repack(C.llama_model_default_params, False)
 
 
+def crash_at_first_decode() -> None:
+    from llama_cpp import llama_cpp as C
+
+    def decode(*args: Any) -> int:
+        os.kill(os.getpid(), signal.SIGSEGV)
+        return -1
+
+    C.llama_decode = decode
+
+
 def main() -> None:
+    from .local import FAULT_ENV
+
     args = sys.argv[1:]
     if args[:1] == ["--no-repack"]:
         args = args[1:]
         disable_repack()
+    elif os.environ.get(FAULT_ENV) == "segv-repack":
+        crash_at_first_decode()
     sys.argv = ["llama_cpp.server", *args]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 

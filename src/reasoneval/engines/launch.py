@@ -14,6 +14,7 @@ import atexit
 import dataclasses
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import shlex
 import shutil
@@ -41,6 +42,12 @@ HOST = "127.0.0.1"
 STOP_GRACE_S = 15.0
 EXIT_GRACE_S = 2.0  # how long a connection error waits for a dying server to become waitable
 LOG_TAIL_LINES = 8
+# How a process dies when native code fails: llama.cpp's AMX kernels end with SIGSEGV on some Intel CPUs and
+# with SIGILL on others (docs/engines.md).
+CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE)
+REPACK_MODES = ("auto", "on", "off")
+
+log = logging.getLogger("reasoneval")
 
 
 @dataclass(frozen=True)
@@ -101,8 +108,8 @@ class Options:
     gpu_memory_utilization: float | None = option(None, "share of GPU memory for weights + KV cache", flag=True)
     enable_prefix_caching: bool = option(False, "vllm: share KV cache between requests with a common prefix",
                                          flag=True)
-    cpu_repack: str = option("on", "llamacpp: llama.cpp's repacked CPU kernels (AMX, AVX repack): on, or off where "
-                             "they crash (some Intel CPUs with AMX)")
+    cpu_repack: str = option("auto", "llamacpp: llama.cpp's repacked CPU kernels (AMX, AVX repack): auto = on unless "
+                             "the server crashes on a 2-token self-test (some Intel CPUs with AMX), then off; on; off")
     server_args: tuple[str, ...] = option((), "extra arguments for the server command", flag="--server-arg")
     startup_timeout: float = option(1800.0, "seconds to wait for the server to answer")
 
@@ -111,8 +118,9 @@ class Options:
             raise UserError(f"unknown --server {self.server!r}; choose one of {', '.join(SERVERS)}")
         if self.tensor_parallel_size < 1 or self.data_parallel_size < 1:
             raise UserError("--tensor-parallel-size and --data-parallel-size must be at least 1")
-        if self.cpu_repack not in ("on", "off"):
-            raise UserError(f"launch option cpu_repack must be on or off, got {self.cpu_repack!r}")
+        if self.cpu_repack not in REPACK_MODES:
+            raise UserError(f"launch option cpu_repack must be one of {', '.join(REPACK_MODES)}, "
+                            f"got {self.cpu_repack!r}")
         if self.cpu_repack == "off" and self.server != "llamacpp":
             raise UserError("launch option cpu_repack is for --server llamacpp (llama.cpp's CPU kernels)")
 
@@ -177,8 +185,8 @@ def _llamacpp_plan(model: str | None, opts: Options, port: int, extra: tuple[str
         raise UserError("--server llamacpp runs one CPU process: drop --tensor-parallel-size/--data-parallel-size")
     path, name = resolve_model(model, opts.model_path)
     n_ctx = opts.max_model_len or DEFAULT_N_CTX
-    # Without repacking, through our wrapper: llama_cpp.server has no switch for it.
-    server = ("reasoneval.engines._llamacpp_server", "--no-repack") if opts.cpu_repack == "off" else ("llama_cpp.server",)
+    # Through our wrapper: llama_cpp.server has no switch for repacking (--no-repack).
+    server = ("reasoneval.engines._llamacpp_server", *(("--no-repack",) if opts.cpu_repack == "off" else ()))
     cmd = (sys.executable, "-m", *server, "--model", str(path), "--model_alias", name,
            "--host", HOST, "--port", str(port), "--n_ctx", str(n_ctx),
            "--n_threads", str(threads_per_replica(1)))
@@ -366,6 +374,7 @@ class LaunchEngine:
         self.server: ServerProcess | None = None
         self.client: Any = None  # OpenAIEngine
         self.startup_s: float | None = None
+        self.repack_fallback: str | None = None  # why cpu_repack=auto went off: the crash it saw
 
     @property
     def log_path(self) -> Path | None:
@@ -380,9 +389,20 @@ class LaunchEngine:
         self.plan = plan
         log_dir = Path(common.log_dir) if common.log_dir else Path(tempfile.mkdtemp(prefix="reasoneval-server-"))
         t0 = time.perf_counter()
-        self.server = ServerProcess.start(plan.command, log_dir / f"server-{plan.server}-{plan.port}.log")
         try:
-            await self._wait_ready(plan, self.server)
+            crash = await self._start_server(plan, log_dir)
+            if crash is not None:
+                # llama.cpp's repacked kernels crashed the server (the AMX ones do on some Intel CPUs): the plain
+                # kernels, as the local engine's cpu_repack=auto does.
+                assert self.server is not None
+                self.repack_fallback = (f"the llama.cpp server with its repacked CPU kernels {exit_description(crash)} "
+                                        f"in its self-test (log: {self.server.log_path})")
+                log.warning("launch engine: %s. Using cpu_repack=off (llama.cpp's plain CPU kernels) for this run; "
+                            "pass --engine-arg cpu_repack=off to skip the test", self.repack_fallback)
+                await asyncio.get_running_loop().run_in_executor(None, self.server.stop)
+                self.opts = opts = dataclasses.replace(opts, cpu_repack="off")
+                plan = self.plan = build_plan(common.model, opts, opts.port or free_port())
+                await self._start_server(plan, log_dir)
             from .openai import OpenAIEngine
 
             # model=None: the server serves one model; take its name from /v1/models.
@@ -402,6 +422,31 @@ class LaunchEngine:
             info = dataclasses.replace(info, model_identity=info.model_identity or file_identity(plan.gguf),
                                        max_model_len=info.max_model_len or plan.n_ctx, max_concurrency=1)
         return info
+
+    async def _start_server(self, plan: ServerPlan, log_dir: Path) -> int | None:
+        """Start the server and wait until it answers. With llamacpp and cpu_repack=auto, also generate 2 tokens
+        (the repacked kernels crash at the first decode where they do): the crash's exit status, else None."""
+        self.server = server = ServerProcess.start(plan.command, log_dir / f"server-{plan.server}-{plan.port}.log")
+        if not (plan.server == "llamacpp" and self.opts.cpu_repack == "auto"):
+            await self._wait_ready(plan, server)
+            return None
+        try:
+            await self._wait_ready(plan, server)
+        except EngineDown:
+            if _crashed(server.exited()):
+                return server.exited()
+            raise
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.opts.startup_timeout)) as session:
+                async with session.post(f"{plan.base_url}/completions",
+                                        json={"prompt": "1 + 1 =", "max_tokens": 2, "temperature": 0.0}) as r:
+                    await r.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            deadline = time.monotonic() + EXIT_GRACE_S  # a dying server becomes waitable a moment later
+            while server.exited() is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        code = server.exited()
+        return code if _crashed(code) else None
 
     async def _wait_ready(self, plan: ServerPlan, server: ServerProcess) -> None:
         deadline = time.monotonic() + self.opts.startup_timeout
@@ -433,7 +478,8 @@ class LaunchEngine:
 
     def describe(self) -> dict[str, Any]:
         return {"command": list(self.plan.command) if self.plan is not None else None,
-                **{k: v for k, v in dataclasses.asdict(self.opts).items() if k != "server_args"}}
+                **{k: v for k, v in dataclasses.asdict(self.opts).items() if k != "server_args"},
+                "cpu_repack_fallback": self.repack_fallback}
 
     async def generate(self, request: Request) -> Completion:
         if self.client is None or self.server is None:
@@ -471,9 +517,14 @@ class LaunchEngine:
         return self.server.pid if self.server is not None else None
 
 
+def _crashed(code: int | None) -> bool:
+    return code is not None and code < 0 and -code in CRASH_SIGNALS
+
+
 def _try_hint(server: ServerProcess) -> str:
     code = server.exited()
-    if code == -signal.SIGSEGV and "llama_cpp.server" in server.command:
+    llamacpp = "llama_cpp.server" in server.command or "reasoneval.engines._llamacpp_server" in server.command
+    if _crashed(code) and llamacpp and "--no-repack" not in server.command:
         return ("llama.cpp's repacked CPU kernels (AMX on some Intel CPUs) are the usual suspect: try "
                 f"--engine-arg cpu_repack=off (whole log: {server.log_path})")
     if code == -signal.SIGKILL:
