@@ -35,7 +35,7 @@ import aiohttp
 from ..errors import EngineDown, UserError
 from ..types import Completion, Request
 from .base import Capabilities, CommonOptions, EngineError, EngineInfo, option
-from .local import exit_description
+from .local import REPACK_MODES, exit_description
 
 SERVERS = ("vllm", "sglang", "llamacpp")
 HOST = "127.0.0.1"
@@ -45,7 +45,6 @@ LOG_TAIL_LINES = 8
 # How a process dies when native code fails: llama.cpp's AMX kernels end with SIGSEGV on some Intel CPUs and
 # with SIGILL on others (docs/engines.md).
 CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE)
-REPACK_MODES = ("auto", "on", "off")
 
 log = logging.getLogger("reasoneval")
 
@@ -427,15 +426,15 @@ class LaunchEngine:
         """Start the server and wait until it answers. With llamacpp and cpu_repack=auto, also generate 2 tokens
         (the repacked kernels crash at the first decode where they do): the crash's exit status, else None."""
         self.server = server = ServerProcess.start(plan.command, log_dir / f"server-{plan.server}-{plan.port}.log")
-        if not (plan.server == "llamacpp" and self.opts.cpu_repack == "auto"):
-            await self._wait_ready(plan, server)
-            return None
+        self_test = plan.server == "llamacpp" and self.opts.cpu_repack == "auto"
         try:
             await self._wait_ready(plan, server)
         except EngineDown:
-            if _crashed(server.exited()):
+            if self_test and _crashed(server.exited()):
                 return server.exited()
             raise
+        if not self_test:
+            return None
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.opts.startup_timeout)) as session:
                 async with session.post(f"{plan.base_url}/completions",
@@ -523,7 +522,7 @@ def _crashed(code: int | None) -> bool:
 
 def _try_hint(server: ServerProcess) -> str:
     code = server.exited()
-    llamacpp = "llama_cpp.server" in server.command or "reasoneval.engines._llamacpp_server" in server.command
+    llamacpp = "reasoneval.engines._llamacpp_server" in server.command  # how every llamacpp plan starts it
     if _crashed(code) and llamacpp and "--no-repack" not in server.command:
         return ("llama.cpp's repacked CPU kernels (AMX on some Intel CPUs) are the usual suspect: try "
                 f"--engine-arg cpu_repack=off (whole log: {server.log_path})")
