@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     from scripts.adaptive_simulation import PROFILES, expected_uniform_se, run_adaptive
 
-    from reasoneval.plan_adaptive import FIRST_ROUND
+    from reasoneval.run.plan_adaptive import FIRST_ROUND
 
     rng = np.random.default_rng(a.seed)
     print("| profile | Q | uniform K | adaptive samples | uniform samples | ratio | oracle Neyman ratio | "

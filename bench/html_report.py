@@ -33,14 +33,14 @@ import pyarrow.parquet as pq
 
 from _common import ROOT
 from reasoneval.metrics import ProblemOutcome, se_vs_k, task_metrics
+from reasoneval.records import Problem
 from reasoneval.report.html import REPORT_FILE, SIDECAR_DIR
 from reasoneval.report.parquet import SCHEMA
 from reasoneval.report.summary_json import write_summary
-from reasoneval.result import GenerationTiming, RunConfig, RunResult, write_config
+from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, write_config
+from reasoneval.results.store import add_problems
 from reasoneval.scoring import TaskScoring
-from reasoneval.store import add_problems
 from reasoneval.tasks import problem_key
-from reasoneval.types import Problem
 
 WORDS = ("so we have the sum of the squares which gives therefore let x be an integer note that if then "
          "consider case modulo prime factor divides equation substitute solve check wait actually hmm "
@@ -98,7 +98,7 @@ FCP_JS = """new Promise(resolve => new PerformanceObserver(list => {
 def peak_rss(code: str) -> int:
     """Peak RSS (bytes) of a fresh interpreter running `code` after importing load_run: VmHWM, which starts
     afresh at exec (ru_maxrss would carry this big parent's RSS over the fork)."""
-    script = ("from reasoneval.result import load_run; " + code + "; print([l.split()[1] for l in "
+    script = ("from reasoneval.results.schema import load_run; " + code + "; print([l.split()[1] for l in "
               "open('/proc/self/status') if l.startswith('VmHWM:')][0])")
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})

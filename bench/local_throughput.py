@@ -67,7 +67,7 @@ def child(config: str, n: int, max_tokens: int, threads: int | None, k: int = 1)
             tokens += out["usage"]["completion_tokens"]
         return {"tokens": tokens, "seconds": time.perf_counter() - t0, "texts": texts}
 
-    from reasoneval.types import Request, SamplingParams
+    from reasoneval.records import Request, SamplingParams
 
     params = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=max_tokens)
     reqs = [Request(task="bench", problem_key=f"k{i // k}", problem_id=f"p{i // k}", index=i % k, seed=i,

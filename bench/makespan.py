@@ -105,8 +105,8 @@ def simulate_schedules(seed: int, samples: int, slots: int, median: float, sigma
     request starts the instant one frees) on the service times the server draws for the same requests."""
     from tests.fixtures.openai_server import problem_lognormal
 
-    from reasoneval.pipeline import EvalConfig, load_tasks
-    from reasoneval.plan import plan
+    from reasoneval.run.pipeline import EvalConfig, load_tasks
+    from reasoneval.run.plan import plan
 
     cfg = EvalConfig(tasks=["aime24"], model="test-model", base_url="http://unused", data_dir=data_dir, n=samples)
     the_plan = plan(load_tasks(cfg), n=samples, seed=cfg.seed, sampling=cfg.sampling(), api="chat", prompt=cfg.prompt())

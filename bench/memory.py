@@ -21,18 +21,18 @@ import time
 from pathlib import Path
 
 from _common import ROOT
-from reasoneval.config import sample_seed
-from reasoneval.result import write_json_atomic
-from reasoneval.store import SampleStore, add_problems
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.results.schema import write_json_atomic
+from reasoneval.results.store import SampleStore, add_problems
+from reasoneval.run.identity import sample_seed
 from reasoneval.tasks import problem_key
-from reasoneval.types import Problem, SampleRecord
 
 WORDS = ("so we have the sum of the squares which gives therefore let x be an integer note that "
          "substituting back into equation yields factor both sides and simplify to obtain wait").split()
 
 MEASURE = """
 import json, resource, sys
-from reasoneval.cli import main
+from reasoneval.cli.main import main
 try:
     code = main(sys.argv[1:])
 except SystemExit as e:

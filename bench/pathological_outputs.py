@@ -10,12 +10,12 @@ over the same 1 MB text (the reference, measured in the same run). Exits 1 when 
     PYTHONPATH=src python bench/pathological_outputs.py --size 200000
 
 The math grader's equivalence check (normalisation, LaTeX parsing) runs in worker processes under a
-per-item timeout (grading/pool.py): bounded in time, so it is not listed here; the math grader's harness-side
+per-item timeout (scoring/math/pool.py): bounded in time, so it is not listed here; the math grader's harness-side
 steps are (extraction, `answer_key` for maj@k, `cheap_compare`).
 
 IFEval's checkers (if-verifiable's port of Google's, strict and loose, with linear versions of the three
-quadratic ones: ifeval_worker.py) run in worker interpreters under a timeout, a slow response timed out alone
-(scoring/ifeval.py). `--ifeval` times every instruction's checker on every input (in this process, at `--size`;
+quadratic ones: scoring/ifeval/worker.py) run in worker interpreters under a timeout, a slow response timed out alone
+(scoring/ifeval/scorer.py). `--ifeval` times every instruction's checker on every input (in this process, at `--size`;
 NLTK's tokenizer takes seconds at 1 MB):
 
     PYTHONPATH=src python bench/pathological_outputs.py --ifeval --size 100000
@@ -34,10 +34,8 @@ for _p in (str(ROOT / "src"), str(ROOT)):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from reasoneval.grading.extract import extract_answer, last_boxed  # noqa: E402
-from reasoneval.grading.pool import GradingPool  # noqa: E402
 from reasoneval.scoring import ScoringContext  # noqa: E402
-from reasoneval.scoring.code import extract_code, strip_reasoning  # noqa: E402
+from reasoneval.scoring.code.scorer import extract_code, strip_reasoning  # noqa: E402
 from reasoneval.scoring.lmeval import (  # noqa: E402
     ExactMatchScorer,
     FlexibleExtractScorer,
@@ -45,6 +43,8 @@ from reasoneval.scoring.lmeval import (  # noqa: E402
     gsm8k_normalize,
     normalize_final_answer,
 )
+from reasoneval.scoring.math.extract import extract_answer, last_boxed  # noqa: E402
+from reasoneval.scoring.math.pool import GradingPool  # noqa: E402
 
 LIMIT_S = 1.0
 
@@ -174,7 +174,7 @@ def ifeval_main(size: int) -> int:
     import json
     import os
 
-    from reasoneval.ifeval_worker import check_items, init_checkers
+    from reasoneval.scoring.ifeval.worker import check_items, init_checkers
 
     init_checkers()
     # each instruction with the arguments of its first use in the data set

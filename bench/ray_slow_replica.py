@@ -22,7 +22,7 @@ from pathlib import Path
 import _common  # noqa: F401  (puts src/ on the path)
 from reasoneval.engines import create_engine
 from reasoneval.engines.ray import init_ray
-from reasoneval.pipeline import EvalConfig, generate_run, load_tasks
+from reasoneval.run.pipeline import EvalConfig, generate_run, load_tasks
 
 
 async def one(cfg: EvalConfig) -> tuple[float, list[int]]:

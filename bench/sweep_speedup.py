@@ -21,7 +21,7 @@ from pathlib import Path
 
 import _common  # noqa: F401  (puts src/ on the path)
 import reasoneval
-from reasoneval.sweep import load_jobs, run_jobs, start_cluster, state_path
+from reasoneval.fleet.sweep import load_jobs, run_jobs, start_cluster, state_path
 
 MODELS = ("m1", "m2", "m3")
 TASKS = ("arith", "aime24")

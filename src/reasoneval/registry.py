@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Generic, Iterator, TypeVar
 
-from .errors import UserError
+from reasoneval.errors import UserError
 
 T = TypeVar("T")
 

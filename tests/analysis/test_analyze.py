@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from reasoneval.analysis.analyze import analyze_run, target_se
-from reasoneval.cli import main
+from reasoneval.cli.main import main
 from tests.analysis.runs import loopback_servers, make_run
 
 Q, K = 20, 16

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from reasoneval.cli import main
-from reasoneval.dashboards import lmeval_name
+from reasoneval.cli.main import main
+from reasoneval.report.dashboards import lmeval_name
 from tests.analysis.runs import SUBJECTS, TASK, make_run
 
 Q, K = 6, 4

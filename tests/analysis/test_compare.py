@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from reasoneval.analysis import compare_runs
-from reasoneval.cli import main
+from reasoneval.cli.main import main
 from reasoneval.errors import UserError
 from tests.analysis.runs import make_run
 

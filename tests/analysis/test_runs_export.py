@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from reasoneval.analysis.export import ExportFilter, export_run
-from reasoneval.cli import main
+from reasoneval.cli.main import main
 from reasoneval.errors import UserError
-from reasoneval.store import SampleStore
+from reasoneval.results.store import SampleStore
 from tests.analysis.runs import TASK, make_run, problems
 
 Q, K = 6, 4

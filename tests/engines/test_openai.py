@@ -9,7 +9,7 @@ import pytest
 from reasoneval.engines.base import EngineError
 from reasoneval.engines.openai import OpenAIEngine
 from reasoneval.errors import UserError
-from reasoneval.types import Request, SamplingParams
+from reasoneval.records import Request, SamplingParams
 from tests.fixtures.openai_server import Reply
 
 

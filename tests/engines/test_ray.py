@@ -18,7 +18,7 @@ import pytest
 
 from reasoneval.engines import CommonOptions, create_engine
 from reasoneval.errors import EngineDown
-from reasoneval.pipeline import EvalConfig, generate_run, load_tasks
+from reasoneval.run.pipeline import EvalConfig, generate_run, load_tasks
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
@@ -105,7 +105,7 @@ def test_replicas_that_keep_dying_stop_the_run_with_the_cause_and_keep_what_fini
 @pytest.mark.slow
 @pytest.mark.local_model
 def test_replicas_run_the_local_model_end_to_end(tmp_path: Path) -> None:
-    from reasoneval.pipeline import evaluate
+    from reasoneval.run.pipeline import evaluate
 
     result = evaluate(tasks=["arith"], limit=3, n=2, max_tokens=24, engine="ray", output_dir=str(tmp_path),
                       engine_args={"replicas": 2, "inner_args": ("threads=1", "parallel=2")},

@@ -30,9 +30,8 @@ from reasoneval.engines.base import EngineError
 from reasoneval.engines.gguf_convert import convert_gguf, converted_dir, embedded_model_dir, is_converted
 from reasoneval.engines.vllm import INSTALL_HINT, MAX_CONCURRENCY, VLLMEngine, resolve_model
 from reasoneval.errors import UserError
-from reasoneval.types import Completion, Request, SamplingParams
-
-from ._options import make_engine
+from reasoneval.records import Completion, Request, SamplingParams
+from tests.engines._options import make_engine
 
 REQUIRED = os.environ.get("REASONEVAL_REQUIRE_VLLM") == "1"
 HAVE_VLLM = all(importlib.util.find_spec(m) is not None for m in ("vllm", "transformers", "gguf", "accelerate"))
@@ -291,7 +290,7 @@ def _cli(args: list[str], out: Path) -> subprocess.Popen[str]:
     # Its own session: the test can signal the run and everything it started as one group. SIGINT's default
     # disposition: started from a background job (SIGINT ignored, which reasoneval honours) the test's Ctrl-C
     # would never arrive.
-    return subprocess.Popen([sys.executable, "-m", "reasoneval.cli", "run", *args, "--output-dir", str(out),
+    return subprocess.Popen([sys.executable, "-m", "reasoneval.cli.main", "run", *args, "--output-dir", str(out),
                              "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from reasoneval.store import iter_jsonl
+from reasoneval.results.store import iter_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 ERROR_PREFIX = "reasoneval: error: "
@@ -25,7 +25,7 @@ def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def cli_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "reasoneval.cli", *args]
+    return [sys.executable, "-m", "reasoneval.cli.main", *args]
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120, **kw: Any
@@ -35,11 +35,11 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120, **k
 
 
 def cli_inprocess(argv: Sequence[str], capsys: Any) -> subprocess.CompletedProcess[str]:
-    """reasoneval.cli.main(argv) in this process (no interpreter start-up: for the many quick bad-input
+    """reasoneval.cli.main.main(argv) in this process (no interpreter start-up: for the many quick bad-input
     cases), with its exit status and captured output as a CompletedProcess."""
     import logging
 
-    from reasoneval.cli import main
+    from reasoneval.cli.main import main
 
     # main() configures the "reasoneval" logger for a process; put it back for the other tests.
     logger = logging.getLogger("reasoneval")

@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from reasoneval.config import sample_seed
+from reasoneval.run.identity import sample_seed
 from tests.fixtures.openai_server import OpenAIServer, lognormal_delays
 from tests.reliability._helpers import accuracy_reply, cli, journal, journal_lines, ok_keys, popen_cli, run_args, write_data
 

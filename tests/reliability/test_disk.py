@@ -15,7 +15,7 @@ import pytest
 
 import reasoneval
 from reasoneval.errors import UserError
-from reasoneval.store import SampleStore
+from reasoneval.results.store import SampleStore
 from tests.fixtures.openai_server import OpenAIServer
 from tests.reliability._helpers import (
     arith_reply,

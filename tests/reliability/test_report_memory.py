@@ -10,13 +10,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from reasoneval import pipeline
-from reasoneval.pipeline import score_run
-from reasoneval.result import write_json_atomic
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.results.schema import write_json_atomic
+from reasoneval.results.store import SampleStore, add_problems
+from reasoneval.run import pipeline
+from reasoneval.run.pipeline import score_run
 from reasoneval.scoring import stream
-from reasoneval.store import SampleStore, add_problems
 from reasoneval.tasks import problem_key
-from reasoneval.types import Problem, SampleRecord
 
 
 def _store(run_dir: Path, problems: int, samples: int, kb: int) -> int:

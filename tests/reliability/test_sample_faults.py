@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import reasoneval
-from reasoneval.score import score
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.run.imported import score
 from reasoneval.scoring import SCORERS, Score, ScoringContext
-from reasoneval.types import Problem, SampleRecord
-from tests.test_pipeline import write_data_dir
+from tests.run.test_pipeline import write_data_dir
 
 DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
 

@@ -18,9 +18,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from reasoneval.dashboards import checkpoint_step, lmeval_name, result_metrics
 from reasoneval.metrics import GroupMetrics, TaskMetrics, TokenStats
-from tests.test_pipeline import base_args, write_data_dir
+from reasoneval.report.dashboards import checkpoint_step, lmeval_name, result_metrics
+from tests.run.test_pipeline import base_args, write_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,7 +117,7 @@ def test_metric_names_are_lm_evals_and_steps_come_from_checkpoint_names() -> Non
 # ---- reasoneval run --------------------------------------------------------------------------------
 
 def test_run_logs_every_task_once_to_each_backend(make_openai_server: Any, tmp_path: Path, offline_wandb: Path) -> None:
-    from reasoneval.cli import main
+    from reasoneval.cli.main import main
 
     write_data_dir(tmp_path / "data")
     server = make_openai_server(script={"x+1=5": "so \\boxed{4}", "2 \\cdot 5": "\\boxed{10}",
@@ -203,7 +203,7 @@ def test_a_missing_library_is_a_one_line_error_before_any_request(make_openai_se
     assert r.stderr.strip().splitlines()[-1] == ("reasoneval: error: --log-to wandb needs the wandb package: "
                                                   "pip install 'reasoneval[wandb]' (or pip install wandb)")
     assert server.count_requests() == 0 and not (tmp_path / "results").exists()
-    from reasoneval.cli import main
+    from reasoneval.cli.main import main
 
     assert main(base_args(server, tmp_path, "--tasks", "aime24", "--log-to", "neptune")) == 2
     assert "unknown dashboard 'neptune'; known dashboards: mlflow, tensorboard, wandb" in capsys.readouterr().err
@@ -214,9 +214,9 @@ def test_a_missing_library_is_a_one_line_error_before_any_request(make_openai_se
 
 @pytest.mark.usefixtures("ray_cluster")
 def test_watch_logs_each_checkpoint_at_its_step_to_each_backend(tmp_path: Path, offline_wandb: Path) -> None:
-    from reasoneval.dashboards import Dashboards
-    from reasoneval.sweep import read_state
-    from reasoneval.watch import WatchOptions, watch_once
+    from reasoneval.fleet.sweep import read_state
+    from reasoneval.fleet.watch import WatchOptions, watch_once
+    from reasoneval.report.dashboards import Dashboards
 
     root = tmp_path / "run7"
     root.mkdir()
@@ -249,7 +249,7 @@ def test_watch_logs_each_checkpoint_at_its_step_to_each_backend(tmp_path: Path, 
 @pytest.mark.usefixtures("ray_cluster")
 def test_sweep_logs_at_the_jobs_files_steps_and_logging_options_do_not_rerun_jobs(
         tmp_path: Path, offline_wandb: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from reasoneval.sweep import load_jobs, run_jobs, show_status
+    from reasoneval.fleet.sweep import load_jobs, run_jobs, show_status
 
     jobs_file = tmp_path / "jobs.yaml"
     jobs_file.write_text(f"""
@@ -289,7 +289,7 @@ models:
 
 def test_bad_logging_options_in_a_jobs_file_are_one_line_errors(tmp_path: Path) -> None:
     from reasoneval.errors import UserError
-    from reasoneval.sweep import load_jobs
+    from reasoneval.fleet.sweep import load_jobs
 
     jobs_file = tmp_path / "jobs.yaml"
     for text, error in [("{model: m, step: soon}", "models\\[0\\]: step must be an integer"),
@@ -316,8 +316,8 @@ def dashboard_warnings(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogC
 @pytest.mark.usefixtures("ray_cluster")
 def test_watch_command_warns_once_for_a_failing_backend_and_logs_the_others_at_each_step(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dashboard_warnings: pytest.LogCaptureFixture) -> None:
-    from reasoneval.cli import main
-    from reasoneval.sweep import read_state
+    from reasoneval.cli.main import main
+    from reasoneval.fleet.sweep import read_state
 
     monkeypatch.chdir(tmp_path)  # MLflow's default store (./mlflow.db or ./mlruns) would land here if the URI were lost
     root = tmp_path / "run7"
@@ -351,8 +351,8 @@ def test_watch_command_warns_once_for_a_failing_backend_and_logs_the_others_at_e
 @pytest.mark.usefixtures("ray_cluster")
 def test_sweep_command_warns_once_for_a_failing_backend_and_finishes_every_job(
         tmp_path: Path, dashboard_warnings: pytest.LogCaptureFixture) -> None:
-    from reasoneval.cli import main
-    from reasoneval.sweep import read_state
+    from reasoneval.cli.main import main
+    from reasoneval.fleet.sweep import read_state
 
     jobs_file = tmp_path / "jobs.yaml"
     jobs_file.write_text("defaults: {tasks: [arith], limit: 3, n: 2, engine: echo}\n"

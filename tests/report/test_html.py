@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from reasoneval.analysis.compare import compare_runs
-from reasoneval.cli import main
+from reasoneval.cli.main import main
 from reasoneval.report.html import REPORT_FILE, SIDECAR_DIR, write_compare_html, write_run_html
-from reasoneval.result import load_run
+from reasoneval.results.schema import load_run
 from tests.analysis.runs import loopback_servers, make_run
 from tests.report.browser import browser  # noqa: F401  (fixture)
 

@@ -6,10 +6,10 @@ import pytest
 
 from reasoneval.errors import UserError
 from reasoneval.prompts import FEWSHOT_STYLES
+from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.lmeval import normalize_final_answer
 from reasoneval.tasks import TASKS
-from reasoneval.types import Problem, SampleRecord
 
 
 def verdicts(scoring: TaskScoring, answer: str, responses: list[str]) -> list[tuple[bool, str | None]]:

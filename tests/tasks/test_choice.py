@@ -13,8 +13,7 @@ import reasoneval
 from reasoneval.errors import UserError
 from reasoneval.tasks import load_task
 from reasoneval.tasks.choice import shuffle_choices
-
-from .conftest import HUB_FIXTURES
+from tests.tasks.conftest import HUB_FIXTURES
 
 SRC = str(Path(reasoneval.__file__).resolve().parents[1])
 

@@ -11,10 +11,10 @@ import pytest
 
 import reasoneval
 from reasoneval.errors import UserError
-from reasoneval.plan import LoadedTask, plan
 from reasoneval.prompts import FEWSHOT_STYLES, PromptConfig, build_messages, build_prompt
+from reasoneval.records import Problem, SamplingParams
+from reasoneval.run.plan import LoadedTask, plan
 from reasoneval.tasks import TASKS
-from reasoneval.types import Problem, SamplingParams
 
 EXPECTED = Path(__file__).parent / "fewshot_expected"
 GSM = Problem("gsm8k", "gsm8k-0", "Janet's ducks lay 16 eggs per day. How many does she sell?", "18", "k-gsm")
@@ -169,7 +169,7 @@ def _lmeval_data(d: Path) -> Path:
 
 
 def _prompts(data: Path, k: int | None, limit: int | None = None, api: str = "completions") -> list[Any]:
-    from reasoneval.pipeline import EvalConfig, load_tasks
+    from reasoneval.run.pipeline import EvalConfig, load_tasks
 
     cfg = EvalConfig(tasks=["gsm8k"], num_fewshot=k, data_dir=str(data), limit=limit, model="m", api=api)
     reqs = plan(load_tasks(cfg), n=1, seed=0, sampling=SamplingParams(), api=api, prompt=cfg.prompt()).requests
@@ -195,7 +195,7 @@ def test_gsm8k_default_is_five_drawn_shots_and_wei_stays_available(tmp_path: Pat
     data = _lmeval_data(tmp_path / "data")
     (first, *_) = _prompts(data, None)
     assert first.startswith("Problem: ")  # no few-shot asked: the zero-shot boxed default
-    from reasoneval.pipeline import EvalConfig, load_tasks
+    from reasoneval.run.pipeline import EvalConfig, load_tasks
 
     cfg = EvalConfig(tasks=["gsm8k"], prompt_style="gsm8k", data_dir=str(data), model="m", api="completions")
     (req, *_) = plan(load_tasks(cfg), n=1, seed=0, sampling=SamplingParams(), api="completions",

@@ -12,8 +12,7 @@ import pytest
 from reasoneval.errors import UserError
 from reasoneval.tasks import TASKS, load_task, loading
 from reasoneval.tasks.loading import convert_hub_rows
-
-from .conftest import HUB_FIXTURES
+from tests.tasks.conftest import HUB_FIXTURES
 
 HUB_TASKS = [n for n in TASKS if TASKS.get(n).hub is not None]
 

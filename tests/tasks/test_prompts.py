@@ -8,8 +8,8 @@ import pytest
 
 from reasoneval.errors import UserError
 from reasoneval.prompts import PromptConfig, build_messages, build_prompt, read_template
+from reasoneval.records import Problem
 from reasoneval.tasks import problem_key
-from reasoneval.types import Problem
 
 LATEX = "Let $f(x)=\\frac{x^{2}}{\\{x\\}}$ and {problem} {choices} {0}. Find $f(2)$."
 MATH = Problem(task="t", id="t-0", problem=LATEX, answer="4", key=problem_key(LATEX, "4"))

@@ -5,7 +5,7 @@ Each works on a run directory (`result.load_run` plus results.parquet / the samp
 renderers in `reasoneval.report` print or write what these compute.
 """
 
-from .compare import Comparison, PairedDifference, compare_runs, paired_difference
-from .outcomes import ProblemRow, read_problem_rows
+from reasoneval.analysis.compare import Comparison, PairedDifference, compare_runs, paired_difference
+from reasoneval.analysis.outcomes import ProblemRow, read_problem_rows
 
 __all__ = ["Comparison", "PairedDifference", "ProblemRow", "compare_runs", "paired_difference", "read_problem_rows"]

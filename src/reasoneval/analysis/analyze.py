@@ -19,11 +19,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..metrics import maj_ks
-from ..metrics.summary import _per_sample_var, beta_prior, posterior_variance
-from ..plan_adaptive import FIRST_ROUND, samples_needed
-from ..result import RunResult, load_run
-from .outcomes import ProblemRow, by_task, read_problem_rows
+from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
+from reasoneval.metrics import maj_ks
+from reasoneval.metrics.summary import _per_sample_var, beta_prior, posterior_variance
+from reasoneval.results.schema import RunResult, load_run
+from reasoneval.run.plan_adaptive import FIRST_ROUND, samples_needed
 
 
 @dataclass(frozen=True)

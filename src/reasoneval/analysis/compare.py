@@ -18,11 +18,11 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from ..errors import UserError
-from ..metrics import pass_at_k_matrix
-from ..metrics.summary import crossfit_one
-from ..result import RunResult, load_run
-from .outcomes import ProblemRow, by_task, read_problem_rows
+from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
+from reasoneval.errors import UserError
+from reasoneval.metrics import pass_at_k_matrix
+from reasoneval.metrics.summary import crossfit_one
+from reasoneval.results.schema import RunResult, load_run
 
 # A problem "flips" when it is mostly solved (accuracy >= 0.5) in one run and mostly failed in the other.
 FLIP_AT = 0.5

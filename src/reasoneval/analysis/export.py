@@ -17,14 +17,14 @@ from typing import IO, Any, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import UserError
-from ..prompts import PromptConfig, build_messages, build_prompt
-from ..result import RunConfig, load_run
-from ..store import SampleStore
-from ..store.problems import read_problems
-from ..tasks.catalog import TASKS
-from ..types import Problem
-from .outcomes import iter_problem_rows
+from reasoneval.analysis.outcomes import iter_problem_rows
+from reasoneval.errors import UserError
+from reasoneval.prompts import PromptConfig, build_messages, build_prompt
+from reasoneval.records import Problem
+from reasoneval.results.schema import RunConfig, load_run
+from reasoneval.results.store import SampleStore
+from reasoneval.results.store.problems import read_problems
+from reasoneval.tasks.catalog import TASKS
 
 ROW_SCHEMA = pa.schema([
     ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),

@@ -9,7 +9,7 @@ from typing import Iterator, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import UserError
+from reasoneval.errors import UserError
 
 RESULTS_FILE = "results.parquet"
 # The columns a problem row needs without the response texts (small: a few bytes per sample).

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..result import CONFIG_FILE, SUMMARY_FILE, RunResult, load_run
+from reasoneval.errors import UserError
+from reasoneval.results.schema import CONFIG_FILE, SUMMARY_FILE, RunResult, load_run
 
 log = logging.getLogger("reasoneval")
 
@@ -108,7 +108,7 @@ def checkpoint_metrics(result: RunResult) -> dict[str, tuple[float | None, float
     accuracy of a greedy run), lm-eval's columns under lm-eval's names (`exact_match,strict-match`, ...),
     pass@K and maj@K for K > 1, and the per-subject accuracy where the data has subjects. The task is
     `<task> (<setting>)` for a run that asked for a prompt style or shots (`gsm8k (8-shot)`)."""
-    from ..dashboards import lmeval_name
+    from reasoneval.report.dashboards import lmeval_name
 
     label = setting_label(result)
     out: dict[str, tuple[float | None, float | None]] = {}
@@ -168,7 +168,7 @@ def _stderr_name(column: str) -> str:
 
 def checkpoint_items(rows: list[RunRow]) -> list[tuple[str, int | None, RunResult]]:
     """Each run as a checkpoint: its model's last path part, and the step in that name."""
-    from ..dashboards import checkpoint_step
+    from reasoneval.report.dashboards import checkpoint_step
 
     out = []
     for row in rows:

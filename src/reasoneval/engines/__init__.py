@@ -16,9 +16,7 @@ import types
 import typing
 from typing import Any, Mapping
 
-from ..errors import UserError
-from ..registry import Registry
-from .base import (
+from reasoneval.engines.base import (
     Capabilities,
     CommonOptions,
     Engine,
@@ -26,6 +24,8 @@ from .base import (
     EngineInfo,
     check_supported,
 )
+from reasoneval.errors import UserError
+from reasoneval.registry import Registry
 
 ENGINES: Registry[str] = Registry("engine")
 ENGINES.add("openai", "reasoneval.engines.openai")

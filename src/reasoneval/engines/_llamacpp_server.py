@@ -23,7 +23,7 @@ def disable_repack() -> None:
     """Make every later `llama_cpp.Llama(...)` load its weights without repacking."""
     from llama_cpp import llama_cpp as C
 
-    from .local import model_params_with_repack
+    from reasoneval.engines.local import model_params_with_repack
 
     C.llama_model_default_params = model_params_with_repack(C.llama_model_default_params, False)
 
@@ -39,7 +39,7 @@ def crash_at_first_decode() -> None:
 
 
 def main() -> None:
-    from .local import FAULT_ENV
+    from reasoneval.engines.local import FAULT_ENV
 
     args = sys.argv[1:]
     if args[:1] == ["--no-repack"]:

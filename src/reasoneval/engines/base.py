@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import UserError
-from ..types import Completion, Request, SamplingParams
+from reasoneval.errors import UserError
+from reasoneval.records import Completion, Request, SamplingParams
 
 
 class EngineError(Exception):

@@ -24,7 +24,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..errors import UserError
+from reasoneval.errors import UserError
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")

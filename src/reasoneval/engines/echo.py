@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..types import Completion, Request
-from .base import Capabilities, CommonOptions, EngineInfo, option
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineInfo, option
+from reasoneval.errors import UserError
+from reasoneval.records import Completion, Request
 
 
 @dataclass(frozen=True)

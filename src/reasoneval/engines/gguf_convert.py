@@ -15,8 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..errors import UserError
-from .local import default_model_path, file_identity
+from reasoneval.engines.local import default_model_path, file_identity
+from reasoneval.errors import UserError
 
 INSTALL_HINT = "pip install transformers gguf accelerate"
 _DTYPES = ("bfloat16", "float16", "float32")

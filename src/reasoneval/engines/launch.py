@@ -32,10 +32,10 @@ from typing import Any, Callable
 
 import aiohttp
 
-from ..errors import EngineDown, UserError
-from ..types import Completion, Request
-from .base import Capabilities, CommonOptions, EngineError, EngineInfo, option
-from .local import REPACK_MODES, exit_description
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.local import REPACK_MODES, exit_description
+from reasoneval.errors import EngineDown, UserError
+from reasoneval.records import Completion, Request
 
 SERVERS = ("vllm", "sglang", "llamacpp")
 HOST = "127.0.0.1"
@@ -135,7 +135,7 @@ def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
         return _llamacpp_plan(model, opts, port, extra)
     identity = None
     if opts.model_path:
-        from .checkpoint import check_checkpoint, checkpoint_identity
+        from reasoneval.engines.checkpoint import check_checkpoint, checkpoint_identity
 
         folder = Path(opts.model_path).expanduser().resolve()
         check_checkpoint(folder)
@@ -178,7 +178,7 @@ def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
 
 
 def _llamacpp_plan(model: str | None, opts: Options, port: int, extra: tuple[str, ...]) -> ServerPlan:
-    from .local import DEFAULT_N_CTX, resolve_model, threads_per_replica
+    from reasoneval.engines.local import DEFAULT_N_CTX, resolve_model, threads_per_replica
 
     if opts.tensor_parallel_size > 1 or opts.data_parallel_size > 1:
         raise UserError("--server llamacpp runs one CPU process: drop --tensor-parallel-size/--data-parallel-size")
@@ -402,7 +402,7 @@ class LaunchEngine:
                 self.opts = opts = dataclasses.replace(opts, cpu_repack="off")
                 plan = self.plan = build_plan(common.model, opts, opts.port or free_port())
                 await self._start_server(plan, log_dir)
-            from .openai import OpenAIEngine
+            from reasoneval.engines.openai import OpenAIEngine
 
             # model=None: the server serves one model; take its name from /v1/models.
             self.client = OpenAIEngine(base_url=plan.base_url, model=None, api=common.api, api_key=None,
@@ -415,7 +415,7 @@ class LaunchEngine:
         if plan.identity is not None:
             info = dataclasses.replace(info, model_identity=plan.identity)
         if plan.gguf is not None:
-            from .local import file_identity
+            from reasoneval.engines.local import file_identity
 
             # llama.cpp serializes requests: more in flight only queue up in the server.
             info = dataclasses.replace(info, model_identity=info.model_identity or file_identity(plan.gguf),

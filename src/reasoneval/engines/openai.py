@@ -18,10 +18,10 @@ from typing import Any
 
 import aiohttp
 
-from ..errors import UserError
-from ..types import Completion, Request
-from .base import Capabilities, CommonOptions, EngineError, EngineInfo
-from .sampling import openai_fields
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo
+from reasoneval.engines.sampling import openai_fields
+from reasoneval.errors import UserError
+from reasoneval.records import Completion, Request
 
 # Context-limit wordings of vLLM (old and new), SGLang and OpenAI.
 _CONTEXT_LIMIT = re.compile(r"maximum context length (?:is|of) (\d+)", re.I)

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import UserError
-from ..types import Completion, Request
-from .base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.errors import UserError
+from reasoneval.records import Completion, Request
 
 log = logging.getLogger("reasoneval")
 
@@ -131,7 +131,7 @@ class Replica:
             if self._engine is None:
                 import ray
 
-                from . import create_engine
+                from reasoneval.engines import create_engine
 
                 kind = resolve_inner(self.inner, ray.get_gpu_ids() if self.gpus else [])
                 args = dict(self.inner_args)
@@ -226,7 +226,7 @@ class RayEngine:
         if not cluster_gpus and o.inner == "vllm":
             raise UserError("the ray engine's inner engine vllm needs GPUs; the Ray cluster has none "
                             "(use --engine-arg inner=local)")
-        from . import parse_engine_args
+        from reasoneval.engines import parse_engine_args
 
         inner_args = parse_engine_args(list(o.inner_args))
         actor = ray.remote(Replica).options(num_gpus=self._gpus, num_cpus=o.cpus_per_replica,

@@ -1,13 +1,13 @@
 """Sampling parameters in each engine family's form, in one place.
 
-`SamplingParams` (types.py) follows OpenAI semantics: unset top_k / min_p mean "off".
+`SamplingParams` (records.py) follows OpenAI semantics: unset top_k / min_p mean "off".
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..types import SamplingParams
+from reasoneval.records import SamplingParams
 
 # extra_body keys that map onto vLLM SamplingParams fields of the same name.
 VLLM_EXTRA_KEYS = frozenset({"repetition_penalty", "presence_penalty", "frequency_penalty", "min_tokens",

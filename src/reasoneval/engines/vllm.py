@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..types import Completion, Request
-from .base import Capabilities, CommonOptions, EngineError, EngineInfo, option
-from .sampling import VLLM_EXTRA_KEYS, vllm_fields
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.sampling import VLLM_EXTRA_KEYS, vllm_fields
+from reasoneval.errors import UserError
+from reasoneval.records import Completion, Request
 
 INSTALL_HINT = "pip install 'reasoneval[vllm]'"
 # The runner is capped by --concurrency anyway; this only says "vLLM can take many at once".
@@ -76,7 +76,7 @@ def resolve_model(model: str | None, model_path: str | None) -> tuple[str, str, 
     """
     given = model_path or model
     if given is None:
-        from .gguf_convert import embedded_model_dir
+        from reasoneval.engines.gguf_convert import embedded_model_dir
 
         folder = embedded_model_dir()
         return str(folder), "SmolLM2-135M-Instruct", str(folder.resolve())
@@ -88,7 +88,7 @@ def resolve_model(model: str | None, model_path: str | None) -> tuple[str, str, 
         resolved = str(path.resolve())
         identity = resolved
         if path.is_dir():
-            from .checkpoint import check_checkpoint, checkpoint_identity
+            from reasoneval.engines.checkpoint import check_checkpoint, checkpoint_identity
 
             check_checkpoint(path.resolve())
             # The checkpoint's content, not its path: a checkpoint saved again under the same path is a new run.

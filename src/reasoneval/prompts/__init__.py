@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import UserError
-from ..registry import Registry
-from ..tasks.choice import LETTERS, format_choices
-from ..types import Problem
-from .fewshot import Exemplar, FewShotStyle, lmeval_draws, load_styles
+from reasoneval.errors import UserError
+from reasoneval.prompts.fewshot import Exemplar, FewShotStyle, lmeval_draws, load_styles
+from reasoneval.records import Problem
+from reasoneval.registry import Registry
+from reasoneval.tasks.choice import LETTERS, format_choices
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 _PLACEHOLDER = re.compile(r"\{(problem|choices)\}")
@@ -187,7 +187,7 @@ def _plain_completion(problem: Problem) -> str:
 # Instruction following (IFEval): the prompt verbatim, in both modes.
 PROMPTS.add("plain", PromptStyle(_plain_chat, _plain_completion))
 
-from . import code as _code_prompts  # noqa: E402  (registers humaneval, mbpp; needs PromptStyle)
+from reasoneval.prompts import code as _code_prompts  # noqa: E402  (registers humaneval, mbpp; needs PromptStyle)
 
 _ = _code_prompts
 

@@ -10,8 +10,8 @@ mbpp: completions API: the MBPP paper's 3-shot prompt (exemplars: task_ids 2, 3,
 
 from __future__ import annotations
 
-from ..types import Problem
-from . import PROMPTS, PromptStyle
+from reasoneval.prompts import PROMPTS, PromptStyle
+from reasoneval.records import Problem
 
 HUMANEVAL_STOP = ("\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint(")
 MBPP_STOP = ("[DONE]",)

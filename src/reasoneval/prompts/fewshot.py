@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Mapping, Sequence
 
-from ..errors import UserError
-from ..types import Problem
+from reasoneval.errors import UserError
+from reasoneval.records import Problem
 
 EXEMPLAR_DIR = "exemplars"
 

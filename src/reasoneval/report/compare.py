@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..analysis.compare import Comparison, PairedDifference
+from reasoneval.analysis.compare import Comparison, PairedDifference
 
 MAX_FLIPS_SHOWN = 10
 

@@ -21,10 +21,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..analysis.outcomes import OUTCOME_COLUMNS, iter_problem_rows
-from ..metrics import TaskMetrics, maj_ks
-from ..result import RunResult
-from .svg import histogram, interval_plot, line_plot
+from reasoneval.analysis.outcomes import OUTCOME_COLUMNS, iter_problem_rows
+from reasoneval.metrics import TaskMetrics, maj_ks
+from reasoneval.report.svg import histogram, interval_plot, line_plot
+from reasoneval.results.schema import RunResult
 
 REPORT_FILE = "report.html"
 SIDECAR_DIR = "report_files"
@@ -322,7 +322,7 @@ def _write_sidecar(d: Path, i: int, blob: str) -> None:
 def write_compare_html(c: Any, path: Path) -> Path:
     """The comparison page of `analysis.compare.Comparison`: the table, pass@k of each run, the
     differences with their 95% CIs, and the flipped problems."""
-    from .compare import rows, run_labels
+    from reasoneval.report.compare import rows, run_labels
 
     head, body_rows = rows(c)
     letters = [chr(65 + i) if i < 26 else str(i) for i in range(len(c.runs))]

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..scoring.stream import ScoredProblem
+from reasoneval.scoring.stream import ScoredProblem
 
 SCHEMA = pa.schema([
     ("task", pa.string()),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..result import SUMMARY_FILE, RunResult, write_json_atomic
+from reasoneval.results.schema import SUMMARY_FILE, RunResult, write_json_atomic
 
 
 def write_summary(result: RunResult) -> None:

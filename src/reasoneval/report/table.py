@@ -6,10 +6,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..metrics import TaskMetrics, maj_ks
-from ..result import RunResult
-from ..scoring.lmeval import LMEVAL_GROUPS, MATH_SUBTASKS
-from .html import adaptive_lines
+from reasoneval.metrics import TaskMetrics, maj_ks
+from reasoneval.report.html import adaptive_lines
+from reasoneval.results.schema import RunResult
+from reasoneval.scoring.lmeval import LMEVAL_GROUPS, MATH_SUBTASKS
 
 
 def _pct(x: float | None) -> str:

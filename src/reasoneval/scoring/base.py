@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
-from ..errors import UserError
-from ..registry import Registry
-from ..types import Problem, SampleRecord
+from reasoneval.errors import UserError
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.registry import Registry
 
 ScoreValue = bool | float | Mapping[str, float]
 SCORE_STATUSES = ("ok", "no_answer", "timeout", "error")

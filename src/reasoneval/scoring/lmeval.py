@@ -28,11 +28,11 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from ..errors import UserError
-from ..grading.extract import last_boxed
-from ..types import Problem, SampleRecord
-from .base import SCORERS, Score, ScoringContext
-from .math import grading_pool
+from reasoneval.errors import UserError
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.scoring.base import SCORERS, Score, ScoringContext
+from reasoneval.scoring.math.extract import last_boxed
+from reasoneval.scoring.math.scorer import grading_pool
 
 VERSION = "lmeval-0.4.13-1"
 # lm_eval/tasks/gsm8k/gsm8k.yaml

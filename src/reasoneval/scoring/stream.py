@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Mapping, Sequence
 
-from ..errors import UserError
-from ..metrics import ProblemOutcome
-from ..store import iter_jsonl
-from ..store.sample_store import SAMPLES_FILE
-from ..types import Problem, SampleRecord
-from .base import Score, Scorer, cluster, cluster_by_text
+from reasoneval.errors import UserError
+from reasoneval.metrics import ProblemOutcome
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.results.store import iter_jsonl
+from reasoneval.results.store.sample_store import SAMPLES_FILE
+from reasoneval.scoring.base import Score, Scorer, cluster, cluster_by_text
 
 log = logging.getLogger("reasoneval")
 

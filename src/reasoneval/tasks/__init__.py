@@ -6,11 +6,11 @@
 
 from __future__ import annotations
 
-from .catalog import GROUPS, TASKS, resolve_task_names
-from .keys import dataset_hash, problem_key, reference_text
-from .loading import cache_dir, load_task, pull, resolve_data_dir, task_listing
-from .spec import HubSource, TaskSpec
-from .user_data import load_user_data
+from reasoneval.tasks.catalog import GROUPS, TASKS, resolve_task_names
+from reasoneval.tasks.keys import dataset_hash, problem_key, reference_text
+from reasoneval.tasks.loading import cache_dir, load_task, pull, resolve_data_dir, task_listing
+from reasoneval.tasks.spec import HubSource, TaskSpec
+from reasoneval.tasks.user_data import load_user_data
 
 __all__ = [
     "GROUPS", "TASKS", "HubSource", "TaskSpec", "cache_dir", "dataset_hash", "load_task",

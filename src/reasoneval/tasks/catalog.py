@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import UserError
-from ..registry import Registry
-from ..scoring.base import FROM_PROMPT_STYLE, TaskScoring
-from . import arith, code, hub, ifeval
-from .spec import HubSource, TaskSpec
+from reasoneval.errors import UserError
+from reasoneval.registry import Registry
+from reasoneval.scoring.base import FROM_PROMPT_STYLE, TaskScoring
+from reasoneval.tasks import arith, code, hub, ifeval
+from reasoneval.tasks.spec import HubSource, TaskSpec
 
 TASKS: Registry[TaskSpec] = Registry("task")
 

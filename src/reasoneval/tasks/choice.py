@@ -6,7 +6,7 @@ import hashlib
 import random
 from typing import Sequence
 
-from .keys import normalize_ws
+from reasoneval.tasks.keys import normalize_ws
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

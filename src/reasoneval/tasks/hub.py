@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ..errors import UserError
-from ..grading.extract import last_boxed
-from ..types import Problem
-from .keys import problem_key, reference_text
+from reasoneval.errors import UserError
+from reasoneval.records import Problem
+from reasoneval.scoring.math.extract import last_boxed
+from reasoneval.tasks.keys import problem_key, reference_text
 
 Row = Mapping[str, Any]
 _YEAR_IN_URL = re.compile(r"/((?:19|20)\d\d)_")

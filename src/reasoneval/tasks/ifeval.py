@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..errors import UserError
-from ..types import Problem
-from .keys import problem_key
+from reasoneval.errors import UserError
+from reasoneval.records import Problem
+from reasoneval.tasks.keys import problem_key
 
 SIZE = 541
 

@@ -6,7 +6,7 @@ import hashlib
 import re
 from typing import Sequence
 
-from ..types import Problem
+from reasoneval.records import Problem
 
 _WS = re.compile(r"\s+")
 _INT = re.compile(r"[+-]?\d+")

@@ -17,11 +17,11 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import UserError
-from ..types import Problem
-from .catalog import TASKS
-from .schema import NumberedRow, problems_from_rows, read_jsonl
-from .spec import HubSource, TaskSpec
+from reasoneval.errors import UserError
+from reasoneval.records import Problem
+from reasoneval.tasks.catalog import TASKS
+from reasoneval.tasks.schema import NumberedRow, problems_from_rows, read_jsonl
+from reasoneval.tasks.spec import HubSource, TaskSpec
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -170,7 +170,7 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
 
 def pull(names: Sequence[str]) -> list[Path]:
     """Download tasks (names or groups) from the Hub into the cache; returns the cache files."""
-    from .catalog import resolve_task_names
+    from reasoneval.tasks.catalog import resolve_task_names
 
     paths: list[Path] = []
     for name in resolve_task_names(names):

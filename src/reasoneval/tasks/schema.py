@@ -17,11 +17,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from ..errors import UserError
-from ..types import Problem
-from .choice import LETTERS, shuffle_choices
-from .keys import problem_key, reference_text
-from .spec import TaskSpec
+from reasoneval.errors import UserError
+from reasoneval.records import Problem
+from reasoneval.tasks.choice import LETTERS, shuffle_choices
+from reasoneval.tasks.keys import problem_key, reference_text
+from reasoneval.tasks.spec import TaskSpec
 
 STR_META = ("solution", "subject", "source_id", "url")
 INT_META = ("level", "year")
@@ -138,7 +138,7 @@ def problem_from_row(spec: TaskSpec, where: str, row: Mapping[str, Any], default
     if spec.row_to_problem is not None:
         return spec.row_to_problem(spec.name, where, row, default_id)
     if spec.scoring.scorer == "choice" and _is_hub_gpqa(row):
-        from .hub import map_gpqa  # the Hub layout allowed in a data dir for MC tasks
+        from reasoneval.tasks.hub import map_gpqa  # the Hub layout allowed in a data dir for MC tasks
 
         mapped = map_gpqa(row)
         assert mapped is not None

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..scoring.base import TaskScoring
-from ..types import Problem
+from reasoneval.records import Problem
+from reasoneval.scoring.base import TaskScoring
 
 # A Hub row (the source's own columns) -> a uniform row without `id` (ids are assigned from
 # the row's position in the source, `<task>-<n>`), or None to skip the row.

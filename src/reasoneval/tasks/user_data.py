@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..errors import UserError
-from ..types import Problem
-from .keys import problem_key, reference_text
-from .loading import _check_limit, hub_offline, load_hub_rows
-from .schema import NumberedRow, _get_answer, iter_jsonl_rows, metadata_of
-from .spec import TaskSpec
+from reasoneval.errors import UserError
+from reasoneval.records import Problem
+from reasoneval.tasks.keys import problem_key, reference_text
+from reasoneval.tasks.loading import _check_limit, hub_offline, load_hub_rows
+from reasoneval.tasks.schema import NumberedRow, _get_answer, iter_jsonl_rows, metadata_of
+from reasoneval.tasks.spec import TaskSpec
 
 FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 

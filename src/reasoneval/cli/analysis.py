@@ -1,0 +1,150 @@
+"""CLI commands of the readers: `compare`, `analyze`, `runs`, `export` (registered by cli.build_parser)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from reasoneval.report.text import csv_text, markdown_table, pct, print_table
+
+
+def _cmd_compare(a: argparse.Namespace) -> int:
+    from reasoneval.analysis.compare import compare_runs
+    from reasoneval.report.compare import compare_markdown, render_compare_table
+
+    c = compare_runs(a.run_dirs)
+    if a.html:
+        from reasoneval.report.html import write_compare_html
+
+        write_compare_html(c, Path(a.html))
+        print(f"comparison page: {a.html}", file=sys.stderr)
+    if a.json:
+        print(json.dumps(c.to_json_dict(), indent=2))
+    elif a.markdown:
+        print(compare_markdown(c), end="")
+    else:
+        render_compare_table(c)
+    return 0
+
+
+def analysis_rows(an: Any) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
+    head = ["task", "k", "SE (closed form)", "SE (subsampled)", "SE resample"]
+    rows = [[t.task, str(r.k), pct(r.stderr, 2), pct(r.stderr_subsampled, 2), pct(r.stderr_resample, 2)]
+            for t in an.tasks for r in t.se]
+    shead = ["task", "k", "runs", "mean (%)", "SD", "min", "max", "SD predicted"]
+    srows = [[t.task, str(s.k), str(s.runs), pct(s.mean), pct(s.sd, 2), pct(s.min), pct(s.max), pct(s.predicted_sd, 2)]
+             for t in an.tasks for s in t.spread]
+    return head, rows, shead, srows
+
+
+def _cmd_analyze(a: argparse.Namespace) -> int:
+    from reasoneval.analysis.analyze import analyze_run
+
+    an = analyze_run(a.run_dir, target=a.target_se, draws=a.draws, seed=a.seed)
+    if a.json:
+        print(json.dumps(an.to_json_dict(), indent=2))
+        return 0
+    head, rows, shead, srows = analysis_rows(an)
+    title = f"{an.result.model} (run {an.result.run_id}, K={an.result.n}): SE of pass@1 (points) with k samples per problem"
+    if a.markdown:
+        print(f"{title}\n\n{markdown_table(head, rows)}\nmean accuracy of disjoint k-sample subsets (each one run)\n\n"
+              f"{markdown_table(shead, srows)}", end="")
+    else:
+        print_table(head, rows, title)
+        print_table(shead, srows, "mean accuracy of disjoint k-sample subsets, each scored as its own run")
+    for t in an.tasks:
+        if t.target is None:
+            continue
+        tg = t.target
+        total = (f"{tg.k_for_stderr} samples per problem" if tg.k_for_stderr is not None else
+                 f"not reachable with {t.num_problems} problems (about {tg.problems_needed} needed)")
+        print(f"{t.task}: SE {100 * tg.target:.2f} points needs {total}; "
+              f"sampling noise alone (SE resample) {tg.k_for_resample} samples per problem "
+              f"({tg.k_for_resample * t.num_problems} samples), `run --target-se {100 * tg.target:g}` about "
+              f"{tg.adaptive_samples} samples")
+    return 0
+
+
+def _cmd_runs(a: argparse.Namespace) -> int:
+    from reasoneval.analysis.runs import list_runs, table_rows
+
+    rows = list_runs(Path(a.dir), model=a.model, task=a.task)
+    head, cells, records = table_rows(rows)
+    left = 3
+    if a.by_checkpoint:
+        from reasoneval.analysis.runs import checkpoint_items, checkpoint_table
+
+        head, cells, records = checkpoint_table(checkpoint_items(rows), metric=a.metric)
+        left = 2
+    if a.csv:
+        print(csv_text(records), end="")
+    elif a.markdown:
+        print(markdown_table(head, cells, left=left), end="")
+    elif not rows:
+        print(f"no runs under {a.dir}" + (" matching the filters" if a.model or a.task else ""), file=sys.stderr)
+    else:
+        print_table(head, cells, f"runs under {a.dir}", left=left)
+    return 0
+
+
+def _cmd_export(a: argparse.Namespace) -> int:
+    from reasoneval.analysis.export import ExportFilter, export_run
+
+    out = a.output or str(Path(a.run_dir) / ("export." + (a.format or "jsonl")))
+    counts = export_run(a.run_dir, out, ExportFilter(correct_only=a.correct_only, max_per_problem=a.max_per_problem,
+                                                     min_tokens=a.min_tokens, max_tokens=a.max_tokens,
+                                                     keep_truncated=a.keep_truncated), fmt=a.format)
+    print(f"{out}: {counts.written} rows; dropped {counts.incorrect} wrong, {counts.truncated} truncated, "
+          f"{counts.length} outside the token bounds, {counts.per_problem_cap} over --max-per-problem", file=sys.stderr)
+    return 0
+
+
+def add_parsers(sub: Any, fmt: Any) -> None:
+    p = sub.add_parser("compare", help="paired comparison of runs on the problems they share", formatter_class=fmt,
+                       epilog="example:\n  reasoneval compare results/m/run1 results/m/run2 --markdown\n"
+                       "Each run after the first is compared with the first: B - A, SE paired over problems "
+                       "(docs/statistics.md).")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--markdown", action="store_true")
+    p.add_argument("--html", metavar="FILE", help="also write the comparison page")
+    p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("analyze", help="SE against samples per problem, samples for a target SE, spread of reruns",
+                       formatter_class=fmt, epilog="example:\n  reasoneval analyze results/m/run1 --target-se 0.01")
+    p.add_argument("run_dir")
+    p.add_argument("--target-se", type=float, help="samples per problem needed for this SE of pass@1 (e.g. 0.01)")
+    p.add_argument("--draws", type=int, default=200, help="random subsets per k for the subsampling check")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--markdown", action="store_true")
+    p.set_defaults(func=_cmd_analyze)
+
+    p = sub.add_parser("runs", help="one table of every run under a results folder", formatter_class=fmt,
+                       epilog="examples:\n  reasoneval runs results --model 'Qwen*' --task 'aime*' --csv > runs.csv\n"
+                       "  reasoneval runs results --by-checkpoint --markdown   # checkpoints x (task, metric)")
+    p.add_argument("dir", nargs="?", default="results")
+    p.add_argument("--model", metavar="GLOB")
+    p.add_argument("--task", metavar="GLOB")
+    p.add_argument("--csv", action="store_true")
+    p.add_argument("--markdown", action="store_true")
+    p.add_argument("--by-checkpoint", action="store_true",
+                   help="one row per checkpoint by training step (from names like checkpoint-1200), one column per "
+                   "task and metric, lm-eval's metric names (exact_match,strict-match, ...)")
+    p.add_argument("--metric", metavar="GLOB", help="with --by-checkpoint: only these metrics (e.g. 'exact_match*')")
+    p.set_defaults(func=_cmd_runs)
+
+    p = sub.add_parser("export", help="samples as chat-message training data (JSONL or Parquet)", formatter_class=fmt,
+                       epilog="example:\n  reasoneval export results/m/run1 -o sft.jsonl --correct-only --max-per-problem 4")
+    p.add_argument("run_dir")
+    p.add_argument("-o", "--output", help="file to write (.jsonl or .parquet; default RUN_DIR/export.jsonl)")
+    p.add_argument("--format", choices=["jsonl", "parquet"])
+    p.add_argument("--correct-only", action="store_true")
+    p.add_argument("--max-per-problem", type=int, metavar="N")
+    p.add_argument("--min-tokens", type=int)
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--keep-truncated", action="store_true", help="keep responses cut at max tokens (dropped by default)")
+    p.set_defaults(func=_cmd_export)

@@ -1,0 +1,242 @@
+"""A run's metrics on the training run's dashboard: `--log-to tensorboard|mlflow|wandb` (docs/reporting.md).
+
+A renderer of the pipeline's result: after a run is scored, each task's figures (`result_metrics`:
+pass@1 ± SE, pass@k, maj@k, lm-eval's columns under lm-eval's names, the subject/level table, lengths,
+truncation) go to every backend asked for, once, at the checkpoint's training step for `sweep` and
+`watch` (`checkpoint_step`). One module per backend, each registered here with the library it needs,
+imported only when that backend is asked for. A missing library is a one-line error before any request
+is sent (`check_backends`); a backend that fails later (bad URI, network, disk) warns once and is left
+out: the samples and the run's results never depend on it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Protocol, Sequence
+
+from reasoneval.errors import UserError
+from reasoneval.registry import Registry
+
+log = logging.getLogger("reasoneval")
+
+
+class Session(Protocol):
+    """One open dashboard run: figures go in at a step (None: the backend's own counter), then close."""
+
+    def log(self, metrics: Mapping[str, float], step: int | None, info: Mapping[str, str]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Backend:
+    library: str  # the module the backend imports (checked up front)
+    extra: str  # pip extra that installs it
+    module: str  # reasoneval module with open_session(args, run_name, default_dir) -> Session
+    fix: str  # what to check when it fails
+
+
+DASHBOARDS: Registry[Backend] = Registry("dashboard")
+DASHBOARDS.add("tensorboard", Backend("tensorboard", "tensorboard", "tensorboard_log",
+                                      "check that --tensorboard-dir is writable"))
+DASHBOARDS.add("mlflow", Backend("mlflow", "mlflow", "mlflow_log",
+                                 "check --mlflow-tracking-uri (or MLFLOW_TRACKING_URI) and that the server answers"))
+DASHBOARDS.add("wandb", Backend("wandb", "wandb", "wandb_log",
+                                "check `wandb login` or WANDB_API_KEY, or set WANDB_MODE=offline and `wandb sync` later"))
+
+# log_args keys (EvalConfig.log_args, jobs files' `log_args:`) -> the flag and what it sets.
+LOG_ARGS = {
+    "run_name": ("--log-run-name", "the dashboard run's name (W&B, MLflow; TensorBoard: a sub-folder) "
+                 "(default: model and run id for `run`, the jobs file or watched folder for sweep/watch)"),
+    "tensorboard_dir": ("--tensorboard-dir", "TensorBoard log dir (default OUTPUT_DIR/tensorboard)"),
+    "mlflow_tracking_uri": ("--mlflow-tracking-uri", "MLflow tracking URI, e.g. http://host:5000 or "
+                            "sqlite:///mlflow.db (default $MLFLOW_TRACKING_URI, else MLflow's default)"),
+    "mlflow_experiment": ("--mlflow-experiment", "MLflow experiment (default $MLFLOW_EXPERIMENT_NAME, else reasoneval)"),
+    "wandb_project": ("--wandb-project", "W&B project (default $WANDB_PROJECT, else reasoneval)"),
+    "wandb_entity": ("--wandb-entity", "W&B entity (default $WANDB_ENTITY / your default entity); "
+                     "WANDB_MODE=offline and WANDB_DIR work as with any W&B run"),
+    "wandb_group": ("--wandb-group", "W&B group (e.g. the training run's name)"),
+}
+
+# lm-eval's (metric, filter) for reasoneval's extra metric names, so the dashboard and the table carry the
+# names an lm-eval baseline has (its W&B logger drops a ",none" filter: `remove_none_pattern`).
+LMEVAL_NAMES = {
+    "strict-match": ("exact_match", "strict-match"), "flexible-extract": ("exact_match", "flexible-extract"),
+    "prompt_strict": ("prompt_level_strict_acc", "none"), "prompt_loose": ("prompt_level_loose_acc", "none"),
+    "inst_strict": ("inst_level_strict_acc", "none"), "inst_loose": ("inst_level_loose_acc", "none"),
+}
+
+
+def lmeval_name(extra: str, stderr: bool = False) -> str:
+    """`exact_match,strict-match` for "strict-match" (`exact_match_stderr,strict-match` with stderr),
+    `exact_match` for "exact_match"."""
+    metric, filt = LMEVAL_NAMES.get(extra, (extra, "none"))
+    metric += "_stderr" if stderr else ""
+    return metric if filt == "none" else f"{metric},{filt}"
+
+
+def backend_names(values: Sequence[str] | str | None) -> list[str]:
+    """The backends of `--log-to` (repeated or comma-separated), each known."""
+    items = [values] if isinstance(values, str) else list(values or [])
+    names = list(dict.fromkeys(x.strip() for v in items for x in str(v).split(",") if x.strip()))
+    for name in names:
+        DASHBOARDS.get(name)  # one-line error naming the known ones
+    return names
+
+
+def check_backends(names: Sequence[str] | str | None, args: Mapping[str, Any] | None = None) -> None:
+    """Before any request is sent: every backend known, its library installed, its settings known."""
+    unknown = sorted(set(args or {}) - set(LOG_ARGS))
+    if unknown:
+        raise UserError(f"unknown log_args key(s) {', '.join(unknown)}; known: {', '.join(LOG_ARGS)}")
+    for name in backend_names(names):
+        b = DASHBOARDS.get(name)
+        try:
+            found = importlib.util.find_spec(b.library) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise UserError(f"--log-to {name} needs the {b.library} package: pip install 'reasoneval[{b.extra}]' "
+                            f"(or pip install {b.library})")
+
+
+_STEP = re.compile(r"(?:checkpoint|ckpt|global_step|step|iter|iteration)[-_]?(\d+)$", re.IGNORECASE)
+
+
+def checkpoint_step(name: str | None) -> int | None:
+    """The training step in a checkpoint folder's name: checkpoint-1200, step_1200, global_step1200,
+    step-1200, iter_0001200 (the last part of a path); None when the name has none."""
+    if not name:
+        return None
+    m = _STEP.search(Path(str(name).rstrip("/")).name)
+    return int(m.group(1)) if m else None
+
+
+def task_metrics(task: str, m: Any) -> dict[str, float]:
+    """One task's figures (a metrics.TaskMetrics), as fractions, named `<task>/<metric>`."""
+    out: dict[str, float] = {}
+
+    def put(name: str, value: Any) -> None:
+        if value is not None:
+            out[f"{task}/{name}"] = float(value)
+
+    put("pass@1", m.mean)
+    put("pass@1_stderr", m.stderr)
+    for k, v in sorted(m.pass_at_k.items()):
+        if k > 1:
+            put(f"pass@{k}", v)
+    for k, v in sorted(m.maj_at_k.items()):
+        if k > 1:
+            put(f"maj@{k}", v)
+    for name, g in m.extra.items():
+        put(lmeval_name(name), g.mean)
+        put(lmeval_name(name, stderr=True), g.stderr)
+    for field, groups in m.breakdown.items():
+        for value, g in groups.items():
+            put(f"{field}/{value}", g.mean)
+    put("tokens_mean", m.tokens.mean)
+    put("tokens_median", m.tokens.median)
+    put("tokens_p90", m.tokens.p90)
+    put("tokens_max", m.tokens.max)
+    put("truncation_rate", m.truncation_rate)
+    put("no_answer_rate", m.no_answer_rate)
+    put("num_problems", m.num_problems)
+    put("num_missing", m.num_missing)
+    return out
+
+
+def result_metrics(result: Any) -> dict[str, float]:
+    """Every task's figures of a RunResult, and `all/...` over the tasks when there are several."""
+    out: dict[str, float] = {}
+    for task, m in result.tasks.items():
+        out.update(task_metrics(task, m))
+    if len(result.tasks) > 1:
+        agg = result.aggregate
+        for name, value in (("pass@1", agg.mean), ("pass@1_stderr", agg.stderr), ("macro_mean", agg.macro_mean)):
+            if value is not None:
+                out[f"all/{name}"] = float(value)
+    return out
+
+
+class Dashboards:
+    """The dashboard runs a process logs to, opened on first use (one per backend and settings: a sweep's
+    checkpoints land in one run, at their steps) and closed by `close()`. Never raises: a backend that
+    fails warns once and is skipped from then on."""
+
+    def __init__(self, run_name: str | None = None) -> None:
+        self.run_name = run_name
+        self._sessions: dict[tuple[Any, ...], Session] = {}
+        self._failed: set[str] = set()
+
+    def log(self, cfg: Any, result: Any, step: int | None = None) -> None:
+        """Log `result` (a scored RunResult) to every backend `cfg.log_to` names (an EvalConfig)."""
+        names = backend_names(cfg.log_to)
+        if not names:
+            return
+        metrics = result_metrics(result)
+        info = {"model": str(result.model), "run_id": str(result.run_id), "run_dir": str(result.run_dir),
+                "complete": str(bool(result.complete)).lower()}
+        args = dict(cfg.log_args or {})
+        for name in names:
+            if name in self._failed:
+                continue
+            backend = DASHBOARDS.get(name)
+            run_name = str(args.get("run_name") or self.run_name or f"{result.model}-{result.run_id}")
+            key = (name, run_name, str(cfg.output_dir), tuple(sorted((k, str(v)) for k, v in args.items())))
+            try:
+                session = self._sessions.get(key)
+                if session is None:
+                    module = importlib.import_module(f"{__name__}.{backend.module}")
+                    session = module.open_session(args, run_name, Path(cfg.output_dir))
+                    self._sessions[key] = session
+                session.log(metrics, step, info)
+            except Exception as e:  # any failure of the backend: the results are already on disk
+                self._failed.add(name)
+                self._sessions.pop(key, None)
+                cause = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+                log.warning("--log-to %s failed, nothing more goes there this run (%s); %s. The results are in %s: "
+                            "`reasoneval report %s --log-to %s` logs them again", name, cause, backend.fix,
+                            result.run_dir, result.run_dir, name)
+
+    def close(self) -> None:
+        for (name, *_), session in list(self._sessions.items()):
+            try:
+                session.close()
+            except Exception as e:
+                log.warning("--log-to %s: closing failed (%s: %s)", name, type(e).__name__, " ".join(str(e).split())[:200])
+        self._sessions.clear()
+
+    def __enter__(self) -> Dashboards:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def log_once(cfg: Any, result: Any, step: int | None = None) -> None:
+    """Log one result to cfg.log_to and close the dashboard runs (`reasoneval run`, `report --log-to`)."""
+    with Dashboards() as dashboards:
+        dashboards.log(cfg, result, step)
+
+
+def add_dashboard_args(p: Any) -> None:
+    """--log-to and the backends' settings (an argparse parser or group)."""
+    g = p.add_argument_group("dashboards (docs/reporting.md)")
+    g.add_argument("--log-to", action="append", default=[], metavar="NAME",
+                   help=f"log each task's metrics to {', '.join(DASHBOARDS.names())} (repeatable or comma-separated)")
+    for key, (flag, help_) in LOG_ARGS.items():
+        g.add_argument(flag, dest=key, metavar="VALUE", help=help_)
+
+
+def dashboard_options(a: Any) -> tuple[list[str], dict[str, Any]]:
+    """(log_to, log_args) from parsed flags; only the settings that were given."""
+    return backend_names(a.log_to), {k: getattr(a, k) for k in LOG_ARGS if getattr(a, k, None) is not None}
+
+
+__all__ = ["DASHBOARDS", "LOG_ARGS", "Dashboards", "add_dashboard_args", "check_backends", "checkpoint_step",
+           "dashboard_options", "lmeval_name", "log_once", "result_metrics", "task_metrics"]

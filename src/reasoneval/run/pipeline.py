@@ -1,0 +1,495 @@
+"""The pipeline's stages, wired: load tasks -> plan -> generate (engine -> store) -> score -> result -> renderers.
+
+    evaluate(...)            the Python API (sync); `reasoneval run` builds an EvalConfig and calls it
+    await evaluate_async()   the same inside a running event loop (a notebook, a Ray actor, a sweep)
+    generate_run(...)        generation only, with an engine the caller started (and owns)
+    score_run(run_dir)       score a run directory and write summary.json, results.parquet, the table
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, AsyncIterator, Mapping, Sequence, cast
+
+from rich.console import Console
+
+from reasoneval.engines import CommonOptions, Engine, EngineInfo, capabilities, check_supported, create_engine
+from reasoneval.errors import RunIncomplete, UserError
+from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
+from reasoneval.prompts import Exemplar, PromptConfig, read_template
+from reasoneval.records import SamplingParams
+from reasoneval.report import ResultsWriter, render_table, write_summary
+from reasoneval.report.html import write_run_html
+from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, load_config, write_config
+from reasoneval.results.store import SampleStore, add_problems, read_problems
+from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings, adaptive_summary, only_k_up_to
+from reasoneval.run.identity import RunSettings, run_dir_for
+from reasoneval.run.plan import SCHEDULES, LoadedTask, ProblemRef, Schedule, plan, request_maker
+from reasoneval.run.plan_adaptive import FIRST_ROUND
+from reasoneval.run.progress import ProgressReporter, run_log
+from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
+from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring.stream import ChunkSink, ScoredProblem, score_store
+from reasoneval.tasks import dataset_hash, load_task, load_user_data, resolve_task_names
+from reasoneval.version import __version__
+
+log = logging.getLogger("reasoneval")
+
+_DEPENDENCIES = ("aiohttp", "math-verify", "latex2sympy2_extended", "sympy", "numpy", "scipy", "pyarrow",
+                 "datasets", "llama_cpp_python", "vllm")
+# Metadata fields that get an accuracy breakdown in summary.json where the data has them.
+BREAKDOWN_FIELDS = ("subject", "level")
+# Response bytes per results.parquet batch (Arrow holds ~3x that while building and compressing it).
+PARQUET_BATCH_BYTES = 8 << 20
+
+
+@dataclass
+class EvalConfig:
+    """Every option of `reasoneval run` (the CLI flag is the field name with dashes).
+
+    Engine-specific options go in `engine_args` (the engine's Options fields; `reasoneval engines`).
+    """
+
+    tasks: Sequence[str] = ()
+    model: str | None = None
+    engine: str | None = None  # default: openai with --model/--base-url, else local
+    engine_args: Mapping[str, Any] = field(default_factory=dict)
+    base_url: str | None = None
+    api: str = "chat"
+    api_key_env: str = "OPENAI_API_KEY"
+    n: int = 16
+    seed: int = 42
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int | None = None
+    min_p: float | None = None
+    max_tokens: int = 32768
+    stop: Sequence[str] = ()
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    system_prompt: str | None = None
+    prompt_template: str | None = None  # a file path
+    # Few-shot prompting (reasoneval.prompts.fewshot): a style for every task (default: each task's own;
+    # its few-shot style when num_fewshot is given), exemplars per prompt, and whether the style's stop
+    # sequences are sent.
+    prompt_style: str | None = None
+    num_fewshot: int | None = None
+    style_stop: bool = True
+    # Greedy decoding, one sample per problem: sets temperature 0, top_p 1, n 1 (over what else is given);
+    # the table then shows accuracy ± SE over problems.
+    greedy: bool = False
+    # lm-eval's columns (TaskScoring.extra) for every task that has them, not only where lm-eval defines the
+    # task with this prompt style (TaskSpec.lmeval_styles). Scoring only: not part of the run id.
+    lmeval_metrics: bool = False
+    concurrency: int = 64
+    # The order samples start in (plan.SCHEDULES): longest expected first, or sample-index-major.
+    schedule: str = "longest-first"
+    timeout: float = 3600.0
+    max_retries: int = 6
+    retry_backoff: float = 1.0
+    limit: int | None = None
+    data_dir: str | None = None
+    data: str | None = None
+    question_key: str = "problem"
+    answer_key: str = "answer"
+    id_key: str | None = None
+    split: str | None = None
+    output_dir: str = "results"
+    grading_workers: int | None = None
+    grading_timeout: float = 5.0
+    progress: bool | None = None  # None: a live bar on a terminal, log lines elsewhere
+    print_table: bool = True
+    # Dashboards the scored result is logged to (reasoneval.report.dashboards: tensorboard, mlflow, wandb) and their
+    # settings (dashboards.LOG_ARGS); never part of a run's identity.
+    log_to: Sequence[str] = ()
+    log_args: Mapping[str, Any] = field(default_factory=dict)
+    # run --target-se (reasoneval.run.adaptive): sample each problem until the re-run SE of each task's mean is at
+    # most target_se points; max_n samples per problem at most; budget_samples: most samples the run holds in all.
+    target_se: float | None = None
+    max_n: int = 256
+    budget_samples: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.greedy:
+            self.temperature, self.top_p, self.n = 0.0, 1.0, 1
+
+    def validate(self) -> None:
+        checks = [
+            (self.n >= 1, f"--n must be at least 1 (got {self.n})"),
+            (self.concurrency >= 1, f"--concurrency must be at least 1 (got {self.concurrency})"),
+            (self.limit is None or self.limit >= 1, f"--limit must be at least 1 (got {self.limit})"),
+            (self.max_tokens >= 1, f"--max-tokens must be at least 1 (got {self.max_tokens})"),
+            (self.max_retries >= 0, f"--max-retries must be 0 or more (got {self.max_retries})"),
+            (self.timeout > 0, f"--timeout must be positive (got {self.timeout})"),
+            (self.temperature >= 0, f"--temperature must be >= 0 (got {self.temperature})"),
+            (0 < self.top_p <= 1, f"--top-p must be in (0, 1] (got {self.top_p})"),
+            (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),
+            (self.grading_timeout > 0, f"--grading-timeout must be positive (got {self.grading_timeout})"),
+            (self.schedule in SCHEDULES, f"--schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})"),
+            (self.target_se is None or self.target_se > 0,
+             f"--target-se must be positive, in points of accuracy (e.g. 0.5; got {self.target_se})"),
+            (self.max_n >= 1, f"--max-n must be at least 1 (got {self.max_n})"),
+            (self.budget_samples is None or self.budget_samples >= 1,
+             f"--budget-samples must be at least 1 (got {self.budget_samples})"),
+            (self.target_se is None or self.temperature > 0,
+             "--target-se needs sampling: with --greedy or --temperature 0 every sample of a problem is the same, "
+             "so more samples cannot lower the SE; drop one of them"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UserError(message)
+        if self.log_to or self.log_args:
+            from reasoneval.report.dashboards import check_backends
+
+            check_backends(self.log_to, self.log_args)
+
+    def samples_per_problem(self) -> int:
+        """The sample-index bound scoring uses: --n, or 2 x --max-n for an adaptive run (at most max_n samples
+        per problem, but its even and odd streams can differ in length)."""
+        return 2 * self.max_n if self.target_se is not None else self.n
+
+    def engine_kind(self) -> str:
+        if self.engine:
+            return self.engine
+        return "openai" if (self.model or self.base_url) else "local"
+
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p,
+                              max_tokens=self.max_tokens, stop=tuple(self.stop), extra_body=dict(self.extra_body))
+
+    def prompt(self) -> PromptConfig:
+        template = read_template(self.prompt_template) if self.prompt_template is not None else None
+        return PromptConfig(system_prompt=self.system_prompt, template=template, num_fewshot=self.num_fewshot,
+                            style_override=self.prompt_style, style_stop=self.style_stop)
+
+    def common_options(self) -> CommonOptions:
+        return CommonOptions(model=self.model, base_url=self.base_url, api=self.api,
+                             api_key=os.environ.get(self.api_key_env) or None, api_key_env=self.api_key_env,
+                             timeout_s=self.timeout, concurrency=self.concurrency, log_dir=self.output_dir)
+
+
+def versions() -> dict[str, str]:
+    from reasoneval.scoring.math import GRADER_VERSION
+
+    out = {"reasoneval": __version__, "python": platform.python_version(), "grader": GRADER_VERSION}
+    for name in _DEPENDENCIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def load_tasks(cfg: EvalConfig) -> list[LoadedTask]:
+    """Every task the config names, with its problems, in order."""
+    data_dir = Path(cfg.data_dir) if cfg.data_dir else (
+        Path(os.environ["REASONEVAL_DATA_DIR"]) if os.environ.get("REASONEVAL_DATA_DIR") else None)
+    out = []
+    if cfg.data:
+        spec, problems = load_user_data(cfg.data, question_key=cfg.question_key, answer_key=cfg.answer_key,
+                                        id_key=cfg.id_key, split=cfg.split, limit=cfg.limit)
+        out.append(LoadedTask(spec, problems))
+    names = list(cfg.tasks)
+    if not names and not cfg.data:
+        if cfg.engine_kind() != "local":
+            raise UserError("no tasks given: pass --tasks (e.g. --tasks math or --tasks aime24,math500) "
+                            "or --data FILE; `reasoneval tasks` lists them")
+        names = ["arith"]
+    for name in resolve_task_names(names) if names else []:
+        spec, problems = load_task(name, data_dir=data_dir, limit=cfg.limit)
+        out.append(LoadedTask(spec, problems))
+    for t in out:
+        if not t.problems:
+            raise UserError(f"task {t.name} has no problems")
+    prompt = cfg.prompt()
+    return [with_fewshot_pool(t, prompt, data_dir) for t in out]
+
+
+def with_fewshot_pool(task: LoadedTask, prompt: PromptConfig, data_dir: Path | None) -> LoadedTask:
+    """The task with the rows its few-shot style draws exemplars from (lm-eval's gsm8k: the GSM8K train
+    split, from the data dir, cache or Hub like any task's data); unchanged for fixed-exemplar styles."""
+    style = prompt.for_task(task.name, task.spec.prompt, task.spec.fewshot).fewshot_style()
+    if style is None or style.pool is None or style.count(prompt.num_fewshot) == 0:
+        return task
+    _, rows = load_task(style.pool, data_dir=data_dir)
+    return dataclasses.replace(task, fewshot_pool=[Exemplar(str(p.payload["question"]), str(p.payload["answer"]))
+                                                   for p in rows])
+
+
+@contextlib.asynccontextmanager
+async def started_engine(cfg: EvalConfig) -> AsyncIterator[tuple[Engine, EngineInfo]]:
+    """The configured engine, checked against what the run asks for, started, and closed at the end."""
+    kind = cfg.engine_kind()
+    check_supported(kind, capabilities(kind), cfg.api, cfg.sampling())
+    Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
+    engine = create_engine(kind, cfg.common_options(), cfg.engine_args)
+    try:
+        info = await engine.start()
+        yield engine, info
+    finally:
+        await engine.close()
+
+
+async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Engine, info: EngineInfo,
+                       console: Console | None = None, expected: Mapping[ProblemRef, float] | None = None,
+                       ) -> tuple[Path, RunConfig, GenerationStats]:
+    """Generate every missing sample of `tasks` into the run's store with a started engine.
+
+    expected: output lengths per problem known from elsewhere (an earlier checkpoint of a sweep), for
+    the longest-first schedule; the run's own finished samples take precedence.
+
+    Holds the run's store lock and writes its run.log while it runs; returns the run directory,
+    its config and the counters. Raises (after journaling every finished sample) when the engine
+    cannot go on.
+    """
+    prompt = cfg.prompt()
+    sampling = cfg.sampling()
+    settings = RunSettings(model=info.model, model_identity=info.model_identity, api=cfg.api,
+                           system_prompt=cfg.system_prompt, prompt_template=prompt.template, sampling=sampling,
+                           seed=cfg.seed, prompt_style=prompt.identity())
+    run_dir = run_dir_for(Path(cfg.output_dir), settings)
+    with SampleStore(run_dir) as store, run_log(run_dir):
+        engine.attach_run(run_dir)
+        add_problems(run_dir, [p for t in tasks for p in t.problems])
+        status = store.scan()
+        adaptive = cfg.target_se is not None
+        the_plan = plan(tasks, n=0 if adaptive else cfg.n, seed=cfg.seed, sampling=sampling, api=cfg.api,
+                        prompt=prompt, done=status.ok, expected={**(expected or {}), **status.lengths})
+        old = _previous_config(run_dir)
+        now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        kind = cfg.engine_kind()
+        config = RunConfig(
+            run_id=settings.run_id, settings=settings.to_dict(), engine=kind, n=cfg.samples_per_problem(),
+            tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
+            scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics) for t in tasks}, engine_config=engine.describe(),
+            base_url=cfg.base_url if kind == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
+            datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
+                               "source": t.spec.source} for t in tasks},
+            concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
+            created=old.created if old is not None and old.created else now, updated=now,
+            adaptive={"target_se": cfg.target_se, "max_n": cfg.max_n, "budget_samples": cfg.budget_samples,
+                      "stopped": {}} if adaptive else None)
+        write_config(run_dir, config)
+        log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
+                 run_dir, info.model, len(tasks), the_plan.total, the_plan.total - len(the_plan.requests),
+                 len(the_plan.requests))
+        concurrency = min(cfg.concurrency, info.max_concurrency or cfg.concurrency)
+        stats = GenerationStats()
+        sampler = None
+        try:
+            with contextlib.ExitStack() as scoring:
+                if adaptive:
+                    sampler = _adaptive_sampler(cfg, tasks, prompt, run_dir, concurrency,
+                                                scoring.enter_context(ScoringContext(
+                                                    workers=cfg.grading_workers, timeout_s=cfg.grading_timeout,
+                                                    cache_dir=run_dir)))
+                first = len(the_plan.requests) or (FIRST_ROUND * sum(len(t.problems) for t in tasks) if adaptive else 0)
+                with ProgressReporter(first, enabled=cfg.progress, console=console) as progress:
+                    await generate(engine, the_plan.queue(cast(Schedule, cfg.schedule)), store,
+                                   concurrency=concurrency,
+                                   policy=RetryPolicy(max_retries=cfg.max_retries, backoff_base_s=cfg.retry_backoff),
+                                   max_model_len=info.max_model_len, stats=stats, on_progress=progress.update,
+                                   on_sample=sampler.on_sample if sampler else None,
+                                   refill=sampler.refill if sampler else None)
+                if sampler is not None:
+                    await sampler.drain()
+                    config = dataclasses.replace(config, adaptive={**(config.adaptive or {}),
+                                                                   "stopped": dict(sampler.stopped)})
+        except BaseException:
+            # Record what was done, but never hide why the run stopped (a full disk fails this write too).
+            with contextlib.suppress(OSError):
+                write_config(run_dir, dataclasses.replace(config, last_generation=timing_of(stats)))
+            raise
+        config = dataclasses.replace(config, last_generation=timing_of(stats))
+        write_config(run_dir, config)
+    return run_dir, config, stats
+
+
+def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: PromptConfig, run_dir: Path,
+                      concurrency: int, context: ScoringContext) -> AdaptiveSampler:
+    """run --target-se: the sampler that feeds the runner, with the store's finished samples counted."""
+    make = request_maker(tasks, seed=cfg.seed, sampling=cfg.sampling(), api=cfg.api, prompt=prompt)
+    scorers = {t.name: create_scorer(task_scoring(t, prompt, cfg.lmeval_metrics), context) for t in tasks}
+    assert cfg.target_se is not None
+    sampler = AdaptiveSampler(tasks, AdaptiveSettings(cfg.target_se, cfg.max_n, cfg.budget_samples), make, scorers,
+                              min_round=concurrency)
+    sampler.load(run_dir)
+    return sampler
+
+
+def task_scoring(task: LoadedTask, prompt: PromptConfig, lmeval_metrics: bool = False) -> TaskScoring:
+    """The task's scoring with settings that follow the prompt style (lm-eval's strict-match looks for
+    the answer in the style's format) filled in for the style this run asks the task with.
+
+    The lm-eval columns (its extra scorers) are kept where lm-eval defines the task with that style (a
+    gsm8k few-shot prompt, MATH with Minerva's), or when asked (`lmeval_metrics`): elsewhere they would
+    measure a format the run never asked for (e.g. "#### N" under a zero-shot boxed prompt)."""
+    style = prompt.for_task(task.name, task.spec.prompt, task.spec.fewshot)
+    scoring = task.spec.scoring.with_style_pattern(style.answer_pattern())
+    lmeval_defined = style.template is None and style.style in task.spec.lmeval_styles
+    if scoring.extra and not (lmeval_metrics or lmeval_defined):
+        scoring = dataclasses.replace(scoring, extra={})
+    return scoring
+
+
+def _previous_config(run_dir: Path) -> RunConfig | None:
+    """The config an earlier run of this directory wrote (for its creation time); None if none is readable:
+    config.json is rewritten whole below."""
+    try:
+        return load_config(run_dir)
+    except UserError:
+        return None
+
+
+def timing_of(stats: GenerationStats) -> GenerationTiming:
+    wall = stats.wall_s
+    return GenerationTiming(wall_s=round(wall, 3),
+                            output_tokens_per_s=round(stats.output_tokens / wall, 3) if wall > 0 else 0.0,
+                            requests=stats.requests, retries=stats.retries, errors=stats.errors,
+                            generated=stats.done, failed=stats.failed, output_tokens=stats.output_tokens)
+
+
+def _disk_error(e: OSError, where: Path | str) -> UserError:
+    """A write that failed (disk full, read-only, quota) as a one-line error; the journal keeps
+    every finished sample (the store cuts a partly written line back out)."""
+    return UserError(f"cannot write {e.filename or where}: {e.strerror or e}; finished samples are kept. Free "
+                     "space (or make it writable) and re-run the same command")
+
+
+async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> RunResult:
+    """`evaluate` for code that already runs an event loop. Scoring runs in a thread, off the loop."""
+    cfg = dataclasses.replace(config, **options) if config else EvalConfig(**options)
+    cfg.validate()
+    tasks = load_tasks(cfg)
+    try:
+        async with started_engine(cfg) as (engine, info):
+            run_dir, _, _ = await generate_run(cfg, tasks, engine, info, Console(stderr=True))
+    except OSError as e:
+        raise _disk_error(e, cfg.output_dir) from None
+    result = await asyncio.get_running_loop().run_in_executor(None, lambda: score_run(
+        run_dir, n=cfg.samples_per_problem(), tasks=[t.name for t in tasks], workers=cfg.grading_workers,
+        grading_timeout=cfg.grading_timeout, print_table=cfg.print_table))
+    if cfg.log_to:
+        from reasoneval.report.dashboards import checkpoint_step, log_once
+
+        step = checkpoint_step(str(cfg.engine_args.get("model_path") or cfg.model or ""))
+        await asyncio.get_running_loop().run_in_executor(None, log_once, cfg, result, step)
+    if not result.complete:
+        raise RunIncomplete(result)
+    return result
+
+
+def evaluate(config: EvalConfig | None = None, **options: Any) -> RunResult:
+    """Run an evaluation and return its result (what summary.json holds).
+
+    Raises UserError for bad input and RunIncomplete (with `.summary`) when samples are missing.
+    Example: `evaluate(tasks=["aime24"], model="my-model", base_url="http://localhost:8000/v1", n=16)`.
+    Inside a running event loop, `await evaluate_async(...)` instead.
+    """
+    if _loop_running():
+        raise UserError("evaluate() was called inside a running event loop: use `await evaluate_async(...)`")
+    return asyncio.run(evaluate_async(config, **options))
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | None = None,
+              workers: int | None = None, grading_timeout: float = 5.0, print_table: bool = True,
+              write: bool = True) -> RunResult:
+    """Score a run directory's store; write summary.json, results.parquet and the table. No request is sent.
+
+    n: use sample indices < n (default: the run's K). tasks: only these (default: the run's last tasks,
+    limited to the problems its last run covered).
+    """
+    run_dir = Path(run_dir)
+    config = load_config(run_dir)
+    K = n or config.n
+    if K < 1:
+        raise UserError(f"--n must be at least 1 (got {K})")
+    all_problems = read_problems(run_dir)
+    present = list(dict.fromkeys(p.task for p in all_problems))
+    if tasks is not None:
+        unknown = [t for t in tasks if t not in present]
+        if unknown:
+            raise UserError(f"{run_dir} has no samples of task(s) {', '.join(unknown)}; it has: "
+                            + ", ".join(sorted(present)))
+    names = list(tasks) if tasks is not None else (config.tasks or present)
+    keys = config.problem_keys if names == config.tasks else {}
+    order = {t: i for i, t in enumerate(names)}
+    problems = sorted((p for p in all_problems if p.task in order and (p.task not in keys or p.key in keys[p.task])),
+                      key=lambda p: order[p.task])  # stable: file order within a task
+    if not problems:
+        raise UserError(f"{run_dir} holds no problems to report on (check --tasks)")
+    try:
+        with ScoringContext(workers=workers, timeout_s=grading_timeout, cache_dir=run_dir) as context:
+            scorers = {t: create_scorer(config.scoring.get(t) or TaskScoring(), context) for t in names}
+            extra = {t: {name: create_scorer(s, context) for name, s in (config.scoring.get(t) or TaskScoring()).extra.items()}
+                     for t in names}
+            writer = ResultsWriter(run_dir / "results.parquet") if write else None
+            try:
+                outcomes = score_store(run_dir, problems, K, scorers, _parquet_sink(writer) if writer else None, extra)
+            finally:
+                if writer is not None:
+                    writer.close()
+        metadata = {(p.task, p.key): p.metadata for p in problems}
+        adaptive = None
+        if config.adaptive is not None:
+            # No fixed K: problems differ in n_i by design; metrics over k go up to the smallest n_i.
+            outcomes = {t: [dataclasses.replace(o, num_missing=0, crossfit=True) for o in os_]
+                        for t, os_ in outcomes.items()}
+            adaptive = {t: adaptive_summary(os_, config.adaptive, t) for t, os_ in outcomes.items()}
+            K = max((len(o.correct) for os_ in outcomes.values() for o in os_), default=1) or 1
+        per_task = {}
+        for t, os_ in outcomes.items():
+            meta = {o.problem_key: metadata[(t, o.problem_key)] for o in os_}
+            fields = {f: breakdown(os_, meta, f) for f in BREAKDOWN_FIELDS}
+            # The lm-eval columns per subject too (lm-eval's minerva_math reports one subtask per subject).
+            for name in (config.scoring.get(t) or TaskScoring()).extra:
+                fields[f"subject [{name}]"] = breakdown(os_, meta, "subject", metric=name)
+            per_task[t] = dataclasses.replace(task_metrics(os_, K), breakdown={f: b for f, b in fields.items() if b},
+                                              se_vs_k=se_vs_k(os_, K))
+            if adaptive is not None:
+                per_task[t] = only_k_up_to(per_task[t], adaptive[t]["pass_at_k_max"])
+        result = RunResult(
+            model=config.model, run_id=config.run_id, run_dir=run_dir, config=config, n=K, tasks=per_task,
+            aggregate=aggregate_metrics(outcomes, K), timing=config.last_generation or GenerationTiming(),
+            complete=all(o.num_missing == 0 for os_ in outcomes.values() for o in os_)
+            and (adaptive is None or all(a["stopped"] is not None for a in adaptive.values())), adaptive=adaptive,
+            scorers={s.name: s.version for s in [*scorers.values(), *(e for d in extra.values() for e in d.values())]})
+        if write:
+            write_summary(result)
+            write_run_html(result)
+    except OSError as e:
+        raise _disk_error(e, run_dir) from None
+    if print_table:
+        render_table(result)
+    return result
+
+
+def _parquet_sink(writer: ResultsWriter) -> ChunkSink:
+    written = {"bytes": 0, "rows": 0}
+
+    def sink(scored: Sequence[ScoredProblem], size: int) -> None:
+        # Parquet rows wait in the writer until a batch is full: keep a batch near PARQUET_BATCH_BYTES of
+        # responses (256 rows of short answers, 2 of 4 MB ones).
+        written["bytes"] += size
+        written["rows"] += len(scored)
+        writer.batch_rows = max(1, min(256, PARQUET_BATCH_BYTES * written["rows"] // max(1, written["bytes"])))
+        for sp in scored:
+            writer.add(sp)
+
+    return sink

@@ -1,0 +1,296 @@
+"""The generation loop: keep `concurrency` requests in flight, retry what may succeed, journal each sample.
+
+No batches: each of C workers takes the next request the moment its previous one finishes, so a
+slow answer never holds back the others and the server stays full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Sequence
+
+from reasoneval.engines.base import Engine, EngineError
+from reasoneval.errors import EngineDown, UserError
+from reasoneval.records import Completion, Request, SampleRecord
+from reasoneval.results.store import SampleStore
+from reasoneval.run.plan import RequestQueue
+
+log = logging.getLogger("reasoneval")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 6
+    # Backoff before retry r (1-based): uniform(0, min(cap, base * 2**(r-1))) ("full jitter").
+    backoff_base_s: float = 1.0
+    backoff_cap_s: float = 60.0
+    # This many samples in a row that used up their retries on connection errors means the server
+    # is down: stop the run (finished samples are kept) rather than fail every remaining sample.
+    down_after: int = 3
+    # This many failures of the engine itself (a worker or server died; one death that fails every
+    # request in its batch counts once) with no sample finished in between stop the run.
+    engine_down_after: int = 3
+
+    def delay(self, retry: int, rng: random.Random, retry_after: float | None = None) -> float:
+        d = rng.uniform(0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** (retry - 1)))
+        return max(d, retry_after or 0.0)
+
+
+@dataclass
+class GenerationStats:
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    in_flight: int = 0
+    requests: int = 0
+    retries: int = 0
+    errors: int = 0
+    output_tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+
+    @property
+    def wall_s(self) -> float:
+        return (self.finished or time.monotonic()) - self.started
+
+
+class ServerDown(EngineDown):
+    """The server stopped answering (connection errors): exit status 4, like every engine that is down."""
+
+
+class _EngineHealth:
+    """Failures of the engine itself since the last finished sample, counted once per incident."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self.policy = policy
+        self.incidents: list[object] = []
+
+    def finished(self) -> None:
+        self.incidents.clear()
+
+    def check(self, e: EngineError) -> None:
+        """Record an engine failure; raise EngineDown when the run must stop."""
+        if e.fatal:
+            raise EngineDown(f"the engine cannot serve, so the run stopped: {_one_line(e)}. Finished samples "
+                             "are kept; re-run the same command to resume")
+        # An engine may fail every request of one batch with one death: it tags them with one incident.
+        key = e.incident or object()
+        if key not in self.incidents:
+            self.incidents.append(key)
+        if len(self.incidents) >= self.policy.engine_down_after:
+            raise EngineDown(f"the engine failed {len(self.incidents)} times in a row with no sample finished in "
+                             f"between, so the run stopped: {_one_line(e)}. Finished samples are kept; re-run "
+                             "the same command to resume")
+
+
+def _one_line(e: BaseException) -> str:
+    return " | ".join(part.strip() for part in str(e).splitlines() if part.strip())
+
+
+async def _generate_one(engine: Engine, req: Request, policy: RetryPolicy, stats: GenerationStats,
+                        rng: random.Random, max_model_len: int | None,
+                        health: _EngineHealth | None = None) -> tuple[Completion | None, EngineError | None, int]:
+    """Returns (completion, last error, attempts). Raises EngineDown when the engine cannot serve."""
+    attempts = 0
+    retries_left = policy.max_retries
+    lowered = False
+    if max_model_len and req.params.max_tokens > max_model_len:
+        req = dataclasses.replace(req, params=dataclasses.replace(req.params, max_tokens=max_model_len))
+    while True:
+        attempts += 1
+        stats.requests += 1
+        try:
+            return await engine.generate(req), None, attempts
+        except EngineError as e:
+            stats.errors += 1
+            if e.engine_failure and health is not None:
+                health.check(e)
+            if e.fatal:
+                raise
+            if e.context_limit and not lowered:
+                # The prompt plus max_tokens exceed the context: lower max_tokens once to fit.
+                prompt = e.prompt_tokens
+                fit = e.context_limit - prompt if prompt is not None else None
+                if fit is not None and 0 < fit < req.params.max_tokens:
+                    lowered = True
+                    req = dataclasses.replace(req, params=dataclasses.replace(req.params, max_tokens=fit))
+                    log.info("%s/%s#%d: lowering max_tokens to %d to fit the %d-token context", req.task,
+                             req.problem_id, req.index, fit, e.context_limit)
+                    continue
+            if not e.retryable or retries_left <= 0:
+                return None, e, attempts
+            retries_left -= 1
+            stats.retries += 1
+            await asyncio.sleep(policy.delay(policy.max_retries - retries_left, rng, e.retry_after))
+
+
+async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, store: SampleStore, *, concurrency: int,
+                   policy: RetryPolicy = RetryPolicy(), max_model_len: int | None = None,
+                   stats: GenerationStats | None = None,
+                   on_progress: Callable[[GenerationStats], None] | None = None,
+                   on_sample: Callable[[SampleRecord], None] | None = None,
+                   refill: Callable[[], Awaitable[Sequence[Request]]] | None = None) -> GenerationStats:
+    """Generate every request and journal it; returns the counters.
+
+    on_sample: called with each journaled record. refill (adaptive runs): asked for more requests
+    whenever fewer than `concurrency` are queued; they join the queue while the others run, so the
+    server never drains between rounds. The run ends when the queue is empty, nothing is in flight and
+    refill has nothing more.
+
+    Raises EngineDown (exit status 4: the engine itself failed `policy.engine_down_after` times with no
+    sample finished in between, or fatally), ServerDown (the server stopped answering) or UserError (a
+    fatal engine error). Every sample that finished is journaled; requests still in flight when the run
+    stops are cancelled, not journaled, so re-running generates them.
+    """
+    stats = stats or GenerationStats()
+    stats.total += len(requests)
+    # A plain sequence starts in its own order; a RequestQueue re-ranks as samples finish.
+    queue = requests if isinstance(requests, RequestQueue) else RequestQueue(requests, schedule="sample-major")
+    rng = random.Random(0x5EED)
+    consecutive_down = 0
+    fatal: list[BaseException] = []
+    health = _EngineHealth(policy)
+    workers: list[asyncio.Task[None]] = []
+
+    def stop_others() -> None:
+        # The run stops now: cancel what is in flight instead of letting it fail (and be journaled
+        # as failed) against an engine that is gone.
+        current = asyncio.current_task()
+        for w in workers:
+            if w is not current:
+                w.cancel()
+
+    async def run_one(req: Request) -> bool:
+        """Generate and journal one request; False when the run must stop."""
+        nonlocal consecutive_down
+        try:
+            completion, err, attempts = await _generate_one(engine, req, policy, stats, rng, max_model_len,
+                                                            health)
+        except (EngineError, EngineDown) as e:
+            if not fatal:
+                fatal.append(e)
+            stop_others()
+            return False
+        if completion is not None:
+            consecutive_down = 0
+            health.finished()
+            record = SampleRecord(
+                task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
+                seed=req.seed, status="ok", text=completion.text, reasoning=completion.reasoning,
+                finish_reason=completion.finish_reason, prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens, latency_s=round(completion.latency_s, 4),
+                attempts=attempts, time=round(time.time(), 3))
+            store.append(record)
+            stats.done += 1
+            stats.output_tokens += completion.completion_tokens or 0
+            queue.finished(req, completion.completion_tokens)
+            if on_sample is not None:
+                on_sample(record)
+        else:
+            assert err is not None
+            failed_rec = SampleRecord(
+                task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
+                seed=req.seed, status="failed", attempts=attempts, error=str(err), time=round(time.time(), 3))
+            store.append(failed_rec)
+            stats.failed += 1
+            if on_sample is not None:
+                on_sample(failed_rec)
+            log.warning("%s/%s#%d failed after %d attempt(s): %s", req.task, req.problem_id, req.index,
+                        attempts, err)
+            if err.connection:
+                consecutive_down += 1
+                if consecutive_down >= policy.down_after:
+                    if not fatal:
+                        fatal.append(ServerDown(
+                            f"the server stopped answering ({_one_line(err)}); {policy.down_after} samples in a "
+                            f"row used up their {policy.max_retries} retries. Finished samples are kept: re-run "
+                            "the same command to resume"))
+                    stop_others()
+                    return False
+            else:
+                consecutive_down = 0
+        if on_progress is not None:
+            on_progress(stats)  # the slot is still counted in flight: its next request starts right away
+        return True
+
+    changed = asyncio.Condition()
+    refilling = asyncio.Lock()
+
+    async def notify() -> None:
+        async with changed:
+            changed.notify_all()
+
+    async def top_up() -> None:
+        # One worker asks at a time; the others go on starting what is queued meanwhile.
+        if refill is None or refilling.locked() or len(queue) >= concurrency or fatal:
+            return
+        async with refilling:
+            more = await refill()
+            for r in more:
+                queue.add(r)
+            stats.total += len(more)
+        if more:
+            await notify()
+
+    async def worker() -> None:
+        while not fatal:
+            await top_up()
+            if not queue:
+                if refill is None or (stats.in_flight == 0 and not refilling.locked()):
+                    await notify()  # the others waiting: the run is over
+                    return
+                async with changed:  # others are running or asking: their outcomes may call for more
+                    await changed.wait()
+                continue
+            req = queue.pop()
+            stats.in_flight += 1
+            try:
+                if not await run_one(req):
+                    return
+            finally:
+                stats.in_flight -= 1
+                if refill is not None:
+                    await notify()
+
+    async def fsync_every_second() -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            store.sync_if_due()
+
+    def on_done(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            stop_others()  # e.g. the journal cannot be written: stop the others, raise it below
+
+    n_workers = concurrency if refill is not None else min(concurrency, len(requests))
+    workers.extend(asyncio.create_task(worker()) for _ in range(max(1, n_workers)))
+    for w in workers:
+        w.add_done_callback(on_done)
+    syncer = asyncio.create_task(fsync_every_second())
+    try:
+        if workers:
+            results = await asyncio.gather(*workers, return_exceptions=True)
+            if not fatal:
+                for r in results:
+                    if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
+                        raise r
+    finally:
+        for w in [*workers, syncer]:
+            w.cancel()
+        await asyncio.gather(*workers, syncer, return_exceptions=True)
+        store.sync()
+        stats.finished = time.monotonic()
+    if fatal:
+        err = fatal[0]
+        if isinstance(err, EngineError) and err.engine_failure:
+            raise EngineDown(f"the engine cannot serve, so the run stopped: {_one_line(err)}. Finished samples are "
+                             "kept; re-run the same command to resume")
+        if isinstance(err, EngineError):
+            raise UserError(f"the engine cannot continue: {err}. Finished samples are kept; "
+                            "re-run the same command to resume")
+        raise err
+    return stats

@@ -1,0 +1,458 @@
+"""`code`: a response's program, run against the problem's tests in the sandbox (reasoneval.scoring.code.sandbox).
+
+Tests and candidate apart (scoring/code/sandbox/driver.py, docs/sandbox.md): in each sandbox a trusted driver forks the
+candidate's process (HumanEval: the problem's prompt + the extracted code; MBPP: the test imports + the code)
+and runs the tests in its own interpreter, calling the candidate through pipes with values as plain data; its
+verdict, one exact ASCII line, comes back on a channel the candidate never holds. MBPP tasks whose tests need
+the candidate's own objects run in a flagged shared mode. Programs run in the sandbox pool (bounded
+concurrency, one fresh sandbox each); results are cached in the run's `code_runs.jsonl`, keyed by program,
+tests, limits and versions, so a resumed or re-scored run does not run them again.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from reasoneval.errors import UserError
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.scoring.base import SCORERS, Score, ScoringContext
+from reasoneval.scoring.code.sandbox import DRIVER_SOURCE, SANDBOX_VERSION, Limits, ProgramResult, SandboxPool
+
+CODE_SCORER_VERSION = "2"
+CODE_RUNS_FILE = "code_runs.jsonl"
+STDERR_EXCERPT = 1200
+KILLED_RETRIES = 2
+HUMANEVAL_STOPS = ("\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint(")
+
+# A fence's info string: the language word after the backticks (```python, ``` py3, ```c++ ...).
+_FENCE_LANG = re.compile(r"[ \t]*([\w+#.-]*)")
+_PY_LANGS = {"", "python", "py", "python3", "py3"}
+
+
+def strip_reasoning(text: str) -> str:
+    """The answer part of a response: what follows the last `</think>` (reasoning is not code)."""
+    return text.rsplit("</think>", 1)[1] if "</think>" in text else text
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, body) of each ``` fenced block, in order; an unclosed last fence runs to the end.
+
+    A fence opens at ``` followed by an info string and a newline, and closes at the next ``` (a newline
+    before it is not part of the body). Plain `str.find` scans, each character looked at a bounded number
+    of times, so a degenerate response (a million backticks on one line, a fence of blank lines) costs
+    linear time; the regex this replaces rescanned the rest of the line from every ```.
+    """
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while True:
+        start = text.find("```", pos)
+        if start < 0:
+            return out
+        eol = text.find("\n", start + 3)
+        if eol < 0:  # no newline after any later ``` either: no more blocks
+            return out
+        lang_m = _FENCE_LANG.match(text, start + 3, eol)
+        lang = lang_m.group(1) if lang_m else ""
+        body_start = eol + 1
+        close = text.find("```", body_start)
+        if close < 0:
+            out.append((lang, text[body_start:]))
+            return out
+        body_end = close - 1 if close > body_start and text[close - 1] == "\n" else close
+        out.append((lang, text[body_start:body_end]))
+        pos = close + 3
+
+
+def extract_code(text: str, entry_point: str | None = None) -> tuple[str, bool]:
+    """(code, fenced): the Python code of a response.
+
+    Fenced blocks (```python ... ```, an unclosed last fence counts up to the end) are preferred: the first
+    one defining `entry_point`, else the first defining any function, else the first Python block. Without a
+    fence, the text itself up to MBPP's `[DONE]` (and after a leading `[BEGIN]`).
+    """
+    text = strip_reasoning(text).split("[DONE]", 1)[0]
+    blocks = [body for lang, body in fenced_blocks(text) if lang.lower() in _PY_LANGS]
+    if blocks:
+        if entry_point:
+            for b in blocks:
+                if _defines(b, entry_point):
+                    return b, True
+        for b in blocks:
+            if _DEFINES_ANY.search(b):
+                return b, True
+        return blocks[0], True
+    text = text.strip("\n")
+    if text.lstrip().startswith("[BEGIN]"):
+        text = text.lstrip()[len("[BEGIN]"):].lstrip("\n")
+    return text, False
+
+
+def _truncate_at_stops(text: str, stops: Sequence[str]) -> str:
+    cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=len(text))
+    return text[:cut]
+
+
+# A line defining a function. Leading blanks are [^\S\n]* (not \s*, which also crosses newlines and made the
+# search quadratic on runs of blank lines); a def after blank lines still matches, at its own line.
+_DEFINES_ANY = re.compile(r"^[^\S\n]*def\s+\w+\s*\(", re.MULTILINE)
+
+
+def _defines(code: str, name: str) -> bool:
+    return re.search(rf"^[^\S\n]*def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None
+
+
+@dataclass(frozen=True)
+class TestProgram:
+    """What runs for one sample (scoring/code/sandbox/driver.py): the candidate's module, and the tests that judge it.
+
+    Split (the default): the tests run in a trusted interpreter of their own, after `prelude` (trusted text:
+    HumanEval's prompt, MBPP's test imports), with each name of `proxies` calling into the candidate's process;
+    values cross as data. shared: the tests need the candidate's objects (MBPP test_setup_code, tests that use
+    the candidate's classes or pass functions), so they run in the candidate's own namespace (flagged).
+    """
+
+    code: str  # the candidate's module (HumanEval: prompt + completion; MBPP: test imports + code [+ setup])
+    tests: tuple[str, ...]
+    prelude: str = ""
+    proxies: tuple[str, ...] = ()
+    shared: bool = False
+    # the response's own code (the Score's answer; `code` may have the problem's prompt before it)
+    candidate: str = ""
+
+    def key(self, limits: Limits, mode: str) -> str:
+        blob = json.dumps([CODE_SCORER_VERSION, SANDBOX_VERSION, mode, limits.key(), self.code, self.prelude,
+                           list(self.proxies), self.shared, list(self.tests)])
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def stdin(self) -> bytes:
+        """The driver's input: the candidate's part (length-prefixed), then the trusted part (ASCII JSON)."""
+        cand = {"code": self.code, "preload": _imported_modules(self.prelude),
+                **({"shared": list(self.tests)} if self.shared else {})}
+        head = json.dumps(cand, ensure_ascii=True).encode("ascii")
+        trusted = json.dumps({"prelude": self.prelude, "tests": list(self.tests), "proxies": list(self.proxies),
+                              "shared": self.shared}, ensure_ascii=True).encode("ascii")
+        return b"%012d" % len(head) + head + trusted
+
+
+def _imported_modules(code: str) -> list[str]:
+    """The top-level modules that trusted code (a prelude) imports."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    out: dict[str, None] = {}
+    for n in tree.body:
+        if isinstance(n, ast.Import):
+            out.update((a.name, None) for a in n.names)
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            out[n.module] = None
+    return list(out)
+
+
+def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """(names read, names bound) anywhere in `tree`."""
+    read: set[str] = set()
+    bound: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            (read if isinstance(n.ctx, ast.Load) else bound).add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(n.name)
+        elif isinstance(n, ast.arg):
+            bound.add(n.arg)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            bound.add(n.name)
+    return read, bound
+
+
+def mbpp_split(reference: str, tests: Sequence[str], imports: str, setup: str) -> tuple[str, tuple[str, ...]] | None:
+    """How MBPP tests run apart from the candidate, decided from the benchmark's own text only (its reference
+    solution and tests, never the response): (trusted prelude, names to call in the candidate), or None when
+    the tests need the candidate's objects (shared mode): test_setup_code, a lambda, a name of the reference
+    that is not a function (a class, a constant), a function passed around rather than called."""
+    if setup.strip():
+        return None
+    try:
+        ref = ast.parse(reference)
+        trees = [ast.parse(t) for t in tests]
+        imp = ast.parse(imports)
+    except (SyntaxError, ValueError):
+        return None
+    functions = {n.name for n in ref.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    ref_imports = {(a.asname or a.name).split(".")[0]: ast.get_source_segment(reference, n) or ""
+                   for n in ref.body if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    _, imported = _names(imp)
+    proxies: set[str] = set()
+    prelude = [imports]
+    for tree in trees:
+        if any(isinstance(n, ast.Lambda) for n in ast.walk(tree)):
+            return None
+        called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        read, bound = _names(tree)
+        for name in sorted(read - bound - imported - set(dir(builtins))):
+            if name in functions and name in called and sum(
+                    1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name) == sum(
+                    1 for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                    and n.func.id == name):
+                proxies.add(name)
+            elif name in ref_imports and name not in functions:
+                if ref_imports[name] not in prelude:
+                    prelude.append(ref_imports[name])
+            else:
+                return None
+    if not proxies:
+        return None
+    return "\n".join(p for p in prelude if p), tuple(sorted(proxies))
+
+
+def truncate_unfenced(prompt: str, text: str, stops: Sequence[str]) -> str:
+    """An unfenced HumanEval answer: kept whole when the prompt and it parse as a complete program (a chat
+    model's complete function with helpers, imports, comments in column 0); else cut at the longest stop
+    sequence boundary that parses (what the completions API would have cut), else at the first stop."""
+    if _parses(_humaneval_module(prompt, text, None)):
+        return text
+    cuts = sorted({i for s in stops for i in _find_all(text, s, limit=64)})
+    for i in reversed(cuts):
+        if _parses(_humaneval_module(prompt, text[:i], None)):
+            return text[:i]
+    return _truncate_at_stops(text, stops)
+
+
+def _find_all(text: str, sub: str, limit: int) -> list[int]:
+    out: list[int] = []
+    i = text.find(sub)
+    while i >= 0 and len(out) < limit:
+        out.append(i)
+        i = text.find(sub, i + 1)
+    return out
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def _humaneval_module(prompt: str, code: str, entry: str | None) -> str:
+    # a complete function overrides the prompt's stub; a body continues it
+    return f"{prompt}\n\n{code}" if entry is not None and _defines(code, entry) else prompt + code
+
+
+def build_program(problem: Problem, response: str) -> TestProgram | None:
+    """The test program for a HumanEval or MBPP problem and a response; None if the response has no code."""
+    pl = problem.payload
+    if "entry_point" in pl:  # HumanEval
+        entry = str(pl["entry_point"])
+        prompt = str(pl.get("prompt", problem.problem))
+        code, fenced = extract_code(response, entry)
+        if not fenced:
+            # completions API: the response continues the prompt's function body
+            code = strip_reasoning(response)
+            code = code if _defines(code, entry) and _parses(code) else truncate_unfenced(prompt, code, HUMANEVAL_STOPS)
+        if not code.strip():
+            return None
+        return TestProgram(code=_humaneval_module(prompt, code, entry),
+                           tests=(str(pl["test"]) + f"\ncheck({entry})\n",), prelude=prompt, proxies=(entry,),
+                           candidate=code)
+    if "test_list" in pl:  # MBPP (full: test_setup_code; sanitized: test_imports)
+        code, _ = extract_code(response)
+        if not code.strip():
+            return None
+        tests = tuple(str(t) for t in pl["test_list"])
+        imports = "\n".join(map(str, pl.get("test_imports") or []))
+        setup = str(pl.get("test_setup_code") or "")
+        split = mbpp_split(str(pl.get("code") or ""), tests, imports, setup)
+        if split is None:
+            return TestProgram(code=f"{imports}\n{code}\n{setup}", tests=tests, shared=True, candidate=code)
+        return TestProgram(code=f"{imports}\n{code}\n", tests=tests, prelude=split[0], proxies=split[1],
+                           candidate=code)
+    raise UserError(f"code scorer: problem {problem.id} of task {problem.task} has neither HumanEval fields "
+                    "(prompt, test, entry_point) nor MBPP fields (test_list)")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    # "passed" | "failed" | "exited_early" | "timeout" | "sandbox_error" | "harness_error: ..."
+    result: str
+    tests_passed: int | None
+    tests_total: int
+    returncode: int | None
+    stderr: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"result": self.result, "tests_passed": self.tests_passed, "tests_total": self.tests_total,
+                "returncode": self.returncode, "stderr": self.stderr}
+
+
+# The driver's whole stdout (a channel only the trusted side holds): exactly one line of ASCII digits.
+_VERDICT = re.compile(r"([0-9]{1,9}) ([0-9]{1,9}) (ok|exited|killed)\n", re.ASCII)
+
+
+def judge(r: ProgramResult, total: int) -> RunOutcome:
+    """A sandboxed driver run -> its outcome. Passed = exit 0, and the verdict says every test passed."""
+    stderr = r.stderr[-STDERR_EXCERPT:]
+    if r.status == "error":
+        return RunOutcome("sandbox_error", None, total, r.returncode, stderr)
+    if r.status == "timeout":
+        return RunOutcome("timeout", None, total, r.returncode, stderr)
+    m = _VERDICT.fullmatch(r.channel or "")
+    if m is None or int(m.group(2)) != total:
+        return RunOutcome("failed", None, total, r.returncode, stderr)
+    passed = int(m.group(1))
+    if m.group(3) == "exited":
+        return RunOutcome("exited_early", passed, total, r.returncode, stderr)
+    if m.group(3) == "killed":  # a signal ended the candidate's process
+        return RunOutcome("failed", passed, total, r.returncode, stderr)
+    ok = r.status == "ok" and passed == total
+    return RunOutcome("passed" if ok else "failed", passed, total, r.returncode, stderr)
+
+
+class CodeRunCache:
+    """The run's code_runs.jsonl: program key -> outcome, appended as programs finish."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.entries: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        if path is not None and path.exists():
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        d = json.loads(line)
+                        self.entries[d["key"]] = d["outcome"]
+                    except (ValueError, KeyError, TypeError):
+                        continue  # a torn last line after a kill: that program runs again
+
+    def get(self, key: str) -> RunOutcome | None:
+        d = self.entries.get(key)
+        return RunOutcome(**d) if d is not None else None
+
+    def put(self, key: str, outcome: RunOutcome) -> None:
+        d = outcome.to_json()
+        with self._lock:
+            self.entries[key] = d
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.path, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"key": key, "outcome": d}) + "\n")
+
+
+def sandbox_pool(context: ScoringContext) -> SandboxPool:
+    mode = os.environ.get("REASONEVAL_SANDBOX", "auto").strip() or "auto"
+    pool: SandboxPool = context.resource("sandbox_pool", lambda: SandboxPool(workers=context.workers, mode=mode))
+    return pool
+
+
+def code_cache(context: ScoringContext) -> CodeRunCache:
+    cache: CodeRunCache = context.resource("code_run_cache", lambda: CodeRunCache(
+        context.cache_dir / CODE_RUNS_FILE if context.cache_dir is not None else None))
+    return cache
+
+
+@SCORERS.register("code")
+class CodeScorer:
+    """Runs the response's code against the problem's tests in the sandbox; correct = every test passed.
+
+    Settings: timeout_s (wall clock per program, default 5), memory_mb (address space, default 1024).
+    Details per sample: result (passed | failed | exited_early | timeout | no_code | sandbox_error |
+    harness_error: ...), tests_passed / tests_total, returncode, stderr (an excerpt), shared_interpreter (true
+    for MBPP tasks run in the shared mode).
+    """
+
+    name = "code"
+    version = f"{CODE_SCORER_VERSION}.{SANDBOX_VERSION}"
+
+    def __init__(self, context: ScoringContext, timeout_s: float = 5.0, memory_mb: int = 1024) -> None:
+        self.context = context
+        self.limits = Limits(timeout_s=float(timeout_s), memory_mb=int(memory_mb))
+
+    def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
+        programs: list[TestProgram | None | str] = []
+        for p, s in zip(problems, samples):
+            try:
+                programs.append(build_program(p, s.text or ""))
+            except UserError:
+                raise  # a problem row without the fields: the task's data is wrong, not this sample
+            except Exception as e:
+                programs.append(_harness_error(e))
+        pool, cache = sandbox_pool(self.context), code_cache(self.context)
+        mode = pool.sandbox.mode
+        keys = [prog.key(self.limits, mode) if isinstance(prog, TestProgram) else None for prog in programs]
+        todo: dict[str, TestProgram] = {}
+        for k, prog in zip(keys, programs):
+            if k is not None and isinstance(prog, TestProgram) and cache.get(k) is None:
+                todo.setdefault(k, prog)  # identical programs run once
+        fresh = self._run(pool, todo)
+        for k, outcome in fresh.items():
+            # not cached: the sandbox's own failure, or the harness's, may pass on a rerun
+            if outcome.result != "sandbox_error" and not outcome.result.startswith("harness_error"):
+                cache.put(k, outcome)
+        out = []
+        for k, prog in zip(keys, programs):
+            if isinstance(prog, str):
+                out.append(Score(False, False, None, "error", {"result": prog}))
+                continue
+            if k is None or prog is None:
+                out.append(Score(False, False, None, "no_answer", {"result": "no_code"}))
+                continue
+            o = fresh.get(k) or cache.get(k)
+            assert o is not None
+            status = {"timeout": "timeout", "sandbox_error": "error"}.get(o.result, "ok")
+            if o.result.startswith("harness_error"):
+                status = "error"
+            correct = o.result == "passed"
+            details = {**o.to_json(), **({"shared_interpreter": True} if prog.shared else {})}
+            out.append(Score(correct, correct, prog.candidate, status, details))
+        return out
+
+    def _run(self, pool: SandboxPool, todo: dict[str, TestProgram]) -> dict[str, RunOutcome]:
+        """Run the programs; one killed before its verdict (by something other than the harness's timeout: an OOM
+        kill, another process) runs again, up to KILLED_RETRIES times, before it counts."""
+        fresh: dict[str, RunOutcome] = {}
+        pending = dict(todo)
+        for attempt in range(KILLED_RETRIES + 1):
+            if not pending:
+                break
+            items = list(pending.items())
+            try:
+                results = pool.run_many([DRIVER_SOURCE] * len(items), self.limits,
+                                        stdins=[prog.stdin() for _, prog in items])
+            except Exception as e:
+                return {**fresh, **{k: RunOutcome(_harness_error(e), None, len(p.tests), None, "")
+                                    for k, p in items}}
+            pending = {}
+            for (k, prog), r in zip(items, results):
+                try:
+                    fresh[k] = judge(r, len(prog.tests))
+                except Exception as e:
+                    fresh[k] = RunOutcome(_harness_error(e), None, len(prog.tests), r.returncode, "")
+                if _killed_without_verdict(r) and attempt < KILLED_RETRIES:
+                    pending[k] = prog
+        return fresh
+
+
+def _killed_without_verdict(r: ProgramResult) -> bool:
+    """The candidate's process was ended by a signal, or the driver ended without a verdict: the trusted driver
+    always writes one unless something killed it (an OOM kill, another process, the candidate itself). The
+    exit status does not tell which: the fallback's `unshare` exits 1 when its child dies of SIGKILL."""
+    m = _VERDICT.fullmatch(r.channel or "")
+    if m is not None:
+        return m.group(3) == "killed"
+    return r.status == "failed"
+
+
+def _harness_error(e: BaseException) -> str:
+    return f"harness_error: {type(e).__name__}: {str(e)[:300]}"

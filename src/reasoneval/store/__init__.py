@@ -1,6 +1,0 @@
-"""The sample store: an append-only journal per run directory, resumable to the sample."""
-
-from .problems import add_problems, read_problems
-from .sample_store import SampleKey, SampleStore, iter_jsonl, read_jsonl_index
-
-__all__ = ["SampleStore", "SampleKey", "iter_jsonl", "read_jsonl_index", "add_problems", "read_problems"]

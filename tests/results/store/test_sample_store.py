@@ -1,0 +1,121 @@
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from reasoneval.errors import UserError
+from reasoneval.records import SampleRecord
+from reasoneval.results.store import SampleStore, iter_jsonl
+
+
+def rec(i: int, status: str = "ok", task: str = "t", key: str = "k") -> SampleRecord:
+    return SampleRecord(task=task, problem_key=key, problem_id="p", index=i, seed=i, status=status,  # type: ignore[arg-type]
+                        text=f"answer {i}" if status == "ok" else None, error=None if status == "ok" else "boom")
+
+
+def test_append_and_scan(tmp_path: Path) -> None:
+    with SampleStore(tmp_path) as s:
+        s.append(rec(0))
+        s.append(rec(1, "failed"))
+        s.append(rec(2))
+    st = SampleStore(tmp_path).scan()
+    assert st.ok == {("t", "k", 0), ("t", "k", 2)}
+    assert st.failed == {("t", "k", 1)}
+    # a later success of a failed sample wins
+    with SampleStore(tmp_path) as s:
+        s.append(rec(1))
+    st = SampleStore(tmp_path).scan()
+    assert ("t", "k", 1) in st.ok and not st.failed
+
+
+def test_scan_gives_each_problems_mean_finished_length(tmp_path: Path) -> None:
+    import dataclasses
+
+    with SampleStore(tmp_path) as s:
+        s.append(dataclasses.replace(rec(0), completion_tokens=100))
+        s.append(dataclasses.replace(rec(1), completion_tokens=300))
+        s.append(dataclasses.replace(rec(1), completion_tokens=900))  # a duplicate of a finished sample counts once
+        s.append(rec(2, "failed"))
+        s.append(dataclasses.replace(rec(0, key="q"), completion_tokens=None))
+    assert SampleStore(tmp_path).scan().lengths == {("t", "k"): 200.0}
+
+
+def test_each_append_is_a_whole_flushed_line_before_return(tmp_path: Path) -> None:
+    s = SampleStore(tmp_path).open()
+    try:
+        s.append(rec(0))
+        # another reader sees the line at once, whole
+        lines = (tmp_path / "samples.jsonl").read_bytes().splitlines(keepends=True)
+        assert len(lines) == 1 and lines[0].endswith(b"\n")
+        assert json.loads(lines[0])["index"] == 0
+    finally:
+        s.close()
+
+
+def test_torn_last_line_is_skipped_then_cut_before_appending(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with SampleStore(tmp_path) as s:
+        s.append(rec(0))
+        s.append(rec(1))
+    path = tmp_path / "samples.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"task":"t","problem_key":"k","ind')  # a kill mid-write
+    with caplog.at_level("WARNING", logger="reasoneval"):
+        st = SampleStore(tmp_path).scan()
+    assert st.ok == {("t", "k", 0), ("t", "k", 1)}
+    assert "torn" in caplog.text
+    # the next writer cuts the torn tail so its first line is not glued onto it
+    with SampleStore(tmp_path) as s:
+        s.append(rec(2))
+    assert [d["index"] for d in iter_jsonl(path)] == [0, 1, 2]
+    assert path.read_bytes().startswith(whole)
+
+
+def test_second_writer_gets_a_clear_error(tmp_path: Path) -> None:
+    code = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2] / 'src')!r})
+        from reasoneval.results.store import SampleStore
+        s = SampleStore({str(tmp_path)!r}).open()
+        print("locked", flush=True)
+        time.sleep(60)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "locked"
+        with pytest.raises(UserError, match="another reasoneval process .*pid"):
+            SampleStore(tmp_path).open()
+    finally:
+        p.kill()
+        p.wait()
+    # the lock dies with its holder, even on SIGKILL
+    SampleStore(tmp_path).open().close()
+
+
+def test_killed_writer_loses_nothing_it_counted_done(tmp_path: Path) -> None:
+    """A child appends and reports each index after append() returns; SIGKILL; all reported are on disk."""
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2] / 'src')!r})
+        from reasoneval.results.store import SampleStore
+        from reasoneval.records import SampleRecord
+        s = SampleStore({str(tmp_path)!r}).open()
+        i = 0
+        while True:
+            s.append(SampleRecord(task="t", problem_key="k", problem_id="p", index=i, seed=i, status="ok",
+                                  text="x" * 5000))
+            print(i, flush=True)
+            i += 1
+    """)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    reported = []
+    while len(reported) < 300:
+        reported.append(int(p.stdout.readline()))
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    st = SampleStore(tmp_path).scan()
+    assert {("t", "k", i) for i in reported} <= st.ok
