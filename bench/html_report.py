@@ -39,6 +39,7 @@ from reasoneval.report.parquet import SCHEMA
 from reasoneval.report.summary_json import write_summary
 from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, write_config
 from reasoneval.results.store import add_problems
+from reasoneval.run.identity import RunSettings
 from reasoneval.scoring import TaskScoring
 from reasoneval.tasks import problem_key
 
@@ -79,7 +80,7 @@ def build(run_dir: Path, problems: int, samples: int, tokens: int, seed: int) ->
                                        correct_classes=frozenset({1}), completion_tokens=toks,
                                        finish_reasons=["length" if t else "stop" for t in trunc]))
     writer.close()
-    cfg = RunConfig(run_id=run_dir.name, settings={"model": "synthetic"}, engine="openai", n=samples, tasks=["math500"],
+    cfg = RunConfig(run_id=run_dir.name, settings=RunSettings(model="synthetic"), engine="openai", n=samples, tasks=["math500"],
                     problem_keys={"math500": [p.key for p in probs]}, scoring={"math500": TaskScoring("math")})
     write_config(run_dir, cfg)
     m = task_metrics(outcomes, samples)

@@ -5,9 +5,10 @@ task -> Problem -> Request -> engine -> Completion -> SampleRecord (journal) -> 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
+
+from reasoneval.serial import JsonRecord
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Problem:
 
 
 @dataclass(frozen=True)
-class SamplingParams:
+class SamplingParams(JsonRecord):
     temperature: float = 0.6
     top_p: float = 0.95
     top_k: int | None = None
@@ -48,11 +49,8 @@ class SamplingParams:
     # Passed through verbatim to OpenAI-compatible servers (e.g. {"repetition_penalty": 1.05}).
     extra_body: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["stop"] = list(self.stop)
-        d["extra_body"] = dict(self.extra_body)
-        return d
+    def to_dict(self) -> dict[str, Any]:  # the engines' name for to_json_dict()
+        return self.to_json_dict()
 
 
 @dataclass(frozen=True)
@@ -87,7 +85,7 @@ SampleStatus = Literal["ok", "failed"]
 
 
 @dataclass(frozen=True)
-class SampleRecord:
+class SampleRecord(JsonRecord):
     """One journal line of samples.jsonl.
 
     A failed sample (non-retryable error, or retries used up) is journaled with its error so
@@ -109,11 +107,3 @@ class SampleRecord:
     attempts: int = 1
     error: str | None = None
     time: float | None = None
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json_dict(cls, d: Mapping[str, Any]) -> SampleRecord:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})

@@ -12,6 +12,7 @@ import reasoneval
 from reasoneval.cli.main import main
 from reasoneval.errors import UserError
 from reasoneval.results.schema import SCHEMA_VERSION, RunConfig, load_config, load_run
+from reasoneval.run.identity import RunSettings
 from reasoneval.scoring import TaskScoring
 from reasoneval.tasks import problem_key
 
@@ -71,7 +72,7 @@ def test_summary_round_trips_and_a_newer_schema_is_refused(tmp_path: Path) -> No
 
 
 def test_run_config_round_trip() -> None:
-    cfg = RunConfig(run_id="r", settings={"model": "m"}, engine="local", n=4, tasks=["a"], problem_keys={"a": ["k"]},
+    cfg = RunConfig(run_id="r", settings=RunSettings(model="m"), engine="local", n=4, tasks=["a"], problem_keys={"a": ["k"]},
                     scoring={"a": TaskScoring("math", {"rel_tol": 0.01})}, engine_config={"replicas": 2})
     assert RunConfig.from_json_dict(json.loads(json.dumps(cfg.to_json_dict()))) == cfg
 

@@ -1,6 +1,7 @@
 """`reasoneval export RUN_DIR`: a run's samples as chat-message training data (JSONL or Parquet).
 
-Each row: `messages` (the prompt the run sent, as chat messages, and the response as the assistant
+Each row: `messages` (the prompt the run sent, as chat messages, rebuilt by plan's own request_maker from
+the run's settings, few-shot exemplars included, and the response as the assistant
 turn) and beside it the task, problem id and key, sample index, seed, score, extracted answer, finish
 reason, tokens, model and run id. The samples stream from the journal (samples.jsonl) line by line;
 only the grades (a few bytes per sample, from results.parquet) and the problems are held in memory, so
@@ -10,21 +11,28 @@ a multi-GB run exports in bounded memory.
 from __future__ import annotations
 
 import json
+import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from reasoneval.analysis.outcomes import iter_problem_rows
 from reasoneval.errors import UserError
-from reasoneval.prompts import PromptConfig, build_messages, build_prompt
-from reasoneval.records import Problem
+from reasoneval.prompts import EXEMPLARS_HASH, PromptConfig
+from reasoneval.records import Problem, SamplingParams
 from reasoneval.results.schema import RunConfig, load_run
 from reasoneval.results.store import SampleStore
 from reasoneval.results.store.problems import read_problems
+from reasoneval.run.plan import LoadedTask, request_maker
+from reasoneval.scoring.base import TaskScoring
 from reasoneval.tasks.catalog import TASKS
+from reasoneval.tasks.spec import TaskSpec
+
+log = logging.getLogger("reasoneval")
 
 ROW_SCHEMA = pa.schema([
     ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
@@ -57,23 +65,62 @@ class ExportCounts:
     per_problem_cap: int = 0
 
 
-def _prompt_style(config: RunConfig, task: str) -> str:
-    if task in TASKS.names():
-        return TASKS.get(task).prompt
-    scoring = config.scoring.get(task)
-    return "choice" if scoring is not None and scoring.scorer == "choice" else "boxed"
-
-
-def _prompt_messages(problem: Problem, config: RunConfig) -> list[dict[str, str]]:
+def prompt_config(config: RunConfig) -> PromptConfig:
+    """The run's prompt choices, as `run` made them (config.json's settings: the system prompt, the
+    template's text, and --prompt-style / --num-fewshot / --no-style-stop)."""
     s = config.settings
-    cfg = PromptConfig(system_prompt=s.get("system_prompt"), template=s.get("prompt_template"),
-                       style=_prompt_style(config, problem.task))
-    if s.get("api") == "completions":
-        return [{"role": "user", "content": build_prompt(problem, cfg)}]
-    return [dict(m) for m in build_messages(problem, cfg)]
+    style = s.prompt_style or {}
+    if style.get("exemplars") not in (None, EXEMPLARS_HASH):
+        log.warning("the few-shot exemplars changed since run %s was made: its exported prompts hold today's "
+                    "exemplars, not the ones the model saw", config.run_id)
+    return PromptConfig(system_prompt=s.system_prompt, template=s.prompt_template, num_fewshot=style.get("num_fewshot"),
+                        style_override=style.get("style"), style_stop=bool(style.get("style_stop", True)))
 
 
-def iter_export_rows(run_dir: Path, flt: ExportFilter, counts: ExportCounts | None = None) -> Iterator[dict[str, Any]]:
+def _task_spec(config: RunConfig, task: str) -> TaskSpec:
+    if task in TASKS.names():
+        return TASKS.get(task)
+    scoring = config.scoring.get(task) or TaskScoring()
+    # A file of generations imported with `score` was never prompted here: the prompt its scorer expects.
+    prompt = "choice" if config.engine == "score" and scoring.scorer == "choice" else "boxed"
+    return TaskSpec(name=task, description="user data", scoring=scoring, prompt=prompt)  # as load_user_data's
+
+
+def sent_prompts(config: RunConfig, problems: Sequence[Problem], data_dir: Path | None = None
+                 ) -> dict[tuple[str, str], list[dict[str, str]]]:
+    """(task, problem key) -> the prompt the run sent for that problem, as chat messages (a completions run's
+    prompt as one user message): built by `plan`'s own request_maker from the run's settings, with the
+    problems in the order the run covered them (a drawn few-shot style's exemplars depend on it) and the
+    few-shot pool the pipeline loads (`with_fewshot_pool`: the data dir, cache or Hub)."""
+    from reasoneval.run.pipeline import with_fewshot_pool
+
+    prompt = prompt_config(config)
+    by_task: dict[str, list[Problem]] = {}
+    for p in problems:
+        by_task.setdefault(p.task, []).append(p)
+    tasks = []
+    for task, ps in by_task.items():
+        order = {k: i for i, k in enumerate(config.problem_keys.get(task, []))}
+        ps = sorted(ps, key=lambda p: order.get(p.key, len(order)))  # stable: the rest in first-seen order
+        tasks.append(with_fewshot_pool(LoadedTask(_task_spec(config, task), ps), prompt, data_dir))
+    s = config.settings
+    api = s.api or "chat"
+    make = request_maker(tasks, seed=s.seed or 0, sampling=s.sampling or SamplingParams(), api=api, prompt=prompt)
+    out: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for t in tasks:
+        for p in t.problems:
+            req = make(p, 0)
+            if req.prompt is not None:
+                out[(p.task, p.key)] = [{"role": "user", "content": req.prompt}]
+            else:
+                out[(p.task, p.key)] = [dict(m) for m in req.messages or ()]
+    return out
+
+
+def iter_export_rows(run_dir: Path, flt: ExportFilter, counts: ExportCounts | None = None,
+                     data_dir: Path | None = None) -> Iterator[dict[str, Any]]:
+    """data_dir: where a drawn few-shot style's pool is read from (default: $REASONEVAL_DATA_DIR, else the
+    cache or the Hub, as `run` does)."""
     run_dir = Path(run_dir)
     result = load_run(run_dir)
     counts = counts if counts is not None else ExportCounts()
@@ -81,8 +128,13 @@ def iter_export_rows(run_dir: Path, flt: ExportFilter, counts: ExportCounts | No
     for d in iter_problem_rows(run_dir, ("task", "problem_key", "sample_indices", "correct", "extracted")):
         grades[(str(d["task"]), str(d["problem_key"]))] = {
             int(i): (bool(c), e) for i, c, e in zip(d["sample_indices"], d["correct"], d["extracted"])}  # type: ignore[call-overload]
-    problems = {(p.task, p.key): p for p in read_problems(run_dir) if (p.task, p.key) in grades}
-    prompts: dict[tuple[str, str], list[dict[str, str]]] = {}
+    every = read_problems(run_dir)
+    problems = {(p.task, p.key): p for p in every if (p.task, p.key) in grades}
+    if data_dir is None and os.environ.get("REASONEVAL_DATA_DIR"):
+        data_dir = Path(os.environ["REASONEVAL_DATA_DIR"])
+    # Every problem of the exported tasks, not only the graded ones: a drawn style's shots depend on the position.
+    graded_tasks = {task for task, _ in grades}
+    prompts = sent_prompts(result.config, [p for p in every if p.task in graded_tasks], data_dir)
     taken: dict[tuple[str, str], int] = {}
     seen: set[tuple[str, str, int]] = set()
     for rec in SampleStore(run_dir).records():
@@ -108,8 +160,6 @@ def iter_export_rows(run_dir: Path, flt: ExportFilter, counts: ExportCounts | No
             continue
         taken[key] = taken.get(key, 0) + 1
         problem = problems[key]
-        if key not in prompts:
-            prompts[key] = _prompt_messages(problem, result.config)
         counts.written += 1
         yield {"messages": [*prompts[key], {"role": "assistant", "content": rec.text or ""}],
                "task": rec.task, "problem_id": rec.problem_id, "problem_key": rec.problem_key,
@@ -119,14 +169,14 @@ def iter_export_rows(run_dir: Path, flt: ExportFilter, counts: ExportCounts | No
 
 
 def export_run(run_dir: Path | str, out: Path | str, flt: ExportFilter, fmt: str | None = None,
-               batch_rows: int = 512) -> ExportCounts:
+               batch_rows: int = 512, data_dir: Path | None = None) -> ExportCounts:
     """Write the rows to `out` (.jsonl or .parquet, or `fmt`); returns what was written and dropped."""
     out = Path(out)
     fmt = fmt or ("parquet" if out.suffix == ".parquet" else "jsonl" if out.suffix in (".jsonl", ".json") else None)
     if fmt not in ("jsonl", "parquet"):
         raise UserError(f"cannot tell the format of {out}: name it .jsonl or .parquet, or pass --format")
     counts = ExportCounts()
-    rows = iter_export_rows(Path(run_dir), flt, counts)
+    rows = iter_export_rows(Path(run_dir), flt, counts, data_dir)
     tmp = out.with_name(out.name + ".tmp")
     if fmt == "jsonl":
         with open(tmp, "w", encoding="utf-8") as f:

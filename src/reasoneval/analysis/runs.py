@@ -22,8 +22,8 @@ class RunRow:
 
     @property
     def identity(self) -> str:
-        ident = self.result.config.settings.get("model_identity")
-        if isinstance(ident, dict):
+        ident: object = self.result.config.settings.model_identity
+        if isinstance(ident, dict):  # (as some runs wrote it)
             return ",".join(f"{k}={v}" for k, v in sorted(ident.items()) if v)
         return str(ident or "")
 
@@ -94,8 +94,8 @@ def table_rows(rows: list[RunRow]) -> tuple[list[str], list[list[str]], list[dic
 def setting_label(result: RunResult) -> str:
     """What tells apart runs of one checkpoint on the same task (the battery's gsm8k at 4 and 8 shots):
     the prompt style and shots asked for, e.g. "gsm8k_cot, 8-shot"; "" when none was asked."""
-    style = result.config.settings.get("prompt_style")
-    if not isinstance(style, dict):
+    style = result.config.settings.prompt_style
+    if style is None:
         return ""
     parts = [str(style["style"])] if style.get("style") else []
     if style.get("num_fewshot") is not None:

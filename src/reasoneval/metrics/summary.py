@@ -13,6 +13,7 @@ from scipy import optimize, special, stats
 from reasoneval.errors import UserError
 from reasoneval.metrics.majority import maj_at_k, maj_ks
 from reasoneval.metrics.passk import pass_at_k_matrix
+from reasoneval.serial import JsonRecord, json_field
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class SEAtK:
 
 
 @dataclass(frozen=True)
-class TaskMetrics:
+class TaskMetrics(JsonRecord):
     """Every metric of one task, or of a pool of tasks (`macro_mean` is set for the pool).
 
     Dict keys k are ints here and strings in summary.json. docs/statistics.md defines each figure.
@@ -85,56 +86,14 @@ class TaskMetrics:
     tokens: TokenStats
     truncation_rate: float | None
     no_answer_rate: float | None
-    macro_mean: float | None = None
+    macro_mean: float | None = json_field(default=None, omit_none=True)
     # metadata field ("subject", "level") -> value -> accuracy of that group
-    breakdown: dict[str, dict[str, GroupMetrics]] = field(default_factory=dict)
-    se_vs_k: dict[int, SEAtK] = field(default_factory=dict)
+    breakdown: dict[str, dict[str, GroupMetrics]] = json_field(default_factory=dict, omit_empty=True)
+    se_vs_k: dict[int, SEAtK] = json_field(default_factory=dict, omit_empty=True)
     # Extra scorers' accuracy (mean over problems of each problem's mean over samples) ± SE, by metric
     # name (e.g. lm-eval's "strict-match", "flexible-extract", "exact_match"); see extra_metrics;
     # and the scorer's own named figures (IFEval's instruction-level accuracy), see value_metrics.
-    extra: dict[str, GroupMetrics] = field(default_factory=dict)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "num_problems": self.num_problems, "num_samples": self.num_samples, "num_missing": self.num_missing,
-            "mean": self.mean, "stderr": self.stderr, "ci95": list(self.ci95) if self.ci95 is not None else None,
-            "stderr_resample": self.stderr_resample,
-            "pass_at_k": {str(k): v for k, v in self.pass_at_k.items()},
-            "pass_at_k_stderr": {str(k): v for k, v in self.pass_at_k_stderr.items()},
-            "maj_at_k": {str(k): v for k, v in self.maj_at_k.items()},
-            "tokens": dataclasses.asdict(self.tokens),
-            "truncation_rate": self.truncation_rate, "no_answer_rate": self.no_answer_rate,
-        }
-        if self.macro_mean is not None:
-            d["macro_mean"] = self.macro_mean
-        if self.breakdown:
-            d["breakdown"] = {f: {v: dataclasses.asdict(g) for v, g in groups.items()}
-                              for f, groups in self.breakdown.items()}
-        if self.se_vs_k:
-            d["se_vs_k"] = {str(k): dataclasses.asdict(v) for k, v in self.se_vs_k.items()}
-        if self.extra:
-            d["extra"] = {name: dataclasses.asdict(g) for name, g in self.extra.items()}
-        return d
-
-    @classmethod
-    def from_json_dict(cls, d: Mapping[str, Any]) -> TaskMetrics:
-        def by_k(x: Any) -> dict[int, Any]:
-            return {int(k): v for k, v in (x or {}).items()}
-
-        ci = d.get("ci95")
-        return cls(
-            num_problems=int(d.get("num_problems") or 0), num_samples=int(d.get("num_samples") or 0),
-            num_missing=int(d.get("num_missing") or 0), mean=d.get("mean"), stderr=d.get("stderr"),
-            ci95=(float(ci[0]), float(ci[1])) if ci else None, stderr_resample=d.get("stderr_resample"),
-            pass_at_k=by_k(d.get("pass_at_k")), pass_at_k_stderr=by_k(d.get("pass_at_k_stderr")),
-            maj_at_k=by_k(d.get("maj_at_k")), tokens=TokenStats(**(d.get("tokens") or {})),
-            truncation_rate=d.get("truncation_rate"), no_answer_rate=d.get("no_answer_rate"),
-            macro_mean=d.get("macro_mean"),
-            breakdown={f: {v: GroupMetrics(**g) for v, g in groups.items()}
-                       for f, groups in (d.get("breakdown") or {}).items()},
-            se_vs_k={int(k): SEAtK(**v) for k, v in (d.get("se_vs_k") or {}).items()},
-            extra={name: GroupMetrics(**g) for name, g in (d.get("extra") or {}).items()},
-        )
+    extra: dict[str, GroupMetrics] = json_field(default_factory=dict, omit_empty=True)
 
 
 def _check(outcomes: Sequence[ProblemOutcome], K: int) -> None:

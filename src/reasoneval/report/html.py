@@ -278,7 +278,7 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
         _write_sidecar(sidecar, i, blob)
     tasks = list(result.tasks)
     cfg = result.config
-    settings = json.dumps({"settings": dict(cfg.settings), "engine": cfg.engine, "engine_config": cfg.engine_config,
+    settings = json.dumps({"settings": cfg.settings.to_json_dict(), "engine": cfg.engine, "engine_config": cfg.engine_config,
                            "scoring": {t: s.to_json_dict() for t, s in cfg.scoring.items()}, "versions": cfg.versions,
                            "scorers": result.scorers, "timing": dataclasses.asdict(result.timing)}, indent=2,
                           ensure_ascii=False, default=str)

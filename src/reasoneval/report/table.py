@@ -37,8 +37,8 @@ def _extra_rows(name: str, m: TaskMetrics, ks: list[int], K: int) -> list[list[s
 
 
 def _greedy(result: RunResult) -> bool:
-    sampling = result.config.settings.get("sampling") or {}
-    return result.n == 1 and sampling.get("temperature") == 0
+    sampling = result.config.settings.sampling
+    return result.n == 1 and sampling is not None and sampling.temperature == 0
 
 
 def render_table(result: RunResult, console: Console | None = None) -> Table:

@@ -16,7 +16,9 @@ from typing import Any, Mapping
 
 from reasoneval.errors import UserError
 from reasoneval.metrics import TaskMetrics
+from reasoneval.run.identity import RunSettings
 from reasoneval.scoring.base import TaskScoring
+from reasoneval.serial import JsonRecord, from_json, json_field
 
 SCHEMA_VERSION = 2
 CONFIG_FILE = "config.json"
@@ -24,7 +26,7 @@ SUMMARY_FILE = "summary.json"
 
 
 @dataclass(frozen=True)
-class GenerationTiming:
+class GenerationTiming(JsonRecord):
     """The last generation pass of a run (empty for a run that only scored)."""
 
     wall_s: float = 0.0
@@ -36,32 +38,31 @@ class GenerationTiming:
     failed: int = 0
     output_tokens: int = 0
 
-    @classmethod
-    def from_json_dict(cls, d: Mapping[str, Any] | None) -> GenerationTiming:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in (d or {}).items() if k in names})
 
+@dataclass(frozen=True, kw_only=True)
+class RunConfig(JsonRecord):
+    """config.json: what a run is (its identity and settings) and what it covers. Fields are written in
+    this order (reasoneval.serial)."""
 
-@dataclass(frozen=True)
-class RunConfig:
-    """config.json: what a run is (its identity and settings) and what it covers."""
-
-    run_id: str
-    # RunSettings.to_dict(): everything the run id hashes (model, identity, api, prompt, sampling, seed).
-    settings: Mapping[str, Any]
+    schema_version: int = SCHEMA_VERSION
+    run_id: str = ""
+    # Everything the run id hashes (model, identity, api, prompt, sampling, seed).
+    settings: RunSettings = field(default_factory=lambda: RunSettings(model=""))
     # "openai" | "local" | "launch" | "vllm" | ... | "score" (an imported file of generations)
-    engine: str
-    n: int
-    tasks: list[str]
+    engine: str = ""
+    n: int = 1
+    tasks: list[str] = field(default_factory=list)
     # task -> the problem keys the last `run` covered, in order (limits `report` to them)
-    problem_keys: dict[str, list[str]]
+    problem_keys: dict[str, list[str]] = field(default_factory=dict)
     # task -> how its responses are scored
-    scoring: dict[str, TaskScoring]
+    scoring: dict[str, TaskScoring] = field(default_factory=dict)
     # What the engine says served the run (its options, no secrets; e.g. the local engine's kernels).
     engine_config: dict[str, Any] = field(default_factory=dict)
     base_url: str | None = None
     api_key_env: str | None = None
     limit: int | None = None
+    # task -> {"num_problems", "hash" (of its problems), "source", "version" (TaskSpec.version; not in runs
+    # written before tasks had versions: task_version() is None then)}
     datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
     concurrency: int | None = None
     max_model_len: int | None = None
@@ -73,91 +74,74 @@ class RunConfig:
     last_generation: GenerationTiming | None = None
     # run --target-se: {"target_se": points, "max_n", "budget_samples", "stopped": {task: why}}; None: uniform K
     adaptive: dict[str, Any] | None = None
-    schema_version: int = SCHEMA_VERSION
 
     @property
     def model(self) -> str:
-        return str(self.settings.get("model") or "")
+        return self.settings.model or ""
 
-    def to_json_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["scoring"] = {t: s.to_json_dict() for t, s in self.scoring.items()}
-        d["settings"] = dict(self.settings)
-        return {"schema_version": d.pop("schema_version"), **d}
+    def task_version(self, task: str) -> str | None:
+        """The version of the task definition the run was made with; None for a run written before tasks
+        had versions (the definition then is version "1")."""
+        v = self.datasets.get(task, {}).get("version")
+        return None if v is None else str(v)
 
     @classmethod
     def from_json_dict(cls, d: Mapping[str, Any], legacy_scoring: Mapping[str, TaskScoring] | None = None
                        ) -> RunConfig:
-        version = int(d.get("schema_version") or 1)
-        if version > SCHEMA_VERSION:
-            raise UserError(f"config.json has schema version {version}, newer than this reasoneval reads "
-                            f"({SCHEMA_VERSION}): upgrade reasoneval")
-        tasks = list(d.get("tasks") or [])
-        scoring = {t: TaskScoring.from_json_dict(s) for t, s in (d.get("scoring") or {}).items()}
-        for t, s in (legacy_scoring or {}).items():
-            scoring.setdefault(t, s)
-        last = d.get("last_generation")
-        return cls(
-            run_id=str(d.get("run_id") or ""), settings=dict(d.get("settings") or {}),
-            engine=str(d.get("engine") or ""), n=int(d.get("n") or 1), tasks=tasks,
-            problem_keys={t: list(ks) for t, ks in (d.get("problem_keys") or {}).items()}, scoring=scoring,
-            engine_config=dict(d.get("engine_config") or {}), base_url=d.get("base_url"),
-            api_key_env=d.get("api_key_env"), limit=d.get("limit"), datasets=dict(d.get("datasets") or {}),
-            concurrency=d.get("concurrency"), max_model_len=d.get("max_model_len"),
-            versions=dict(d.get("versions") or {}), source=d.get("source"), created=d.get("created"),
-            updated=d.get("updated"), last_generation=GenerationTiming.from_json_dict(last) if last else None,
-            adaptive=d.get("adaptive"),
-        )
+        _check_version(d, CONFIG_FILE)
+        config = from_json(cls, d, schema_version=SCHEMA_VERSION)
+        if legacy_scoring:
+            config = dataclasses.replace(config, scoring={
+                **config.scoring, **{t: s for t, s in legacy_scoring.items() if t not in config.scoring}})
+        return config
 
 
-@dataclass(frozen=True)
-class RunResult:
-    """summary.json: every metric per task and over all tasks, with the config that produced them."""
+@dataclass(frozen=True, kw_only=True)
+class RunResult(JsonRecord):
+    """summary.json: every metric per task and over all tasks, with the config that produced them. Fields
+    are written in this order (reasoneval.serial); `run_dir` is where it was read from, not written."""
 
+    schema_version: int = SCHEMA_VERSION
     model: str
     run_id: str
-    run_dir: Path
-    config: RunConfig
+    run_dir: Path = json_field(skip=True)
     # Samples per problem the metrics use (K).
     n: int
+    config: RunConfig
     tasks: dict[str, TaskMetrics]
     aggregate: TaskMetrics
-    timing: GenerationTiming
-    complete: bool
+    timing: GenerationTiming = field(default_factory=GenerationTiming)
+    complete: bool = False
     # scorer name -> its version, for the scorers this result used
     scorers: dict[str, str] = field(default_factory=dict)
     # run --target-se, per task: target_se, se (points), met, stopped, samples, n_min, n_max, n_histogram,
     # pass_at_k_max (pass@k and maj@k are reported for k <= n_min only), uniform_k and uniform_samples (what
     # uniform K reaching the same SE would cost). None: a uniform run.
-    adaptive: dict[str, Any] | None = None
-    schema_version: int = SCHEMA_VERSION
-
-    def to_json_dict(self) -> dict[str, Any]:
-        d = {
-            "schema_version": self.schema_version, "model": self.model, "run_id": self.run_id, "n": self.n,
-            "config": self.config.to_json_dict(),
-            "tasks": {t: m.to_json_dict() for t, m in self.tasks.items()},
-            "aggregate": self.aggregate.to_json_dict(), "timing": dataclasses.asdict(self.timing),
-            "complete": self.complete, "scorers": dict(self.scorers),
-        }
-        if self.adaptive is not None:
-            d["adaptive"] = self.adaptive
-        return d
+    adaptive: dict[str, Any] | None = json_field(default=None, omit_none=True)
 
     @classmethod
-    def from_json_dict(cls, d: Mapping[str, Any], run_dir: Path, config: RunConfig | None = None) -> RunResult:
-        version = int(d.get("schema_version") or 1)
-        if version > SCHEMA_VERSION:
-            raise UserError(f"{run_dir}/summary.json has schema version {version}, newer than this reasoneval "
-                            f"reads ({SCHEMA_VERSION}): upgrade reasoneval")
+    def from_json_dict(cls, d: Mapping[str, Any], run_dir: Path | None = None,
+                       config: RunConfig | None = None) -> RunResult:
+        if run_dir is None:
+            raise TypeError("RunResult.from_json_dict needs the run directory")
+        _check_version(d, f"{run_dir}/{SUMMARY_FILE}")
         cfg = config or RunConfig.from_json_dict(d.get("config") or {})
-        tasks = {t: TaskMetrics.from_json_dict(m) for t, m in (d.get("tasks") or {}).items()}
-        n = int(d.get("n") or next((m.num_samples for m in tasks.values()), cfg.n))
-        return cls(model=str(d.get("model") or cfg.model), run_id=str(d.get("run_id") or cfg.run_id),
-                   run_dir=Path(run_dir), config=cfg, n=n, tasks=tasks,
-                   aggregate=TaskMetrics.from_json_dict(d.get("aggregate") or {}),
-                   timing=GenerationTiming.from_json_dict(d.get("timing")), complete=bool(d.get("complete")),
-                   scorers=dict(d.get("scorers") or {}), adaptive=d.get("adaptive"), schema_version=SCHEMA_VERSION)
+        given: dict[str, Any] = {"run_dir": Path(run_dir), "config": cfg, "schema_version": SCHEMA_VERSION}
+        if not d.get("model"):
+            given["model"] = cfg.model
+        if not d.get("run_id"):
+            given["run_id"] = cfg.run_id
+        if not d.get("n"):  # schema 1: K is every task's num_samples
+            tasks = d.get("tasks") or {}
+            given["n"] = next((int(m.get("num_samples") or 0) for m in tasks.values()), cfg.n)
+        return from_json(cls, d, **given)
+
+
+def _check_version(d: Mapping[str, Any], where: str) -> None:
+    version = int(d.get("schema_version") or 1)
+    if version > SCHEMA_VERSION:
+        raise UserError(f"{where} has schema version {version}, newer than this reasoneval reads "
+                        f"({SCHEMA_VERSION}): upgrade reasoneval")
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:

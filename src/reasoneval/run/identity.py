@@ -10,44 +10,34 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from reasoneval.records import SamplingParams
+from reasoneval.serial import JsonRecord, json_field
 
 
 @dataclass(frozen=True)
-class RunSettings:
-    """Everything that changes what the model outputs, and nothing else.
+class RunSettings(JsonRecord):
+    """Everything that changes what the model outputs, and nothing else: config.json's `settings`, and what
+    the run id hashes (its JSON form, `to_json_dict()`).
 
     Not in it: tasks (units inside a run), --limit, K, concurrency, URL, engine kind.
+    A run imported from a file of generations (`score`), and a run written by 0.1.0 before it recorded them,
+    know only the model: api, sampling and seed are None then, and not written.
     """
 
     model: str
     # The server's own identity of the model (vLLM's /v1/models `root`, a GGUF file's hash).
-    model_identity: str | None
-    api: str
-    system_prompt: str | None
-    prompt_template: str | None
-    sampling: SamplingParams
-    seed: int
+    model_identity: str | None = None
+    api: str | None = json_field(default=None, omit_none=True)
+    system_prompt: str | None = None
+    prompt_template: str | None = None
+    sampling: SamplingParams | None = json_field(default=None, omit_none=True)
+    seed: int | None = json_field(default=None, omit_none=True)
     # The few-shot choice (PromptConfig.identity(): --prompt-style, --num-fewshot, the exemplars' hash);
     # None when none was made, and then not in the id, so runs made before it keep their ids.
-    prompt_style: Mapping[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "model": self.model,
-            "model_identity": self.model_identity,
-            "api": self.api,
-            "system_prompt": self.system_prompt,
-            "prompt_template": self.prompt_template,
-            "sampling": self.sampling.to_dict(),
-            "seed": self.seed,
-        }
-        if self.prompt_style is not None:
-            d["prompt_style"] = dict(self.prompt_style)
-        return d
+    prompt_style: Mapping[str, Any] | None = json_field(default=None, omit_none=True)
 
     @property
     def run_id(self) -> str:
-        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        blob = json.dumps(self.to_json_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 

@@ -24,6 +24,7 @@ from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.results.schema import RunConfig, RunResult, write_config
 from reasoneval.results.store import SampleStore, add_problems
+from reasoneval.run.identity import RunSettings
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.tasks import problem_key
 from reasoneval.tasks.user_data import iter_rows
@@ -110,7 +111,7 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
     (out_dir / "problems.jsonl").unlink(missing_ok=True)
     add_problems(out_dir, problems)
     write_config(out_dir, RunConfig(
-        run_id=out_dir.name, settings={"model": path.stem}, engine="score", source=str(path), n=K, tasks=[task],
+        run_id=out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path), n=K, tasks=[task],
         problem_keys={task: [p.key for p in problems]}, scoring={task: TaskScoring(scorer)},
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
     return K
@@ -203,7 +204,7 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_ke
     (out_dir / "problems.jsonl").unlink(missing_ok=True)
     add_problems(out_dir, problems)
     write_config(out_dir, RunConfig(
-        run_id=out_dir.name, settings={"model": path.stem}, engine="score", source=str(path), n=K, tasks=[task],
+        run_id=out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path), n=K, tasks=[task],
         problem_keys={task: [p.key for p in problems]}, scoring={task: spec.scoring.with_style_pattern(None)},
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
     return K

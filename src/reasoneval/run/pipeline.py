@@ -267,12 +267,12 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         kind = cfg.engine_kind()
         config = RunConfig(
-            run_id=settings.run_id, settings=settings.to_dict(), engine=kind, n=cfg.samples_per_problem(),
+            run_id=settings.run_id, settings=settings, engine=kind, n=cfg.samples_per_problem(),
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
             scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if kind == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
             datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
-                               "source": t.spec.source} for t in tasks},
+                               "source": t.spec.source, "version": t.spec.version} for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
             created=old.created if old is not None and old.created else now, updated=now,
             adaptive={"target_se": cfg.target_se, "max_n": cfg.max_n, "budget_samples": cfg.budget_samples,

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.registry import Registry
+from reasoneval.serial import JsonRecord, json_field
 
 ScoreValue = bool | float | Mapping[str, float]
 SCORE_STATUSES = ("ok", "no_answer", "timeout", "error")
@@ -61,7 +62,7 @@ FROM_PROMPT_STYLE = "<prompt style>"
 
 
 @dataclass(frozen=True)
-class TaskScoring:
+class TaskScoring(JsonRecord):
     """How a task's responses are scored: a registered scorer and its settings (e.g. rel_tol).
 
     extra: further scorers reported beside the primary one, by metric name (e.g. lm-eval's
@@ -71,18 +72,7 @@ class TaskScoring:
 
     scorer: str = "math"
     settings: Mapping[str, Any] = field(default_factory=dict)
-    extra: Mapping[str, TaskScoring] = field(default_factory=dict)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"scorer": self.scorer, "settings": dict(self.settings)}
-        if self.extra:
-            d["extra"] = {name: s.to_json_dict() for name, s in self.extra.items()}
-        return d
-
-    @classmethod
-    def from_json_dict(cls, d: Mapping[str, Any]) -> TaskScoring:
-        return cls(scorer=str(d.get("scorer", "math")), settings=dict(d.get("settings") or {}),
-                   extra={str(k): cls.from_json_dict(v) for k, v in (d.get("extra") or {}).items()})
+    extra: Mapping[str, TaskScoring] = json_field(default_factory=dict, omit_empty=True)
 
     def with_style_pattern(self, pattern: str | None) -> TaskScoring:
         """This scoring with FROM_PROMPT_STYLE settings (its own and its extras') resolved to `pattern`."""

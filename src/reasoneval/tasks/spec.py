@@ -51,6 +51,11 @@ class TaskSpec:
     lmeval_styles: the prompt styles under which lm-eval defines this task (gsm8k's few-shot styles, MATH
       with Minerva's prompt): the lm-eval columns (scoring.extra) are reported by default only with these,
       elsewhere on request (--lmeval-metrics).
+    version: the version of the task's definition, recorded per task in config.json (`datasets[task]
+      ["version"]`). Bump it (to "2", ...) when a change to the task alters what a run measures on the same
+      data: how rows become problems (answer normalisation, choice shuffling, filters), its prompt style or
+      its scoring. A new data file is not a new version: config.json records the problems' hash beside it.
+      Runs written before tasks had versions read as None (their definition is version "1").
     """
 
     name: str
@@ -64,6 +69,7 @@ class TaskSpec:
     origin: str | None = None
     row_to_problem: RowToProblem | None = None
     lmeval_styles: tuple[str, ...] = ()
+    version: str = "1"
 
     @property
     def source(self) -> str:
