@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from _common import ROOT
+from reasoneval.atomic import atomic_write_json
 from reasoneval.records import Problem, SampleRecord
-from reasoneval.results.schema import write_json_atomic
 from reasoneval.results.store import SampleStore, add_problems
 from reasoneval.run.identity import sample_seed
 from reasoneval.tasks import problem_key
@@ -63,7 +63,7 @@ def build_store(run_dir: Path, problems: int, samples: int, response_kb: int) ->
                 store.append(SampleRecord(task=p.task, problem_key=p.key, problem_id=p.id, index=j,
                                           seed=sample_seed(42, p.task, p.key, j), status="ok", text=text,
                                           finish_reason="stop", completion_tokens=len(text) // 4))
-    write_json_atomic(run_dir / "config.json", {
+    atomic_write_json(run_dir / "config.json", {
         "run_id": run_dir.name, "settings": {"model": "synthetic"}, "engine": "openai", "n": samples,
         "tasks": ["synthetic"], "problem_keys": {"synthetic": [p.key for p in probs]}})
     return (run_dir / "samples.jsonl").stat().st_size

@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from reasoneval.atomic import atomic_write_json
 from reasoneval.records import Problem, SampleRecord
-from reasoneval.results.schema import write_json_atomic
 from reasoneval.results.store import SampleStore, add_problems
 from reasoneval.run import pipeline
 from reasoneval.run.pipeline import score_run
@@ -34,7 +34,7 @@ def _store(run_dir: Path, problems: int, samples: int, kb: int) -> int:
                 store.append(SampleRecord(task="t", problem_key=p.key, problem_id=p.id, index=j, seed=j,
                                           status="ok", text=f"{j} {filler} so \\boxed{{{ans}}}",
                                           finish_reason="stop", completion_tokens=kb * 256))
-    write_json_atomic(run_dir / "config.json", {"run_id": "r", "settings": {"model": "m"}, "n": samples,
+    atomic_write_json(run_dir / "config.json", {"run_id": "r", "settings": {"model": "m"}, "n": samples,
                                                 "tasks": ["t"], "problem_keys": {"t": [p.key for p in probs]}})
     return (run_dir / "samples.jsonl").stat().st_size
 

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from reasoneval.analysis.outcomes import iter_problem_rows
+from reasoneval.atomic import atomic_open, replace_synced, temp_path
 from reasoneval.errors import UserError
 from reasoneval.prompts import EXEMPLARS_HASH, PromptConfig
 from reasoneval.records import Problem, SamplingParams
@@ -177,11 +178,12 @@ def export_run(run_dir: Path | str, out: Path | str, flt: ExportFilter, fmt: str
         raise UserError(f"cannot tell the format of {out}: name it .jsonl or .parquet, or pass --format")
     counts = ExportCounts()
     rows = iter_export_rows(Path(run_dir), flt, counts, data_dir)
-    tmp = out.with_name(out.name + ".tmp")
     if fmt == "jsonl":
-        with open(tmp, "w", encoding="utf-8") as f:
+        with atomic_open(out) as f:
             _write_jsonl(f, rows)
-    else:
+        return counts
+    tmp = temp_path(out)
+    try:
         writer = pq.ParquetWriter(tmp, ROW_SCHEMA, compression="zstd")
         try:
             batch: list[dict[str, Any]] = []
@@ -196,7 +198,10 @@ def export_run(run_dir: Path | str, out: Path | str, flt: ExportFilter, fmt: str
                 _write_batch(writer, batch)
         finally:
             writer.close()
-    tmp.replace(out)
+        replace_synced(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return counts
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from reasoneval.analysis.outcomes import OUTCOME_COLUMNS, iter_problem_rows
+from reasoneval.atomic import atomic_write_text
 from reasoneval.metrics import TaskMetrics, maj_ks
 from reasoneval.report.svg import histogram, interval_plot, line_plot
 from reasoneval.results.schema import RunResult
@@ -309,9 +310,7 @@ updated {_esc(cfg.updated or "?")}</p>
 <script>{SCRIPT}</script>
 </body></html>
 """
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(body, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, body)
     return path
 
 
@@ -354,5 +353,5 @@ sampling noise of each problem's accuracy), 95% CI and p-value from Student t.</
 <h2>Flipped problems</h2>{"".join(flips) or "<p>none</p>"}
 </body></html>
 """
-    Path(path).write_text(page, encoding="utf-8")
+    atomic_write_text(path, page)
     return Path(path)

@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from reasoneval.atomic import replace_synced, temp_path
 from reasoneval.scoring.stream import ScoredProblem
 
 SCHEMA = pa.schema([
@@ -37,7 +38,7 @@ SCHEMA = pa.schema([
 class ResultsWriter:
     def __init__(self, path: Path, batch_rows: int = 256) -> None:
         self.path = Path(path)
-        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        self.tmp = temp_path(self.path)
         self._writer = pq.ParquetWriter(self.tmp, SCHEMA, compression="zstd")
         self._rows: list[dict[str, Any]] = []
         self.batch_rows = batch_rows
@@ -69,4 +70,4 @@ class ResultsWriter:
     def close(self) -> None:
         self._flush()
         self._writer.close()
-        self.tmp.replace(self.path)
+        replace_synced(self.tmp, self.path)

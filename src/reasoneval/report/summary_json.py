@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from reasoneval.results.schema import SUMMARY_FILE, RunResult, write_json_atomic
+from reasoneval.atomic import atomic_write_json
+from reasoneval.results.schema import SUMMARY_FILE, RunResult
 
 
 def write_summary(result: RunResult) -> None:
-    write_json_atomic(result.run_dir / SUMMARY_FILE, result.to_json_dict())
+    atomic_write_json(result.run_dir / SUMMARY_FILE, result.to_json_dict())

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from reasoneval.atomic import atomic_write_json
 from reasoneval.errors import UserError
 from reasoneval.metrics import TaskMetrics
 from reasoneval.run.identity import RunSettings
@@ -144,16 +144,6 @@ def _check_version(d: Mapping[str, Any], where: str) -> None:
                         f"({SCHEMA_VERSION}): upgrade reasoneval")
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as f:
@@ -178,7 +168,7 @@ def load_config(run_dir: Path) -> RunConfig:
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:
-    write_json_atomic(Path(run_dir) / CONFIG_FILE, config.to_json_dict())
+    atomic_write_json(Path(run_dir) / CONFIG_FILE, config.to_json_dict())
 
 
 def load_run(run_dir: Path) -> RunResult:

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from reasoneval.atomic import atomic_open
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
 from reasoneval.tasks.catalog import TASKS
@@ -116,11 +117,9 @@ def convert_hub_rows(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[dic
 def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
     """Write atomically (temp file + rename) so a killed pull never leaves a torn cache file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
+    with atomic_open(path) as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
     return path
 
 

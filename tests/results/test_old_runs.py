@@ -1,0 +1,120 @@
+"""Run directories written by older reasoneval versions still load and report with identical numbers.
+
+tests/fixtures/runs/ holds two real run directories (made against the loopback OpenAI server with scripted
+answers; how: /tmp/runfixtures/README.md of issue 23, summarised in tests/fixtures/runs/README.md):
+- v0_1_0: written by 0.1.0 (commit 30f63db^; schema 1: no schema_version, no scoring in config.json);
+  arith, math500, aime24, 6 problems x 4 samples.
+- pre_layout: written just before the issue-23 refactor (commit 12dc819; schema 2); arith, math500, gsm8k,
+  mbpp, humaneval, ifeval with the lm-eval columns, 6 problems x 4 samples, the code verdicts cached.
+Their summary.json is the one the old code wrote. `v0_1_0.summary_reported.json` is what `report` of the
+commit that moved the layout (a9aa693) wrote for the v0_1_0 copy (schema 2, newer figures added).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reasoneval.atomic import json_text
+from reasoneval.cli.main import main
+from reasoneval.results.schema import CONFIG_FILE, SCHEMA_VERSION, SUMMARY_FILE, load_config, load_run
+from reasoneval.results.store import SampleStore
+
+RUNS = Path(__file__).parent.parent / "fixtures" / "runs"
+
+
+def copy_run(name: str, tmp_path: Path) -> Path:
+    run_dir = tmp_path / name
+    shutil.copytree(RUNS / name, run_dir)
+    return run_dir
+
+
+def figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """Every figure of a summary.json: per task and aggregate metrics, K, timing."""
+    return {"tasks": summary["tasks"], "aggregate": summary["aggregate"], "timing": summary["timing"],
+            "complete": summary["complete"], "model": summary["model"], "run_id": summary["run_id"]}
+
+
+def assert_contains(new: Any, old: Any, where: str = "") -> None:
+    """Every value of `old` is in `new`, equal (new may add keys: figures added since)."""
+    if isinstance(old, dict):
+        assert isinstance(new, dict), where
+        for k, v in old.items():
+            assert k in new, f"{where}/{k} is gone"
+            assert_contains(new[k], v, f"{where}/{k}")
+    else:
+        assert new == old, f"{where}: {new!r} != {old!r}"
+
+
+def test_a_0_1_0_run_reports_with_the_same_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    original = json.loads((RUNS / "v0_1_0" / SUMMARY_FILE).read_text())
+    assert "schema_version" not in original  # the fixture is schema 1
+    run_dir = copy_run("v0_1_0", tmp_path)
+    assert main(["report", str(run_dir), "--grading-workers", "1"]) == 0
+    assert "66.7 ± 15.4" in capsys.readouterr().out  # arith's pass@1 ± SE in the table
+    written = (run_dir / SUMMARY_FILE).read_text()
+    new = json.loads(written)
+    assert_contains(figures(new), figures(original))
+    assert new["schema_version"] == SCHEMA_VERSION and new["n"] == 4
+    # Byte for byte what `report` wrote for it before the serialiser and typed settings.
+    assert written == (RUNS / "v0_1_0.summary_reported.json").read_text()
+    # The config.json 0.1.0 wrote is read, never rewritten by report.
+    assert (run_dir / CONFIG_FILE).read_bytes() == (RUNS / "v0_1_0" / CONFIG_FILE).read_bytes()
+
+
+def test_a_0_1_0_run_regraded_from_scratch_gives_the_same_figures(tmp_path: Path) -> None:
+    original = json.loads((RUNS / "v0_1_0" / SUMMARY_FILE).read_text())
+    run_dir = copy_run("v0_1_0", tmp_path)
+    (run_dir / "grades.jsonl").unlink()  # 0.1.0's grade cache (grader version 2): every sample graded again
+    (run_dir / "results.parquet").unlink()
+    assert main(["report", str(run_dir), "--grading-workers", "1"]) == 0
+    assert_contains(figures(json.loads((run_dir / SUMMARY_FILE).read_text())), figures(original))
+
+
+def test_a_pre_refactor_run_reports_byte_for_byte(tmp_path: Path) -> None:
+    run_dir = copy_run("pre_layout", tmp_path)
+    assert main(["report", str(run_dir), "--grading-workers", "1"]) == 0
+    assert (run_dir / SUMMARY_FILE).read_bytes() == (RUNS / "pre_layout" / SUMMARY_FILE).read_bytes()
+    assert (run_dir / CONFIG_FILE).read_bytes() == (RUNS / "pre_layout" / CONFIG_FILE).read_bytes()
+
+
+@pytest.mark.parametrize("name", ["v0_1_0", "pre_layout"])
+def test_load_run_reads_old_runs(name: str) -> None:
+    original = json.loads((RUNS / name / SUMMARY_FILE).read_text())
+    result = load_run(RUNS / name)
+    assert result.schema_version == SCHEMA_VERSION and result.n == 4 and result.model == "scripted-model"
+    assert result.run_id == "b7eb5b4e8900" == result.config.run_id
+    assert list(result.tasks) == list(original["tasks"])
+    for task, m in result.tasks.items():
+        assert m.to_json_dict() == original["tasks"][task]
+    assert result.aggregate.to_json_dict() == original["aggregate"]
+    settings = result.config.settings
+    assert settings.sampling is not None and settings.sampling.max_tokens == 1024 and settings.seed == 42
+    assert settings.api == "chat" and settings.prompt_style is None
+    assert all(result.config.task_version(t) is None for t in result.tasks)  # written before task versions
+    assert sum(1 for _ in SampleStore(RUNS / name).records()) == 4 * 6 * len(result.tasks)
+
+
+def test_the_figures_are_the_known_ones() -> None:
+    """A few figures written out (from the fixtures' README), so a fixture replaced by mistake is noticed."""
+    old = load_run(RUNS / "v0_1_0")
+    assert old.tasks["arith"].mean == pytest.approx(0.666667, abs=1e-6)
+    assert old.tasks["aime24"].pass_at_k[2] == pytest.approx(0.694444, abs=1e-6)
+    assert old.aggregate.maj_at_k[4] == pytest.approx(0.583333, abs=1e-6)
+    assert old.aggregate.stderr == pytest.approx(0.0868668, abs=1e-7)
+    pre = load_run(RUNS / "pre_layout")
+    assert pre.tasks["gsm8k"].extra["strict-match"].mean == pytest.approx(0.333333, abs=1e-6)
+    assert pre.tasks["ifeval"].extra["inst_strict"].mean == pytest.approx(0.527778, abs=1e-6)
+    assert pre.aggregate.mean == pytest.approx(0.506944, abs=1e-6)
+
+
+@pytest.mark.parametrize("name", ["pre_layout"])
+def test_config_and_summary_round_trip_byte_for_byte(name: str) -> None:
+    """Read and written again by the serialiser: the very bytes the pre-refactor code wrote."""
+    config = load_config(RUNS / name)
+    assert json_text(config.to_json_dict()) == (RUNS / name / CONFIG_FILE).read_text()
+    assert json_text(load_run(RUNS / name).to_json_dict()) == (RUNS / name / SUMMARY_FILE).read_text()
