@@ -105,3 +105,65 @@ def test_export_streams_from_the_store_skipping_failed_and_duplicate_lines(make_
         f.write(json.dumps({**recs[1].to_json_dict(), "status": "failed", "text": None}) + "\n")
     c = export_run(run, tmp_path / "e.jsonl", ExportFilter())
     assert c.written == Q * K
+
+
+HUB = Path(__file__).resolve().parents[1] / "fixtures" / "hub"
+
+
+def gsm8k_data(d: Path) -> Path:
+    """A data dir with a made-up GSM8K train split (the Hub's layout; lm-eval's gsm8k style draws each problem's
+    exemplars from it) and five test problems."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "gsm8k_train.jsonl").write_text((HUB / "gsm8k_train.jsonl").read_text())
+    with open(d / "gsm8k.jsonl", "w") as f:
+        for i in range(5):
+            f.write(json.dumps({"id": f"gsm8k-{i}", "problem": f"Zoe has {i} hats and buys {i + 2} more. How many hats?",
+                                "answer": str(2 * i + 2)}) + "\n")
+    return d
+
+
+def sent_by_seed(server: Any) -> dict[int, list[dict[str, str]]]:
+    """What the server received for each request, by the request's seed, as export writes a prompt."""
+    out = {}
+    for r in server.requests():
+        if r.path == "/v1/chat/completions":
+            out[r.body["seed"]] = r.body["messages"]
+        elif r.path == "/v1/completions":
+            out[r.body["seed"]] = [{"role": "user", "content": r.body["prompt"]}]
+    return out
+
+
+@pytest.mark.parametrize("options", [
+    {"api": "chat", "num_fewshot": 4},  # lm-eval's gsm8k: 4 exemplars drawn per problem from the train split
+    {"api": "completions", "num_fewshot": 3, "prompt_style": "gsm8k_cot", "system_prompt": "Be brief."},
+])
+def test_export_of_a_few_shot_run_holds_exactly_the_prompts_that_were_sent(
+        make_openai_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]) -> None:
+    monkeypatch.setenv("REASONEVAL_OFFLINE", "1")
+    monkeypatch.setenv("REASONEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    data = gsm8k_data(tmp_path / "data")
+    server = make_openai_server(model="m")
+    import reasoneval
+
+    result = reasoneval.evaluate(base_url=server.base_url, model="m", tasks=["gsm8k"], n=2, data_dir=str(data),
+                                 output_dir=str(tmp_path / "results"), grading_workers=1, progress=False,
+                                 print_table=False, **options)
+    sent = sent_by_seed(server)
+    assert len(sent) == 10
+    monkeypatch.setenv("REASONEVAL_DATA_DIR", str(data))  # where export finds the train split, as `run` does
+    out = tmp_path / "sft.jsonl"
+    assert main(["export", str(result.run_dir), "-o", str(out), "--keep-truncated"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 10
+    for r in rows:
+        assert r["messages"][:-1] == sent[r["seed"]], (r["problem_id"], r["sample_index"])
+    few = rows[0]["messages"][:-1]
+    if options["api"] == "chat":  # the exemplars as turns, different per problem (drawn)
+        assert [m["role"] for m in few] == ["user", "assistant"] * 4 + ["user"]
+        assert len({json.dumps(r["messages"][:-1]) for r in rows}) == 5
+    else:
+        assert few[0]["content"].startswith("Be brief.\n\nQ: There are 15 trees")
+    # Given the data dir directly, the same.
+    monkeypatch.delenv("REASONEVAL_DATA_DIR")
+    export_run(result.run_dir, tmp_path / "again.jsonl", ExportFilter(keep_truncated=True), data_dir=data)
+    assert (tmp_path / "again.jsonl").read_text() == out.read_text()

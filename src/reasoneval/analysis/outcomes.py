@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from reasoneval.errors import UserError
+from reasoneval.results.schema import results_version
 
 RESULTS_FILE = "results.parquet"
 # The columns a problem row needs without the response texts (small: a few bytes per sample).
@@ -56,7 +57,9 @@ def iter_problem_rows(run_dir: Path, columns: Sequence[str] = OUTCOME_COLUMNS, b
     """results.parquet rows as dicts, one row group at a time (the writer bounds a row group to ~8 MB of
     responses), so memory stays bounded whatever the run's size. (`iter_batches` reads ahead: 570 MB
     peak on a 1.7 GB run, against 130 MB this way; bench/html_report.py.)"""
-    pf = pq.ParquetFile(results_path(run_dir))
+    path = results_path(run_dir)
+    pf = pq.ParquetFile(path)
+    results_version(pf.schema_arrow.metadata, path)
     have = set(pf.schema_arrow.names)
     cols = [c for c in columns if c in have]
     for g in range(pf.metadata.num_row_groups):

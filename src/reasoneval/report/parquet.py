@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from reasoneval.atomic import replace_synced, temp_path
+from reasoneval.results.schema import RESULTS_VERSION, RESULTS_VERSION_KEY
 from reasoneval.scoring.stream import ScoredProblem
 
 SCHEMA = pa.schema([
@@ -32,7 +33,7 @@ SCHEMA = pa.schema([
     # the scorer's per-sample details as JSON (code: result, tests passed, stderr; IFEval: each instruction's
     # strict/loose result); null where the scorer gives none (math)
     ("details", pa.list_(pa.string())),
-])
+], metadata={RESULTS_VERSION_KEY: str(RESULTS_VERSION).encode()})
 
 
 class ResultsWriter:

@@ -23,6 +23,25 @@ from reasoneval.serial import JsonRecord, from_json, json_field
 SCHEMA_VERSION = 2
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
+# results.parquet's format, in the Parquet schema's metadata under RESULTS_VERSION_KEY. Files written before it
+# was recorded have none: version 1, the same columns (0.1.0's lack the extra_* and details columns, which
+# readers treat as empty). Bump it when a column changes meaning.
+RESULTS_VERSION = 1
+RESULTS_VERSION_KEY = b"reasoneval.results_version"
+
+
+def results_version(metadata: Mapping[bytes, bytes] | None, path: Path | str) -> int:
+    """The format version of a results.parquet from its schema metadata; a newer one than this reasoneval
+    reads is a UserError (its columns may mean something else)."""
+    raw = (metadata or {}).get(RESULTS_VERSION_KEY)
+    try:
+        version = int(raw) if raw is not None else 1
+    except ValueError:
+        raise UserError(f"{path}: unreadable results version {raw!r}; re-create it with `reasoneval report`") from None
+    if version > RESULTS_VERSION:
+        raise UserError(f"{path} has results version {version}, newer than this reasoneval reads ({RESULTS_VERSION}): "
+                        "upgrade reasoneval, or re-create it with `reasoneval report`")
+    return version
 
 
 @dataclass(frozen=True)

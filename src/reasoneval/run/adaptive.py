@@ -154,14 +154,14 @@ class AdaptiveSampler:
 
 
 def _ok_indices(run_dir: Path, wanted: set[tuple[str, str]], bound: int) -> dict[tuple[str, str], set[int]]:
-    from reasoneval.results.store import iter_jsonl
+    from reasoneval.results.store import iter_samples
     from reasoneval.results.store.sample_store import SAMPLES_FILE
 
     out: dict[tuple[str, str], set[int]] = {}
     path = run_dir / SAMPLES_FILE
     if not path.exists():
         return out
-    for d in iter_jsonl(path):
+    for d in iter_samples(path):
         pk = (d.get("task"), d.get("problem_key"))
         i = d.get("index")
         if d.get("status") == "ok" and pk in wanted and isinstance(i, int) and i < bound:

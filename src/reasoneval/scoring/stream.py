@@ -17,7 +17,7 @@ from typing import IO, Callable, Mapping, Sequence
 from reasoneval.errors import UserError
 from reasoneval.metrics import ProblemOutcome
 from reasoneval.records import Problem, SampleRecord
-from reasoneval.results.store import iter_jsonl
+from reasoneval.results.store import iter_samples
 from reasoneval.results.store.sample_store import SAMPLES_FILE
 from reasoneval.scoring.base import Score, Scorer, cluster, cluster_by_text
 
@@ -48,7 +48,7 @@ ChunkSink = Callable[[Sequence[ScoredProblem], int], None]
 def _index_samples(run_dir: Path, wanted: set[tuple[str, str]], K: int) -> dict[tuple[str, str], dict[int, int]]:
     """(task, key) -> {sample index: byte offset of its ok line}, for indices < K."""
     index: dict[tuple[str, str], dict[int, int]] = {}
-    for offset, d in iter_jsonl(run_dir / SAMPLES_FILE, with_offsets=True):
+    for offset, d in iter_samples(run_dir / SAMPLES_FILE, with_offsets=True):
         if d.get("status") != "ok":
             continue
         pk = (d.get("task"), d.get("problem_key"))

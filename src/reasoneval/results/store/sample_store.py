@@ -4,6 +4,7 @@ Durability: each line is written with one write() and flushed; fsync runs at mos
 and at close, so a kill loses nothing that was counted done and a power cut loses at most a second.
 A failed write (disk full, read-only, quota) cuts the file back to its last whole line and raises
 StoreWriteError (a one-line UserError): the journal stays readable and every finished sample is kept.
+Each line starts with its format version (`"v": SAMPLES_VERSION`; none: version 1).
 A torn last line (from a kill mid-write) is cut off when the store is opened for writing, so the
 next append cannot glue onto it; readers skip it with a warning.
 Exclusivity: an fcntl lock on `<run_dir>/.lock`; a second writer gets a clear error.
@@ -35,6 +36,10 @@ class StoreWriteError(UserError):
 
 SAMPLES_FILE = "samples.jsonl"
 LOCK_FILE = ".lock"
+# The format of a samples.jsonl line, written first on every line as `"v"` (a header line would break
+# readers that count lines, seek to offsets or cut a torn tail). Lines without it (written before it
+# existed) are version 1, the same format. Bump it when a line's fields change meaning.
+SAMPLES_VERSION = 1
 
 
 def iter_jsonl(path: Path, *, with_offsets: bool = False) -> Iterator[Any]:
@@ -62,8 +67,16 @@ def iter_jsonl(path: Path, *, with_offsets: bool = False) -> Iterator[Any]:
             yield (start, obj) if with_offsets else obj
 
 
-def read_jsonl_index(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    return iter_jsonl(path, with_offsets=True)
+def iter_samples(path: Path, *, with_offsets: bool = False) -> Iterator[Any]:
+    """The lines of a samples.jsonl (as iter_jsonl); a line written by a newer format than this reasoneval
+    reads stops the reader with a UserError instead of being misread. A line without `v` is version 1."""
+    for item in iter_jsonl(path, with_offsets=with_offsets):
+        d = item[1] if with_offsets else item
+        v = d.get("v", 1) if isinstance(d, dict) else 1
+        if not isinstance(v, int) or v > SAMPLES_VERSION:
+            raise UserError(f"{path} holds samples of format version {v!r}, newer than this reasoneval reads "
+                            f"({SAMPLES_VERSION}): upgrade reasoneval")
+        yield item
 
 
 # UTF-16 surrogate code points: a str may hold them (a server's JSON "\\ud800" decodes to one), UTF-8 cannot.
@@ -161,7 +174,8 @@ class SampleStore:
             raise RuntimeError("SampleStore.open() was not called")
         if self._failed is not None:
             raise self._write_error(self._failed)
-        data = memoryview(_utf8_line(json.dumps(record.to_json_dict(), ensure_ascii=False, separators=(",", ":"))))
+        line = json.dumps({"v": SAMPLES_VERSION, **record.to_json_dict()}, ensure_ascii=False, separators=(",", ":"))
+        data = memoryview(_utf8_line(line))
         written = 0
         try:
             while written < len(data):
@@ -230,7 +244,7 @@ class SampleStore:
         ok: set[SampleKey] = set()
         failed: set[SampleKey] = set()
         sums: dict[tuple[str, str], list[float]] = {}
-        for d in iter_jsonl(self.path):
+        for d in iter_samples(self.path):
             try:
                 key = (d["task"], d["problem_key"], int(d["index"]))
             except (KeyError, TypeError, ValueError):
@@ -247,5 +261,5 @@ class SampleStore:
         return _Status(ok=ok, failed=failed, lengths={k: total / count for k, (total, count) in sums.items()})
 
     def records(self) -> Iterator[SampleRecord]:
-        for d in iter_jsonl(self.path):
+        for d in iter_samples(self.path):
             yield SampleRecord.from_json_dict(d)
