@@ -119,3 +119,22 @@ def test_killed_writer_loses_nothing_it_counted_done(tmp_path: Path) -> None:
     p.wait()
     st = SampleStore(tmp_path).scan()
     assert {("t", "k", i) for i in reported} <= st.ok
+
+
+def test_lines_carry_their_format_version_and_lines_without_one_read_as_version_1(tmp_path: Path) -> None:
+    from reasoneval.results.store.sample_store import SAMPLES_VERSION
+
+    with SampleStore(tmp_path) as s:
+        s.append(rec(0))
+    path = tmp_path / "samples.jsonl"
+    assert path.read_text().startswith('{"v":%d,"task":"t"' % SAMPLES_VERSION)
+    with open(path, "a") as f:  # a line as reasoneval wrote it before versions
+        f.write(json.dumps(rec(1).to_json_dict()) + "\n")
+    assert [r.index for r in SampleStore(tmp_path).records()] == [0, 1]
+    assert SampleStore(tmp_path).scan().ok == {("t", "k", 0), ("t", "k", 1)}
+    with open(path, "a") as f:  # a newer writer's line: refused, not misread
+        f.write(json.dumps({"v": SAMPLES_VERSION + 1, **rec(2).to_json_dict()}) + "\n")
+    with pytest.raises(UserError, match="format version 2, newer than this reasoneval reads"):
+        SampleStore(tmp_path).scan()
+    with pytest.raises(UserError, match="newer than this reasoneval reads"):
+        list(SampleStore(tmp_path).records())
