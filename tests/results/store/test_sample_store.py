@@ -127,7 +127,7 @@ def test_lines_carry_their_format_version_and_lines_without_one_read_as_version_
     with SampleStore(tmp_path) as s:
         s.append(rec(0))
     path = tmp_path / "samples.jsonl"
-    assert path.read_text().startswith('{"v":%d,"task":"t"' % SAMPLES_VERSION)
+    assert path.read_text().startswith(f'{{"v":{SAMPLES_VERSION},"task":"t"')
     with open(path, "a") as f:  # a line as reasoneval wrote it before versions
         f.write(json.dumps(rec(1).to_json_dict()) + "\n")
     assert [r.index for r in SampleStore(tmp_path).records()] == [0, 1]
