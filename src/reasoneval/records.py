@@ -10,6 +10,10 @@ from typing import Any, Literal, Mapping
 
 from reasoneval.serial import JsonRecord
 
+# The letters multiple-choice answers are given in (a data file may have up to 26 options): what prompts
+# label the choices with (tasks.choice) and what the scorer reads back (scoring.math.extract).
+CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
 
 @dataclass(frozen=True)
 class Problem:

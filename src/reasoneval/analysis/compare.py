@@ -12,7 +12,7 @@ CI and p-value use Student t with Q - 1 degrees of freedom.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,8 +21,9 @@ from scipy import stats
 from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
 from reasoneval.errors import UserError
 from reasoneval.metrics import pass_at_k_matrix
-from reasoneval.metrics.summary import crossfit_one
+from reasoneval.metrics.summary import crossfit_one, finite_or_none
 from reasoneval.results.schema import RunResult, load_run
+from reasoneval.serial import to_json
 
 # A problem "flips" when it is mostly solved (accuracy >= 0.5) in one run and mostly failed in the other.
 FLIP_AT = 0.5
@@ -46,13 +47,6 @@ def paired_difference(pa: np.ndarray, pb: np.ndarray) -> tuple[np.ndarray, np.nd
     return mean, se, mean - tq * se, mean + tq * se, p
 
 
-def _f(x: Any) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) or math.isinf(x) else x
-
-
 @dataclass(frozen=True)
 class PairedDifference:
     """One run against the first on the problems both scored: B - A."""
@@ -68,9 +62,9 @@ class PairedDifference:
         if len(pa) == 0:
             return cls(0, None, None, None, None)
         m, se, lo, hi, p = paired_difference(pa, pb)
-        ci = (_f(lo), _f(hi))
-        return cls(len(pa), _f(m), _f(se), (ci[0], ci[1]) if ci[0] is not None and ci[1] is not None else None,
-                   _f(p))
+        ci = (finite_or_none(lo), finite_or_none(hi))
+        return cls(len(pa), finite_or_none(m), finite_or_none(se),
+                   (ci[0], ci[1]) if ci[0] is not None and ci[1] is not None else None, finite_or_none(p))
 
 
 @dataclass(frozen=True)
@@ -104,20 +98,16 @@ class Comparison:
     skipped: list[str] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
-        def pd(x: PairedDifference) -> dict[str, Any]:
-            d = asdict(x)
-            d["ci95"] = list(x.ci95) if x.ci95 else None
-            return d
-
+        """`compare --json`: the runs, then per task every figure (reasoneval.serial's JSON of each)."""
         return {
             "runs": [{"model": r.model, "run_id": r.run_id, "run_dir": str(r.run_dir), "n": r.n} for r in self.runs],
             "tasks": {t.task: {
                 "pass1": [{"mean": m, "stderr": s} for m, s in t.pass1],
-                "versus_first": [pd(v) for v in t.versus],
-                "pass_at_k": [{str(k): v for k, v in d.items()} for d in t.pass_at_k],
-                "pass_at_k_diff": [{str(k): pd(v) for k, v in d.items()} for d in t.pass_at_k_diff],
-                "maj_at_k": [{str(k): v for k, v in d.items()} for d in t.maj_at_k],
-                "flips": [[asdict(f) for f in fl] for fl in t.flips],
+                "versus_first": to_json(t.versus),
+                "pass_at_k": to_json(t.pass_at_k),
+                "pass_at_k_diff": to_json(t.pass_at_k_diff),
+                "maj_at_k": to_json(t.maj_at_k),
+                "flips": to_json(t.flips),
             } for t in self.tasks},
             "skipped_tasks": list(self.skipped),
         }

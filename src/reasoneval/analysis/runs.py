@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reasoneval.errors import UserError
+from reasoneval.report.text import pct_se
 from reasoneval.results.schema import CONFIG_FILE, SUMMARY_FILE, RunResult, load_run
 
 log = logging.getLogger("reasoneval")
@@ -80,7 +81,7 @@ def table_rows(rows: list[RunRow]) -> tuple[list[str], list[list[str]], list[dic
                 line.append("")
                 rec[f"{t}_pass1"] = rec[f"{t}_stderr"] = ""
                 continue
-            line.append(f"{100 * m.mean:.1f}" + ("" if m.stderr is None else f" ± {100 * m.stderr:.1f}"))
+            line.append(pct_se(m.mean, m.stderr))
             rec[f"{t}_pass1"], rec[f"{t}_stderr"] = m.mean, "" if m.stderr is None else m.stderr
         line += ["yes" if r.complete else "no", row.date, str(r.run_dir)]
         rec.update(complete=r.complete, date=row.date, run_dir=str(r.run_dir))

@@ -113,8 +113,8 @@ def _check(outcomes: Sequence[ProblemOutcome], K: int) -> None:
             )
 
 
-def _f(x: float | np.floating | None) -> float | None:
-    """A plain float for JSON, None for undefined (NaN) values."""
+def finite_or_none(x: float | np.floating | np.ndarray | None) -> float | None:
+    """A plain float for JSON, None for undefined (NaN, infinite) values; x: a number or a 0-d array."""
     if x is None:
         return None
     x = float(x)
@@ -272,7 +272,7 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
 
     if q:
         m_arr, se_arr, lo_arr, hi_arr = mean_stderr_ci(p)
-        mean, se = float(m_arr), _f(float(se_arr))
+        mean, se = float(m_arr), finite_or_none(float(se_arr))
         ci95 = [float(lo_arr), float(hi_arr)] if se is not None else None
     else:
         mean, se, ci95 = None, None, None
@@ -289,13 +289,13 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
     for k in range(1, K + 1):
         col = mat[:, k - 1]
         col = col[~np.isnan(col)]  # problems with fewer than k samples are left out
-        pass_k[str(k)] = _f(col.mean()) if len(col) else None
+        pass_k[str(k)] = finite_or_none(col.mean()) if len(col) else None
         pass_k_se[str(k)] = _se(col)
 
     maj: dict[str, float | None] = {}
     for k in maj_ks(K):
         vals = [maj_at_k(o.classes, o.correct_classes, k) for o in scored if len(o.classes) >= k]
-        maj[str(k)] = _f(np.mean(vals)) if vals else None
+        maj[str(k)] = finite_or_none(np.mean(vals)) if vals else None
 
     tokens = np.array(
         [t for o in outcomes for t in o.completion_tokens if t is not None], dtype=np.float64
@@ -308,17 +308,17 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
         num_problems=len(outcomes),
         num_samples=K,
         num_missing=int(sum(o.num_missing for o in outcomes)),
-        mean=_f(mean),
-        stderr=_f(se),
+        mean=finite_or_none(mean),
+        stderr=finite_or_none(se),
         ci95=(ci95[0], ci95[1]) if ci95 is not None else None,
-        stderr_resample=_f(se_resample),
+        stderr_resample=finite_or_none(se_resample),
         pass_at_k={int(k): v for k, v in pass_k.items()},
         pass_at_k_stderr={int(k): v for k, v in pass_k_se.items()},
         maj_at_k={int(k): v for k, v in maj.items()},
         tokens=TokenStats(
-            mean=_f(tokens.mean()) if len(tokens) else None,
-            median=_f(np.median(tokens)) if len(tokens) else None,
-            p90=_f(np.percentile(tokens, 90)) if len(tokens) else None,
+            mean=finite_or_none(tokens.mean()) if len(tokens) else None,
+            median=finite_or_none(np.median(tokens)) if len(tokens) else None,
+            p90=finite_or_none(np.percentile(tokens, 90)) if len(tokens) else None,
             max=int(tokens.max()) if len(tokens) else None,
         ),
         truncation_rate=truncated / total if total else None,
@@ -338,7 +338,7 @@ def extra_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, GroupMetrics]
     out: dict[str, GroupMetrics] = {}
     for name in names:
         ps = np.array([sum(bool(x) for x in o.extra[name]) / len(o.extra[name]) for o in scored], dtype=np.float64)
-        out[name] = GroupMetrics(num_problems=len(ps), mean=float(ps.mean()), stderr=_f(_se(ps)))
+        out[name] = GroupMetrics(num_problems=len(ps), mean=float(ps.mean()), stderr=finite_or_none(_se(ps)))
     return out
 
 
@@ -368,13 +368,13 @@ def value_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, GroupMetrics]
             r = x.sum() / y.sum()
             q = len(rows)
             se = math.sqrt(q / (q - 1) * float(((x - r * y) ** 2).sum())) / y.sum() if q > 1 else None
-            out[base] = GroupMetrics(num_problems=q, mean=float(r), stderr=_f(se))
+            out[base] = GroupMetrics(num_problems=q, mean=float(r), stderr=finite_or_none(se))
         else:
             per_problem = np.array([np.mean([v[name] for v in vs if name in v]) for vs in rows
                                     if any(name in v for v in vs)], dtype=np.float64)
             if len(per_problem):
                 out[name] = GroupMetrics(num_problems=len(per_problem), mean=float(per_problem.mean()),
-                                         stderr=_f(_se(per_problem)))
+                                         stderr=finite_or_none(_se(per_problem)))
     return out
 
 
@@ -389,7 +389,7 @@ def aggregate_metrics(by_task: Mapping[str, Sequence[ProblemOutcome]], K: int) -
     # over all tasks only the extra scorers' metrics the tasks share, not a scorer's own named figures
     # (IFEval's mean something for IFEval only)
     return dataclasses.replace(task_metrics(pooled, K), extra=extra_metrics(pooled),
-                               macro_mean=_f(np.mean(task_means)) if task_means else None)
+                               macro_mean=finite_or_none(np.mean(task_means)) if task_means else None)
 
 
 def breakdown(
@@ -419,7 +419,7 @@ def breakdown(
     out: dict[str, GroupMetrics] = {}
     for value in sorted(groups, key=_natural):
         ps = np.array(groups[value])
-        out[value] = GroupMetrics(num_problems=len(ps), mean=float(ps.mean()), stderr=_f(_se(ps)))
+        out[value] = GroupMetrics(num_problems=len(ps), mean=float(ps.mean()), stderr=finite_or_none(_se(ps)))
     return out
 
 
@@ -453,5 +453,5 @@ def se_vs_k(outcomes: Sequence[ProblemOutcome], K: int) -> dict[int, SEAtK]:
         kk = np.minimum(n, k)  # a problem with fewer than k samples uses all it has
         extra = np.where(n >= 2, p * (1 - p) * (n - kk) / (kk * np.maximum(n - 1, 1)), 0.0)
         se = math.sqrt((s2 + float(extra.mean())) / q) if q >= 2 else None
-        out[k] = SEAtK(stderr=_f(se), stderr_resample=_f(math.sqrt(float(np.sum(var1 / kk))) / q))
+        out[k] = SEAtK(stderr=finite_or_none(se), stderr_resample=finite_or_none(math.sqrt(float(np.sum(var1 / kk))) / q))
     return out

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 
 from reasoneval.analysis.compare import Comparison, PairedDifference
+from reasoneval.report.text import pct, pct_se
 
 MAX_FLIPS_SHOWN = 10
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}"
-
-
-def _pm(m: float | None, se: float | None) -> str:
-    return "-" if m is None else _pct(m) + ("" if se is None else f" ± {100 * se:.1f}")
 
 
 def _signed(d: PairedDifference) -> str:
@@ -49,15 +40,15 @@ def rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     for t in c.tasks:
         for i, letter in enumerate(letters):
             m, se = t.pass1[i]
-            row = [t.task, letter, _pm(m, se)]
+            row = [t.task, letter, pct_se(m, se)]
             if i == 0:
                 row += ["", "", "", "", ""]
             else:
                 d = t.versus[i - 1]
                 row += [_signed(d), _ci(d), _p(d), str(d.num_common), str(len(t.flips[i - 1]))]
-            row += [_pct(t.pass_at_k[i].get(k)) for k in ks]
+            row += [pct(t.pass_at_k[i].get(k)) for k in ks]
             if mk:
-                row.append(_pct(t.maj_at_k[i].get(mk)))
+                row.append(pct(t.maj_at_k[i].get(mk)))
             out.append(row)
     return head, out
 
@@ -81,7 +72,7 @@ def render_compare_table(c: Comparison, console: Console | None = None) -> None:
     for t in c.tasks:
         for i, fl in enumerate(t.flips):
             if fl:
-                shown = ", ".join(f"{f.id} ({_pct(f.accuracy_a)}→{_pct(f.accuracy_b)})" for f in fl[:MAX_FLIPS_SHOWN])
+                shown = ", ".join(f"{f.id} ({pct(f.accuracy_a)}→{pct(f.accuracy_b)})" for f in fl[:MAX_FLIPS_SHOWN])
                 more = f" and {len(fl) - MAX_FLIPS_SHOWN} more" if len(fl) > MAX_FLIPS_SHOWN else ""
                 console.print(f"{t.task}, A→{chr(66 + i)} flipped: {shown}{more}")
 
@@ -99,9 +90,6 @@ def compare_markdown(c: Comparison) -> str:
             if fl:
                 lines.append("")
                 lines.append(f"{t.task}, A→{chr(66 + i)} flipped ({len(fl)}): "
-                             + ", ".join(f"`{f.id}` {_pct(f.accuracy_a)}→{_pct(f.accuracy_b)}" for f in fl))
+                             + ", ".join(f"`{f.id}` {pct(f.accuracy_a)}→{pct(f.accuracy_b)}" for f in fl))
     return "\n".join(lines) + "\n"
 
-
-def compare_summary_dict(c: Comparison) -> dict[str, Any]:
-    return c.to_json_dict()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import html
 import json
 import shutil
 import zlib
@@ -24,7 +23,8 @@ from typing import Any, Sequence
 from reasoneval.analysis.outcomes import OUTCOME_COLUMNS, iter_problem_rows
 from reasoneval.atomic import atomic_write_text
 from reasoneval.metrics import TaskMetrics, maj_ks
-from reasoneval.report.svg import histogram, interval_plot, line_plot
+from reasoneval.report.svg import esc, histogram, interval_plot, line_plot
+from reasoneval.report.text import pct, pct_se
 from reasoneval.results.schema import RunResult
 
 REPORT_FILE = "report.html"
@@ -32,18 +32,10 @@ SIDECAR_DIR = "report_files"
 INLINE_LIMIT = 16 * 1024 * 1024  # compressed sample bytes kept inside the page
 
 
-def _esc(s: object) -> str:
-    return html.escape(str(s), quote=True)
-
-
 def _script_json(obj: Any) -> str:
     """JSON safe inside a <script> element (no `</script>` or `<!--` can close or confuse it)."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c").replace(
         "\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def _pct(x: float | None, digits: int = 1) -> str:
-    return "-" if x is None else f"{100 * x:.{digits}f}"
 
 
 # gzip level 3: a third of level 6's time for ~20% more bytes (measured on 2.5 MB of reasoning-like text:
@@ -174,19 +166,19 @@ def _metrics_table(result: RunResult) -> str:
         rows.append(("all (micro)", result.aggregate))
 
     def cells(name: str, m: TaskMetrics) -> list[str]:
-        pm = "-" if m.mean is None else _pct(m.mean) + ("" if m.stderr is None else f" ± {_pct(m.stderr)}")
-        ci = "-" if m.ci95 is None else f"[{_pct(m.ci95[0])}, {_pct(m.ci95[1])}]"
-        return ([name, str(m.num_problems), pm, ci] + [_pct(m.pass_at_k.get(k)) for k in ks if k > 1]
-                + [_pct(m.maj_at_k.get(k)) for k in ks]
-                + ["-" if m.tokens.mean is None else f"{m.tokens.mean:.0f}", _pct(m.truncation_rate),
-                   _pct(m.no_answer_rate), str(m.num_missing)])
+        pm = pct_se(m.mean, m.stderr)
+        ci = "-" if m.ci95 is None else f"[{pct(m.ci95[0])}, {pct(m.ci95[1])}]"
+        return ([name, str(m.num_problems), pm, ci] + [pct(m.pass_at_k.get(k)) for k in ks if k > 1]
+                + [pct(m.maj_at_k.get(k)) for k in ks]
+                + ["-" if m.tokens.mean is None else f"{m.tokens.mean:.0f}", pct(m.truncation_rate),
+                   pct(m.no_answer_rate), str(m.num_missing)])
 
-    out = ['<table id="metrics"><thead><tr>' + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    out = ['<table id="metrics"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     for name, m in rows:
-        out.append("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in cells(name, m)) + "</tr>")
+        out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells(name, m)) + "</tr>")
     out.append("</tbody></table>")
     if result.aggregate.macro_mean is not None and len(result.tasks) > 1:
-        out.append(f"<p>macro mean over tasks: {_pct(result.aggregate.macro_mean)}%</p>")
+        out.append(f"<p>macro mean over tasks: {pct(result.aggregate.macro_mean)}%</p>")
     return "".join(out)
 
 
@@ -194,11 +186,10 @@ def _breakdowns(result: RunResult) -> str:
     out = []
     for t, m in result.tasks.items():
         for fld, groups in m.breakdown.items():
-            out.append(f'<h3>{_esc(t)}: accuracy by {_esc(fld)}</h3><table class="breakdown"><thead><tr>'
-                       f"<th>{_esc(fld)}</th><th>problems</th><th>accuracy ± SE (%)</th><th></th></tr></thead><tbody>")
+            out.append(f'<h3>{esc(t)}: accuracy by {esc(fld)}</h3><table class="breakdown"><thead><tr>'
+                       f"<th>{esc(fld)}</th><th>problems</th><th>accuracy ± SE (%)</th><th></th></tr></thead><tbody>")
             for v, g in groups.items():
-                se = "" if g.stderr is None else f" ± {_pct(g.stderr)}"
-                out.append(f'<tr><td>{_esc(v)}</td><td>{g.num_problems}</td><td>{_pct(g.mean)}{se}</td>'
+                out.append(f'<tr><td>{esc(v)}</td><td>{g.num_problems}</td><td>{pct_se(g.mean, g.stderr)}</td>'
                            f'<td class="l"><svg width="120" height="10"><rect width="{120 * g.mean:.1f}" height="10" '
                            f'fill="#1f77b4"/></svg></td></tr>')
             out.append("</tbody></table>")
@@ -221,7 +212,7 @@ def adaptive_lines(result: RunResult) -> list[str]:
 def _adaptive(result: RunResult, n_per_problem: list[int]) -> str:
     if not result.adaptive:
         return ""
-    items = "".join(f"<li>{_esc(line)}</li>" for line in adaptive_lines(result))
+    items = "".join(f"<li>{esc(line)}</li>" for line in adaptive_lines(result))
     return (f"<h2>Adaptive sampling (--target-se)</h2><ul>{items}</ul><div class=\"plots\">"
             + histogram(n_per_problem, [], title="samples per problem (n_i)", xlabel="samples") + "</div>")
 
@@ -286,23 +277,23 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
     head_cols = [("id", "id"), ("task", "task"), ("acc", "accuracy %"), ("n", "K"), ("maj", "majority answer"),
                  ("ref", "reference"), ("tok", "mean tokens")]
     body = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_esc(result.model)} - reasoneval {_esc(result.run_id)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(result.model)} - reasoneval {esc(result.run_id)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
 <body data-sidecar="{SIDECAR_DIR}">
-<h1>{_esc(result.model)}</h1>
-<p>run <code>{_esc(result.run_id)}</code> · K = {result.n} samples per problem · engine {_esc(cfg.engine)} ·
-{"complete" if result.complete else "<b class=bad>incomplete</b>"} · created {_esc(cfg.created or "?")} ·
-updated {_esc(cfg.updated or "?")}</p>
-<details><summary>settings and versions</summary><pre>{_esc(settings)}</pre></details>
+<h1>{esc(result.model)}</h1>
+<p>run <code>{esc(result.run_id)}</code> · K = {result.n} samples per problem · engine {esc(cfg.engine)} ·
+{"complete" if result.complete else "<b class=bad>incomplete</b>"} · created {esc(cfg.created or "?")} ·
+updated {esc(cfg.updated or "?")}</p>
+<details><summary>settings and versions</summary><pre>{esc(settings)}</pre></details>
 <h2>Metrics</h2>{_metrics_table(result)}
 {_adaptive(result, [p["n"] for p in problems])}
 <h2>Plots</h2>{_plots(result, lengths, truncated)}
 <h2>By subject and level</h2>{_breakdowns(result)}
 <h2>Problems</h2>
 <div class="controls"><input id="filter" type="search" placeholder="filter: id, task, answer" size="30">
-<select id="task"><option value="">all tasks</option>{"".join(f'<option>{_esc(t)}</option>' for t in tasks)}</select>
+<select id="task"><option value="">all tasks</option>{"".join(f'<option>{esc(t)}</option>' for t in tasks)}</select>
 <label><input id="wrong" type="checkbox"> not always right</label><span id="count" class="muted"></span></div>
-<div class="tablewrap"><table id="problems"><thead><tr>{"".join(f'<th data-k="{k}">{_esc(h)}</th>' for k, h in head_cols)}</tr></thead>
+<div class="tablewrap"><table id="problems"><thead><tr>{"".join(f'<th data-k="{k}">{esc(h)}</th>' for k, h in head_cols)}</tr></thead>
 <tbody></tbody></table></div>
 <div id="detail" hidden></div>
 <script type="application/json" id="re-problems">{_script_json(problems)}</script>
@@ -338,15 +329,15 @@ def write_compare_html(c: Any, path: Path) -> Path:
     for t in c.tasks:
         for i, fl in enumerate(t.flips):
             if fl:
-                items = "".join(f"<tr><td>{_esc(f.id)}</td><td>{_pct(f.accuracy_a)}</td><td>{_pct(f.accuracy_b)}</td></tr>"
+                items = "".join(f"<tr><td>{esc(f.id)}</td><td>{pct(f.accuracy_a)}</td><td>{pct(f.accuracy_b)}</td></tr>"
                                 for f in fl)
-                flips.append(f"<h3>{_esc(t.task)}: A→{letters[i + 1]} flipped ({len(fl)})</h3><table><thead><tr><th>id</th>"
+                flips.append(f"<h3>{esc(t.task)}: A→{letters[i + 1]} flipped ({len(fl)})</h3><table><thead><tr><th>id</th>"
                              f"<th>A %</th><th>{letters[i + 1]} %</th></tr></thead><tbody>{items}</tbody></table>")
-    table = ('<table id="compare"><thead><tr>' + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
-             + "".join("<tr>" + "".join(f"<td>{_esc(x)}</td>" for x in r) + "</tr>" for r in body_rows) + "</tbody></table>")
+    table = ('<table id="compare"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
+             + "".join("<tr>" + "".join(f"<td>{esc(x)}</td>" for x in r) + "</tr>" for r in body_rows) + "</tbody></table>")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>reasoneval comparison</title><style>{CSS}</style></head><body>
-<h1>Comparison</h1><ul>{"".join(f"<li>{_esc(label)} <code>{_esc(r.run_dir)}</code></li>" for label, r in zip(run_labels(c), c.runs))}</ul>
+<h1>Comparison</h1><ul>{"".join(f"<li>{esc(label)} <code>{esc(r.run_dir)}</code></li>" for label, r in zip(run_labels(c), c.runs))}</ul>
 <p>Each run against A on the problems both ran: difference ± SE paired over problems (it includes the
 sampling noise of each problem's accuracy), 95% CI and p-value from Student t.</p>
 {table}<h2>Plots</h2><div class="plots">{"".join(plots)}{interval_plot(intervals, title="difference against A")}</div>

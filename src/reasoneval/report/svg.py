@@ -11,7 +11,8 @@ COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e3
 W, H, L, R, T, B = 420, 260, 52, 12, 28, 40
 
 
-def _esc(s: object) -> str:
+def esc(s: object) -> str:
+    """Text for HTML and SVG: &, <, >, and both quotes escaped (safe in text and in attribute values)."""
     return html.escape(str(s), quote=True)
 
 
@@ -33,7 +34,7 @@ def line_plot(series: Mapping[str, Sequence[tuple[float, float | None]]], *, tit
     """One line per series (points with y None are skipped); k axes in log2 when logx."""
     pts = [(x, y) for s in series.values() for x, y in s if y is not None and (not logy or y > 0)]
     if not pts:
-        return f'<svg class="plot" width="{W}" height="{H}" role="img"><text x="10" y="20">{_esc(title)}: no data</text></svg>'
+        return f'<svg class="plot" width="{W}" height="{H}" role="img"><text x="10" y="20">{esc(title)}: no data</text></svg>'
     fx = (lambda v: math.log2(v)) if logx else (lambda v: v)
     fy = (lambda v: math.log10(v)) if logy else (lambda v: v)
     xs = [fx(x) for x, _ in pts]
@@ -52,8 +53,8 @@ def line_plot(series: Mapping[str, Sequence[tuple[float, float | None]]], *, tit
     def py(v: float) -> float:
         return H - B - (fy(v) - y0) / (y1 - y0) * (H - T - B)
 
-    out = [f'<svg class="plot" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{_esc(title)}">',
-           f'<text x="{W / 2}" y="16" text-anchor="middle" class="pt">{_esc(title)}</text>',
+    out = [f'<svg class="plot" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{esc(title)}">',
+           f'<text x="{W / 2}" y="16" text-anchor="middle" class="pt">{esc(title)}</text>',
            f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" class="ax"/>',
            f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" class="ax"/>']
     xticks = sorted({x for x, _ in pts}) if logx else _ticks(x0, x1)
@@ -66,9 +67,9 @@ def line_plot(series: Mapping[str, Sequence[tuple[float, float | None]]], *, tit
         label = f"{100 * v:g}" if percent else f"{v:g}"
         out.append(f'<line x1="{L}" y1="{py(v):.1f}" x2="{W - R}" y2="{py(v):.1f}" class="gr"/>'
                    f'<text x="{L - 4}" y="{py(v) + 4:.1f}" text-anchor="end" class="tk">{label}</text>')
-    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 6}" text-anchor="middle" class="tk">{_esc(xlabel)}</text>')
+    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 6}" text-anchor="middle" class="tk">{esc(xlabel)}</text>')
     out.append(f'<text x="12" y="{(T + H - B) / 2}" text-anchor="middle" class="tk" '
-               f'transform="rotate(-90 12 {(T + H - B) / 2})">{_esc(ylabel)}</text>')
+               f'transform="rotate(-90 12 {(T + H - B) / 2})">{esc(ylabel)}</text>')
     for i, (name, s) in enumerate(series.items()):
         color = COLORS[i % len(COLORS)]
         good = [(x, y) for x, y in s if y is not None and (not logy or y > 0)]
@@ -76,13 +77,13 @@ def line_plot(series: Mapping[str, Sequence[tuple[float, float | None]]], *, tit
             continue
         d = " ".join(f"{'M' if j == 0 else 'L'}{px(x):.1f},{py(y):.1f}" for j, (x, y) in enumerate(good))
         dash = ' stroke-dasharray="5,3"' if name in dashed else ""
-        out.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"{dash}><title>{_esc(name)}</title></path>')
-        out += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{color}"><title>{_esc(name)} {x:g}: '
+        out.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"{dash}><title>{esc(name)}</title></path>')
+        out += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{color}"><title>{esc(name)} {x:g}: '
                 f'{100 * y:.2f}{"%" if percent else ""}</title></circle>' if percent else
-                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{color}"><title>{_esc(name)} {x:g}: {y:g}'
+                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{color}"><title>{esc(name)} {x:g}: {y:g}'
                 f'</title></circle>' for x, y in good]
         out.append(f'<text x="{W - R - 4}" y="{H - B - 8 - 13 * (len(series) - 1 - i)}" text-anchor="end" fill="{color}" '
-                   f'class="lg">{_esc(name)}</text>')
+                   f'class="lg">{esc(name)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -91,7 +92,7 @@ def histogram(values: Sequence[int], marked: Sequence[int], *, title: str, xlabe
     """Counts of `values`, with the `marked` ones (e.g. truncated responses) stacked in red."""
     allv = list(values) + list(marked)
     if not allv:
-        return f'<svg class="plot" width="{W}" height="{H}" role="img"><text x="10" y="20">{_esc(title)}: no data</text></svg>'
+        return f'<svg class="plot" width="{W}" height="{H}" role="img"><text x="10" y="20">{esc(title)}: no data</text></svg>'
     lo, hi = float(min(allv)), float(max(allv))
     width = max(1.0, (hi - lo) / bins)
     n = int((hi - lo) / width) + 1
@@ -102,8 +103,8 @@ def histogram(values: Sequence[int], marked: Sequence[int], *, title: str, xlabe
         m[min(n - 1, int((v - lo) / width))] += 1
     top = max(x + y for x, y in zip(a, m)) or 1
     bw = (W - L - R) / n
-    out = [f'<svg class="plot" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{_esc(title)}">',
-           f'<text x="{W / 2}" y="16" text-anchor="middle" class="pt">{_esc(title)}</text>',
+    out = [f'<svg class="plot" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{esc(title)}">',
+           f'<text x="{W / 2}" y="16" text-anchor="middle" class="pt">{esc(title)}</text>',
            f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" class="ax"/>']
     scale = (H - T - B) / top
     for i in range(n):
@@ -121,7 +122,7 @@ def histogram(values: Sequence[int], marked: Sequence[int], *, title: str, xlabe
         out.append(f'<text x="{L - 4}" y="{y + 4:.1f}" text-anchor="end" class="tk">{tv:g}</text>')
     for tv in _ticks(lo, lo + n * width, 5):
         out.append(f'<text x="{L + (tv - lo) / width * bw:.1f}" y="{H - B + 14}" text-anchor="middle" class="tk">{tv:g}</text>')
-    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 6}" text-anchor="middle" class="tk">{_esc(xlabel)}</text>')
+    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 6}" text-anchor="middle" class="tk">{esc(xlabel)}</text>')
     out.append(f'<text x="{W - R}" y="{T + 10}" text-anchor="end" class="lg" fill="#d62728">truncated: {len(marked)}</text>')
     out.append("</svg>")
     return "".join(out)
@@ -141,12 +142,12 @@ def interval_plot(items: Sequence[tuple[str, float, float, float]], *, title: st
     def px(v: float) -> float:
         return left + (v - lo) / (hi - lo) * (W - left - R)
 
-    out = [f'<svg class="plot" width="{W}" height="{h}" viewBox="0 0 {W} {h}" role="img" aria-label="{_esc(title)}">',
-           f'<text x="{W / 2}" y="16" text-anchor="middle" class="pt">{_esc(title)}</text>',
+    out = [f'<svg class="plot" width="{W}" height="{h}" viewBox="0 0 {W} {h}" role="img" aria-label="{esc(title)}">',
+           f'<text x="{W / 2}" y="16" text-anchor="middle" class="pt">{esc(title)}</text>',
            f'<line x1="{px(0):.1f}" y1="{T}" x2="{px(0):.1f}" y2="{h - B}" class="ax"/>']
     for j, (label, est, a, b) in enumerate(items):
         y = T + 12 + 24 * j
-        out.append(f'<text x="{left - 6}" y="{y + 4}" text-anchor="end" class="tk">{_esc(label)}</text>'
+        out.append(f'<text x="{left - 6}" y="{y + 4}" text-anchor="end" class="tk">{esc(label)}</text>'
                    f'<line x1="{px(a):.1f}" y1="{y}" x2="{px(b):.1f}" y2="{y}" stroke="#333" stroke-width="2"/>'
                    f'<circle cx="{px(est):.1f}" cy="{y}" r="4" fill="#d62728"><title>{100 * est:+.2f} '
                    f'[{100 * a:+.2f}, {100 * b:+.2f}]</title></circle>')

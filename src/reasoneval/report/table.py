@@ -8,31 +8,24 @@ from rich.table import Table
 
 from reasoneval.metrics import TaskMetrics, maj_ks
 from reasoneval.report.html import adaptive_lines
+from reasoneval.report.text import pct, pct_se
 from reasoneval.results.schema import RunResult
 from reasoneval.scoring.lmeval import LMEVAL_GROUPS, MATH_SUBTASKS
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}"
-
-
-def _mean_se(mean: float | None, se: float | None) -> str:
-    return "-" if mean is None else f"{100 * mean:.1f}" + ("" if se is None else f" ± {100 * se:.1f}")
-
-
 def _row(name: str, m: TaskMetrics, ks: list[int], K: int) -> list[str]:
     tokens = m.tokens.mean
-    return ([name, str(m.num_problems), _mean_se(m.mean, m.stderr)]
-            + [_pct(m.pass_at_k.get(k)) for k in ks]
-            + ([_pct(m.maj_at_k.get(K))] if K > 1 else [])
-            + ["-" if tokens is None else f"{tokens:.0f}", _pct(m.truncation_rate)])
+    return ([name, str(m.num_problems), pct_se(m.mean, m.stderr)]
+            + [pct(m.pass_at_k.get(k)) for k in ks]
+            + ([pct(m.maj_at_k.get(K))] if K > 1 else [])
+            + ["-" if tokens is None else f"{tokens:.0f}", pct(m.truncation_rate)])
 
 
 def _extra_rows(name: str, m: TaskMetrics, ks: list[int], K: int) -> list[list[str]]:
     """One row per extra metric (lm-eval's strict-match, ..., IFEval's inst_strict, ...): its figure ± SE in the
     first figure column."""
     blank = [""] * (len(ks) + (1 if K > 1 else 0) + 2)
-    return [[escape(f"  {name} [{metric}]"), str(g.num_problems), _mean_se(g.mean, g.stderr), *blank]
+    return [[escape(f"  {name} [{metric}]"), str(g.num_problems), pct_se(g.mean, g.stderr), *blank]
             for metric, g in m.extra.items()]
 
 
@@ -67,7 +60,7 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
         table.add_section()
         table.add_row(*_row("all (micro)", agg, ks, K))
         if agg.macro_mean is not None:
-            table.add_row("all (macro)", "", _pct(agg.macro_mean), *([""] * (len(ks) + (3 if K > 1 else 2))))
+            table.add_row("all (macro)", "", pct(agg.macro_mean), *([""] * (len(ks) + (3 if K > 1 else 2))))
     if console is None:
         console = Console()
         if not console.is_terminal:  # a log or a pipe: no 80-column wrapping of the figures
@@ -94,10 +87,10 @@ def lmeval_subject_table(name: str, m: TaskMetrics) -> Table | None:
     table.add_column("#problems", justify="right")
     for k in metrics:
         table.add_column(f"{k} ± SE (%)", justify="right")
-    table.add_row(group, str(m.num_problems), *[_mean_se(m.extra[k].mean, m.extra[k].stderr) for k in metrics])
+    table.add_row(group, str(m.num_problems), *[pct_se(m.extra[k].mean, m.extra[k].stderr) for k in metrics])
     subjects = m.breakdown[f"subject [{metrics[0]}]"]
     for subject in sorted(subjects, key=lambda s: MATH_SUBTASKS.get(s, s)):
         cells = [m.breakdown[f"subject [{k}]"].get(subject) for k in metrics]
         table.add_row(escape(f"  {MATH_SUBTASKS.get(subject, subject)}"), str(subjects[subject].num_problems),
-                      *["-" if g is None else _mean_se(g.mean, g.stderr) for g in cells])
+                      *["-" if g is None else pct_se(g.mean, g.stderr) for g in cells])
     return table

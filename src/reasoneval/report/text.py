@@ -46,4 +46,10 @@ def csv_text(records: Sequence[dict[str, Any]]) -> str:
 
 
 def pct(x: float | None, digits: int = 1) -> str:
+    """A fraction as percent for tables: 0.4567 -> "45.7"; "-" for no value."""
     return "-" if x is None else f"{100 * x:.{digits}f}"
+
+
+def pct_se(mean: float | None, se: float | None) -> str:
+    """A figure and its standard error in percent: "45.7 ± 3.2" ("45.7" without an SE, "-" without a figure)."""
+    return "-" if mean is None else pct(mean) + ("" if se is None else f" ± {pct(se)}")

@@ -6,9 +6,10 @@ import hashlib
 import random
 from typing import Sequence
 
+from reasoneval.records import CHOICE_LETTERS as LETTERS
 from reasoneval.tasks.keys import normalize_ws
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+__all__ = ["LETTERS", "choice_seed", "format_choices", "shuffle_choices"]
 
 
 def choice_seed(problem_text: str) -> int:

@@ -265,9 +265,8 @@ def _extract_math(text: str, truncated: bool = False) -> str | None:
 
 # ----- multiple choice -----
 
-# Choice letters: A-Z (a data file may have up to 26 options). In the case-insensitive phrase patterns the
+# Choice letters: A-Z (records.CHOICE_LETTERS). In the case-insensitive phrase patterns the
 # letter itself stays case-sensitive (A-Z; a-j only in parentheses), so "the answer is a number" is no choice.
-CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # (Blanks before the letter are the preceding pattern's own trailing \s* / \s+; a second \s* here, "\(?\s*", made
 # the split of a blank run ambiguous: quadratic on "answer" followed by a million spaces.)
 _LETTER = r"(?:\(\s*)?\**((?-i:[A-Z])|(?<=\()(?-i:[a-j])(?=\)))\**\s*\)?"

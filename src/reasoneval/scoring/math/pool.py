@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from reasoneval.records import CHOICE_LETTERS
 from reasoneval.scoring.math.extract import (
-    CHOICE_LETTERS,
     SHORT_RESPONSE_CHARS,
     extract_answer,
     extract_choice,
