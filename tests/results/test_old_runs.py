@@ -22,7 +22,8 @@ import pytest
 from reasoneval.atomic import json_text
 from reasoneval.cli.main import main
 from reasoneval.results.schema import CONFIG_FILE, SCHEMA_VERSION, SUMMARY_FILE, load_config, load_run
-from reasoneval.results.store import SampleStore
+from reasoneval.results.store import SampleStore, read_problems
+from reasoneval.results.store.problems import problem_to_dict
 
 RUNS = Path(__file__).parent.parent / "fixtures" / "runs"
 
@@ -118,3 +119,5 @@ def test_config_and_summary_round_trip_byte_for_byte(name: str) -> None:
     config = load_config(RUNS / name)
     assert json_text(config.to_json_dict()) == (RUNS / name / CONFIG_FILE).read_text()
     assert json_text(load_run(RUNS / name).to_json_dict()) == (RUNS / name / SUMMARY_FILE).read_text()
+    lines = (RUNS / name / "problems.jsonl").read_text().splitlines()
+    assert [json.dumps(problem_to_dict(p), ensure_ascii=False) for p in read_problems(RUNS / name)] == lines

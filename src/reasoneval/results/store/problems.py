@@ -9,21 +9,20 @@ from typing import Any, Iterable
 from reasoneval.records import Problem
 from reasoneval.results.store.sample_store import iter_jsonl
 from reasoneval.scoring.base import TaskScoring
+from reasoneval.serial import from_json, to_json
 
 PROBLEMS_FILE = "problems.jsonl"
 
 
 def problem_to_dict(p: Problem) -> dict[str, Any]:
-    return {"task": p.task, "key": p.key, "id": p.id, "problem": p.problem, "answer": p.answer,
-            "payload": dict(p.payload), "metadata": dict(p.metadata)}
+    """A problems.jsonl line: the Problem's JSON (reasoneval.serial) with task and key first, as always written."""
+    return {"task": p.task, "key": p.key, **to_json(p)}
 
 
 def problem_from_dict(d: dict[str, Any]) -> Problem:
-    payload = dict(d.get("payload") or {})
-    if d.get("choices") and "choices" not in payload:  # written before payloads (schema 1)
-        payload["choices"] = list(d["choices"])
-    return Problem(task=d["task"], id=d["id"], problem=d["problem"], answer=d["answer"], key=d["key"],
-                   payload=payload, metadata=d.get("metadata") or {})
+    if d.get("choices") and "choices" not in (d.get("payload") or {}):  # written before payloads (schema 1)
+        d = {**d, "payload": {**(d.get("payload") or {}), "choices": list(d["choices"])}}
+    return from_json(Problem, d)
 
 
 def read_problems(run_dir: Path) -> list[Problem]:
