@@ -24,7 +24,7 @@ import functools
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Mapping, TypeVar, Union
+from typing import Any, Callable, Literal, Mapping, TypeVar, Union
 
 from reasoneval.errors import UserError
 
@@ -52,20 +52,29 @@ def json_field(*, default: Any = dataclasses.MISSING, default_factory: Any = dat
     return dataclasses.field(default=default, metadata=meta)
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+@functools.cache
+def _out_fields(cls: type) -> tuple[tuple[str, bool, bool], ...]:
+    """(name, omit_none, omit_empty) of the fields `to_json` writes, in order."""
+    return tuple((f.name, bool(f.metadata.get(_OMIT_NONE)), bool(f.metadata.get(_OMIT_EMPTY)))
+                 for f in dataclasses.fields(cls) if not f.metadata.get(_SKIP))
+
+
 def to_json(obj: Any) -> Any:
     """`obj` as plain JSON values (dicts, lists, str, numbers, bools, None)."""
+    if isinstance(obj, _SCALARS):
+        return obj
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(obj):
-            meta = f.metadata
-            if meta.get(_SKIP):
-                continue
-            value = getattr(obj, f.name)
-            if value is None and meta.get(_OMIT_NONE):
-                continue
-            if meta.get(_OMIT_EMPTY) and value is not None and len(value) == 0:
-                continue
-            out[f.name] = to_json(value)
+        for name, omit_none, omit_empty in _out_fields(type(obj)):
+            value = getattr(obj, name)
+            if value is None:
+                if not omit_none:
+                    out[name] = None
+            elif not (omit_empty and len(value) == 0):
+                out[name] = value if isinstance(value, _SCALARS) else to_json(value)
         return out
     if isinstance(obj, Mapping):
         return {str(k): to_json(v) for k, v in obj.items()}
@@ -83,35 +92,41 @@ def from_json(cls: type[T], data: Any, **given: Any) -> T:
     (the `skip` fields, or overrides)."""
     if not isinstance(data, Mapping):
         raise UserError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
-    return typing.cast(T, _dataclass_from(cls, data, given))
+    kwargs: dict[str, Any] = {}
+    for name, keys, convert, has_default, allows_none in _in_fields(typing.cast(type, cls)):
+        if name in given:
+            kwargs[name] = given[name]
+            continue
+        raw: Any = _ABSENT
+        for key in keys:
+            if key in data:
+                raw = data[key]
+                break
+        if raw is _ABSENT or (raw is None and has_default and not allows_none):
+            if not has_default:
+                raise UserError(f"{cls.__name__} in JSON has no {name!r}")
+            continue
+        kwargs[name] = raw if convert is None or raw is None else convert(raw)
+    return cls(**kwargs)
+
+
+_ABSENT = object()
+Converter = Callable[[Any], Any]
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _dataclass_from(cls: type, data: Mapping[str, Any], given: Mapping[str, Any]) -> Any:
-    hints = _hints(cls)
-    kwargs: dict[str, Any] = {}
+def _in_fields(cls: type) -> tuple[tuple[str, tuple[str, ...], Converter | None, bool, bool], ...]:
+    """Per field `from_json` reads: (name, JSON keys to try, converter or None for as-is, has a default,
+    None is a value of its type)."""
+    hints = typing.get_type_hints(cls)
+    out = []
     for f in dataclasses.fields(cls):
-        if f.name in given:
-            kwargs[f.name] = given[f.name]
+        if not f.init:
             continue
-        if f.metadata.get(_SKIP) or not f.init:
-            continue
-        raw: Any = dataclasses.MISSING
-        for name in (f.name, *f.metadata.get(_OLD_NAMES, ())):
-            if name in data:
-                raw = data[name]
-                break
+        keys = () if f.metadata.get(_SKIP) else (f.name, *f.metadata.get(_OLD_NAMES, ()))
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        if raw is dataclasses.MISSING or (raw is None and has_default and not _allows_none(hints[f.name])):
-            if not has_default:
-                raise UserError(f"{cls.__name__} in JSON has no {f.name!r}")
-            continue
-        kwargs[f.name] = _convert(hints[f.name], raw)
-    return cls(**kwargs)
+        out.append((f.name, keys, _converter(hints[f.name]), has_default, _allows_none(hints[f.name])))
+    return tuple(out)
 
 
 def _allows_none(tp: Any) -> bool:
@@ -122,40 +137,55 @@ def _is_union(tp: Any) -> bool:
     return typing.get_origin(tp) in (Union, types.UnionType)
 
 
-def _convert(tp: Any, value: Any) -> Any:
-    if value is None or tp is Any or tp is object:
-        return value
+def _converter(tp: Any) -> Converter | None:
+    """How a JSON value becomes a value of type `tp` (None: it is one as it is). Numbers are not coerced."""
+    if tp is Any or tp is object or tp in _SCALARS:
+        return None
     if _is_union(tp):
         arms = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(arms) == 1:
-            return _convert(arms[0], value)
-        for arm in arms:  # the arm whose JSON shape the value has; a scalar passes through as it is
-            if isinstance(value, Mapping) and (dataclasses.is_dataclass(arm) or _origin(arm) is dict):
-                return _convert(arm, value)
-            if isinstance(value, list) and _origin(arm) in (tuple, list, frozenset):
-                return _convert(arm, value)
-        return value
+            return _converter(arms[0])
+        # several: the arm whose JSON shape the value has; a scalar passes through as it is
+        by_shape = [(dict if dataclasses.is_dataclass(a) or _origin(a) is dict else list, _converter(a))
+                    for a in arms if dataclasses.is_dataclass(a) or _origin(a) in (dict, tuple, list, frozenset)]
+        if not by_shape:
+            return None
+
+        def union(v: Any) -> Any:
+            for shape, conv in by_shape:
+                if isinstance(v, Mapping if shape is dict else list):
+                    return conv(v) if conv is not None else v
+            return v
+        return union
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return from_json(tp, value)
+        cls = tp
+        return lambda v: from_json(cls, v)
     origin, args = _origin(tp), typing.get_args(tp)
     if origin is Literal:
-        return value
+        return None
     if origin is dict:
         kt, vt = args if args else (Any, Any)
-        return {_key(kt, k): _convert(vt, v) for k, v in value.items()}
+        key = int if kt is int else float if kt is float else None
+        conv = _converter(vt)
+        if key is None and conv is None:
+            return dict
+        return lambda v: {(key(k) if key else k): (conv(x) if conv is not None and x is not None else x)
+                          for k, x in v.items()}
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_convert(args[0], v) for v in value)
-        if args:
-            return tuple(_convert(a, v) for a, v in zip(args, value))
-        return tuple(value)
-    if origin is list:
-        return [_convert(args[0] if args else Any, v) for v in value]
-    if origin is frozenset:
-        return frozenset(_convert(args[0] if args else Any, v) for v in value)
+            each = _converter(args[0])
+            return lambda v: tuple(each(x) if each is not None and x is not None else x for x in v)
+        convs = [_converter(a) for a in args]
+        if not convs or all(c is None for c in convs):
+            return tuple
+        return lambda v: tuple(c(x) if c is not None and x is not None else x for c, x in zip(convs, v))
+    if origin in (list, frozenset):
+        each = _converter(args[0]) if args else None
+        make: Callable[[Any], Any] = list if origin is list else frozenset
+        return lambda v: make(each(x) if each is not None and x is not None else x for x in v)
     if tp is Path:
-        return Path(value)
-    return value
+        return Path
+    return None
 
 
 def _origin(tp: Any) -> Any:
@@ -168,14 +198,6 @@ def _origin(tp: Any) -> Any:
     if origin in (frozenset, collections.abc.Set, set):
         return frozenset
     return origin
-
-
-def _key(kt: Any, k: str) -> Any:
-    if kt is int:
-        return int(k)
-    if kt is float:
-        return float(k)
-    return k
 
 
 class JsonRecord:

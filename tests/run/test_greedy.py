@@ -32,7 +32,7 @@ def test_greedy_table_shows_accuracy_and_lmeval_numbers(make_openai_server: Any,
     (data / "gsm8k.jsonl").write_text("".join(json.dumps({"id": f"gsm8k-{i}", "problem": q, "answer": a}) + "\n"
                                               for i, (q, a) in enumerate(QUESTIONS)))
     # The gsm8k style draws its exemplars from the train split, as lm-eval does (a made-up one here).
-    shutil.copy(Path(__file__).parent / "fixtures" / "hub" / "gsm8k_train.jsonl", data / "gsm8k_train.jsonl")
+    shutil.copy(Path(__file__).parents[1] / "fixtures" / "hub" / "gsm8k_train.jsonl", data / "gsm8k_train.jsonl")
     r = cli(*base_args(server, tmp_path, "--tasks", "gsm8k", "--greedy", "--api", "completions",
                        "--num-fewshot", "2", "--temperature", "0.9", "--n", "8"))
     assert r.returncode == 0, r.stderr
@@ -43,8 +43,8 @@ def test_greedy_table_shows_accuracy_and_lmeval_numbers(make_openai_server: Any,
     assert rows["gsm8k [strict-match]"][:2] == ["4", "50.0 ± 28.9"]
     assert rows["gsm8k [flexible-extract]"][:2] == ["4", "75.0 ± 25.0"]
     run = load_run(next((tmp_path / "results" / "test-model").iterdir()))
-    assert run.config.n == 1 and run.config.settings["sampling"]["temperature"] == 0.0
-    assert run.config.settings["prompt_style"]["num_fewshot"] == 2
+    assert run.config.n == 1 and run.config.settings.sampling is not None and run.config.settings.sampling.temperature == 0.0
+    assert run.config.settings.prompt_style is not None and run.config.settings.prompt_style["num_fewshot"] == 2
     assert run.tasks["gsm8k"].extra["strict-match"].mean == 0.5
     # results.parquet keeps each extraction per sample, to see why the numbers differ.
     rows = {r["id"]: r for r in pq.read_table(run.run_dir / "results.parquet").to_pylist()}
@@ -75,7 +75,8 @@ def test_embedded_model_four_shot_gsm8k_on_the_completions_api(tmp_path: Path) -
     m = run.tasks["gsm8k"]
     assert run.complete and m.num_problems == 20 and set(m.extra) == {"strict-match", "flexible-extract"}
     assert all(g.num_problems == 20 for g in m.extra.values())
-    assert run.config.settings["prompt_style"]["num_fewshot"] == 4 and run.config.settings["api"] == "completions"
+    style = run.config.settings.prompt_style
+    assert style is not None and style["num_fewshot"] == 4 and run.config.settings.api == "completions"
     texts = [json.loads(line)["text"] for line in (run.run_dir / "samples.jsonl").read_text().splitlines()]
     assert len(texts) == 20
     # The 4-shot prompt shapes the answers into the exemplars' "#### N" form, and the style's stop
