@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from reasoneval.analysis.compare import Comparison, PairedDifference
-from reasoneval.report.text import pct, pct_se
+from reasoneval.report.text import console_for_tables, markdown_table, pct, pct_se
 
 MAX_FLIPS_SHOWN = 10
 
@@ -54,10 +54,7 @@ def rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
 
 
 def render_compare_table(c: Comparison, console: Console | None = None) -> None:
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=200)
+    console = console if console is not None else console_for_tables()
     for label in run_labels(c):
         console.print(label)
     head, body = rows(c)
@@ -80,9 +77,7 @@ def render_compare_table(c: Comparison, console: Console | None = None) -> None:
 def compare_markdown(c: Comparison) -> str:
     head, body = rows(c)
     lines = [f"- {label}" for label in run_labels(c)] + [""]
-    lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")
-    lines += ["| " + " | ".join(r) + " |" for r in body]
+    lines += markdown_table(head, body, left=2).splitlines()
     if c.skipped:
         lines += ["", f"not in every run, not compared: {', '.join(c.skipped)}"]
     for t in c.tasks:

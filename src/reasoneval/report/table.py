@@ -8,7 +8,7 @@ from rich.table import Table
 
 from reasoneval.metrics import TaskMetrics, maj_ks
 from reasoneval.report.html import adaptive_lines
-from reasoneval.report.text import pct, pct_se
+from reasoneval.report.text import console_for_tables, pct, pct_se
 from reasoneval.results.schema import RunResult
 from reasoneval.scoring.lmeval import LMEVAL_GROUPS, MATH_SUBTASKS
 
@@ -61,10 +61,7 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
         table.add_row(*_row("all (micro)", agg, ks, K))
         if agg.macro_mean is not None:
             table.add_row("all (macro)", "", pct(agg.macro_mean), *([""] * (len(ks) + (3 if K > 1 else 2))))
-    if console is None:
-        console = Console()
-        if not console.is_terminal:  # a log or a pipe: no 80-column wrapping of the figures
-            console = Console(width=200)
+    console = console if console is not None else console_for_tables()
     console.print(table)
     for line in adaptive_lines(result):
         console.print(line)
