@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -23,6 +23,7 @@ from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
 from reasoneval.metrics import maj_ks
 from reasoneval.metrics.summary import _per_sample_var, beta_prior, posterior_variance
 from reasoneval.results.schema import RunResult, load_run
+from reasoneval.serial import to_json
 from reasoneval.run.plan_adaptive import FIRST_ROUND, samples_needed
 
 
@@ -80,9 +81,8 @@ class Analysis:
         return {"run_dir": str(self.result.run_dir), "model": self.result.model, "run_id": self.result.run_id,
                 "n": self.result.n, "draws": self.draws, "seed": self.seed,
                 "tasks": {t.task: {"num_problems": t.num_problems, "n": t.n, "mean": t.mean,
-                                   "se_vs_k": [asdict(r) for r in t.se],
-                                   "disjoint_subsets": [asdict(s) for s in t.spread],
-                                   "target": asdict(t.target) if t.target else None} for t in self.tasks}}
+                                   "se_vs_k": to_json(t.se), "disjoint_subsets": to_json(t.spread),
+                                   "target": to_json(t.target)} for t in self.tasks}}
 
 
 def _counts(rows: Sequence[ProblemRow]) -> tuple[np.ndarray, np.ndarray]:

@@ -25,13 +25,18 @@ def _p(d: PairedDifference) -> str:
     return "-" if d.p_value is None else (f"{d.p_value:.3g}" if d.p_value >= 1e-4 else "<1e-4")
 
 
+def run_letters(c: Comparison) -> list[str]:
+    """What the tables call each run: A (the baseline), B, ... (numbers past Z)."""
+    return [chr(65 + i) if i < 26 else str(i) for i in range(len(c.runs))]
+
+
 def run_labels(c: Comparison) -> list[str]:
-    return [f"{chr(65 + i) if i < 26 else i}: {r.model} ({r.run_id})" for i, r in enumerate(c.runs)]
+    return [f"{letter}: {r.model} ({r.run_id})" for letter, r in zip(run_letters(c), c.runs)]
 
 
 def rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     """Header and rows shared by the table and Markdown: one row per task and run."""
-    letters = [chr(65 + i) if i < 26 else str(i) for i in range(len(c.runs))]
+    letters = run_letters(c)
     ks = sorted({k for t in c.tasks for k in t.ks if k > 1})
     mk = max((max(t.maj_ks) for t in c.tasks if t.maj_ks), default=None)
     head = ["task", "run", "pass@1 ± SE (%)", "Δ vs A ± SE", "95% CI", "p", "common", "flips"]
@@ -71,7 +76,7 @@ def render_compare_table(c: Comparison, console: Console | None = None) -> None:
             if fl:
                 shown = ", ".join(f"{f.id} ({pct(f.accuracy_a)}→{pct(f.accuracy_b)})" for f in fl[:MAX_FLIPS_SHOWN])
                 more = f" and {len(fl) - MAX_FLIPS_SHOWN} more" if len(fl) > MAX_FLIPS_SHOWN else ""
-                console.print(f"{t.task}, A→{chr(66 + i)} flipped: {shown}{more}")
+                console.print(f"{t.task}, A→{run_letters(c)[i + 1]} flipped: {shown}{more}")
 
 
 def compare_markdown(c: Comparison) -> str:
@@ -84,7 +89,7 @@ def compare_markdown(c: Comparison) -> str:
         for i, fl in enumerate(t.flips):
             if fl:
                 lines.append("")
-                lines.append(f"{t.task}, A→{chr(66 + i)} flipped ({len(fl)}): "
+                lines.append(f"{t.task}, A→{run_letters(c)[i + 1]} flipped ({len(fl)}): "
                              + ", ".join(f"`{f.id}` {pct(f.accuracy_a)}→{pct(f.accuracy_b)}" for f in fl))
     return "\n".join(lines) + "\n"
 

@@ -312,10 +312,10 @@ def _write_sidecar(d: Path, i: int, blob: str) -> None:
 def write_compare_html(c: Any, path: Path) -> Path:
     """The comparison page of `analysis.compare.Comparison`: the table, pass@k of each run, the
     differences with their 95% CIs, and the flipped problems."""
-    from reasoneval.report.compare import rows, run_labels
+    from reasoneval.report.compare import rows, run_labels, run_letters
 
     head, body_rows = rows(c)
-    letters = [chr(65 + i) if i < 26 else str(i) for i in range(len(c.runs))]
+    letters = run_letters(c)
     plots = []
     intervals = []
     for t in c.tasks:
