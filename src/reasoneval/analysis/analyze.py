@@ -23,8 +23,8 @@ from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
 from reasoneval.metrics import maj_ks
 from reasoneval.metrics.summary import _per_sample_var, beta_prior, posterior_variance
 from reasoneval.results.schema import RunResult, load_run
-from reasoneval.serial import to_json
 from reasoneval.run.plan_adaptive import FIRST_ROUND, samples_needed
+from reasoneval.serial import to_json
 
 
 @dataclass(frozen=True)
