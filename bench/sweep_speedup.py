@@ -21,7 +21,10 @@ from pathlib import Path
 
 import _common  # noqa: F401  (puts src/ on the path)
 import reasoneval
-from reasoneval.fleet.sweep import load_jobs, run_jobs, start_cluster, state_path
+from reasoneval.fleet.cluster import start_cluster
+from reasoneval.fleet.jobs import load_jobs
+from reasoneval.fleet.loop import run_jobs
+from reasoneval.fleet.state import state_path
 
 MODELS = ("m1", "m2", "m3")
 TASKS = ("arith", "aime24")
