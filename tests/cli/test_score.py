@@ -15,7 +15,7 @@ import pytest
 from reasoneval.errors import UserError
 from reasoneval.run.imported import score
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/<area>/this file)
 
 
 def test_jsonl_with_gen_lists(tmp_path: Path) -> None:

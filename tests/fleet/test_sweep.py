@@ -19,7 +19,7 @@ import pytest
 
 from tests.fixtures.openai_server import OpenAIServer, Reply
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/<area>/this file)
 MODELS = ("m1", "m2", "m3")
 
 
