@@ -22,13 +22,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from reasoneval.engines.base import CommonOptions
 from reasoneval.errors import UserError
 from reasoneval.records import SamplingParams
 
 log = logging.getLogger("reasoneval")
 
-# The sampling defaults are SamplingParams' (records.py): stated there once, read here.
+# The sampling defaults are SamplingParams' (records.py), the engine-facing ones CommonOptions'
+# (engines/base.py): stated there once, read here.
 _SAMPLING = SamplingParams()
+_COMMON = CommonOptions()
 
 
 # ---- the schema ---------------------------------------------------------------------------------
@@ -396,9 +399,9 @@ class EvalConfig:
     base_url: str | None = run_option(
         None, group=ENGINE,
         help="OpenAI-compatible API incl. /v1 (default $OPENAI_BASE_URL, else http://localhost:8000/v1)")
-    api: str = run_option("chat", group=ENGINE, choices=("chat", "completions"),
+    api: str = run_option(_COMMON.api, group=ENGINE, choices=("chat", "completions"),
                           help="completions for base models (raw prompt)")
-    api_key_env: str = run_option("OPENAI_API_KEY", group=ENGINE, metavar="NAME",
+    api_key_env: str = run_option(_COMMON.api_key_env, group=ENGINE, metavar="NAME",
                                   help="environment variable holding the API key (never written anywhere)")
     engine_args: Mapping[str, Any] = run_option(
         default_factory=dict, group=ENGINE, flag="--engine-arg", add=_add_engine_args, collect=_collect_engine_args,
@@ -459,13 +462,15 @@ class EvalConfig:
         None, group=ADAPTIVE, parse=int, metavar="B",
         help="with --target-se: stop when the run holds B samples, whatever the SE")
 
-    concurrency: int = run_option(64, group=EXECUTION, parse=int, help="requests in flight (default 64)")
+    concurrency: int = run_option(_COMMON.concurrency, group=EXECUTION, parse=int,
+                                  help=f"requests in flight (default {_COMMON.concurrency})")
     # The order samples start in (plan.SCHEDULES): longest expected first, or sample-index-major.
     schedule: str = run_option(
         "longest-first", group=EXECUTION, choices=_schedules,
         help="order samples start in: one pilot per problem then the longest expected first (default), or every "
         "problem's sample j before any sample j+1")
-    timeout: float = run_option(3600.0, group=EXECUTION, parse=float, help="seconds per request (default 3600)")
+    timeout: float = run_option(_COMMON.timeout_s, group=EXECUTION, parse=float,
+                                help=f"seconds per request (default {_COMMON.timeout_s:g})")
     max_retries: int = run_option(6, group=EXECUTION, parse=int,
                                   help="retries of a failed request (timeouts, 429, 5xx) (default 6)")
     retry_backoff: float = run_option(1.0, group=EXECUTION, parse=float,
