@@ -66,7 +66,7 @@ def main() -> int:
 
         ray.shutdown()
         t3 = time.monotonic()
-        assert started and all(e["state"] == "done" for e in state.values()), state
+        assert started and all(e.state == "done" for e in state.values()), state
     sweep = t2 - t1
     print(f"sequential {sequential:.1f} s; sweep on 2 GPUs {sweep:.1f} s + Ray start-up {t1 - t0:.1f} s + shutdown "
           f"{t3 - t2:.1f} s")

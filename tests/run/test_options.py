@@ -156,3 +156,15 @@ def test_scorer_needs_user_data_and_a_known_name() -> None:
         EvalConfig(tasks=["aime24"], scorer="choice").validate()
     with pytest.raises(UserError, match="unknown scorer 'nope'"):
         EvalConfig(data="x.jsonl", scorer="nope").validate()
+
+
+def test_evaluate_takes_the_old_name_and_names_the_known_ones_on_a_typo(tmp_path: Path) -> None:
+    import reasoneval
+
+    data = _user_data(tmp_path)
+    common: dict[str, Any] = dict(data=str(data), answer_key="a", engine="echo", n=1, output_dir=str(tmp_path / "r"),
+                                  progress=False, print_table=False, grading_workers=1)
+    result = reasoneval.evaluate(question_key="q", **common)
+    assert result.tasks["mine"].num_problems == 2
+    with pytest.raises(UserError, match=r"evaluate\(\): unknown option\(s\) problem_kee; known: .*problem_key"):
+        reasoneval.evaluate(problem_kee="q", **common)
