@@ -32,7 +32,7 @@ def test_greedy_table_shows_accuracy_and_lmeval_numbers(make_openai_server: Any,
     (data / "gsm8k.jsonl").write_text("".join(json.dumps({"id": f"gsm8k-{i}", "problem": q, "answer": a}) + "\n"
                                               for i, (q, a) in enumerate(QUESTIONS)))
     # The gsm8k style draws its exemplars from the train split, as lm-eval does (a made-up one here).
-    shutil.copy(Path(__file__).parent / "fixtures" / "hub" / "gsm8k_train.jsonl", data / "gsm8k_train.jsonl")
+    shutil.copy(Path(__file__).parents[1] / "fixtures" / "hub" / "gsm8k_train.jsonl", data / "gsm8k_train.jsonl")
     r = cli(*base_args(server, tmp_path, "--tasks", "gsm8k", "--greedy", "--api", "completions",
                        "--num-fewshot", "2", "--temperature", "0.9", "--n", "8"))
     assert r.returncode == 0, r.stderr
