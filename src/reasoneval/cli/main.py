@@ -165,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from reasoneval.run.progress import setup_logging
 
+    setup_logging()  # before parsing: an old flag spelling warns in the usual log format
     parser = build_parser()
     a = parser.parse_args(argv)
     setup_logging(a.debug)

@@ -215,6 +215,9 @@ def check_values(cls: type, options: Mapping[str, Any], where: str) -> None:
             raise _bad_value(where, name, value, f"one of {', '.join(map(str, choices))}")
 
 
+_WARNED_OLD_KEYS: set[str] = set()
+
+
 def rename_old_keys(cls: type, options: Mapping[str, Any], where: str, extra: Sequence[str] = (),
                     hint: str = "") -> dict[str, Any]:
     """A file's (or Python caller's) keys as field names: dashes read as underscores, old spellings as their
@@ -228,7 +231,8 @@ def rename_old_keys(cls: type, options: Mapping[str, Any], where: str, extra: Se
         if k in extra:
             out[k] = value
         elif k in known:
-            if known[k] != k:
+            if known[k] != k and k not in _WARNED_OLD_KEYS:  # once, not once per job of a jobs file
+                _WARNED_OLD_KEYS.add(k)
                 log.warning("%s: %s is an old name of %s; it still works, but use %s", where, k, known[k], known[k])
             out[known[k]] = value
         else:
