@@ -1,5 +1,5 @@
-"""The command line: the top parser, built from each command group's module (run, score, fleet, prompts,
-analysis), and the small commands `report | engines | tasks | data pull`."""
+"""The command line: the top parser, built from each command group's module (run, score, fleet, analysis),
+and the small commands `report | engines | tasks | data pull`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from reasoneval.run.options import GRADING_OPTIONS, EvalConfig, add_options, eng
 from reasoneval.version import __version__
 
 log = logging.getLogger("reasoneval")
+
 
 def _csv(values: Sequence[str] | None) -> list[str]:
     out: list[str] = []

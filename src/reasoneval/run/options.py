@@ -124,7 +124,10 @@ class _Append(_Store):
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
         _warn_old_spelling(option_string, self.aliases, self.option_strings[0])
         items = list(getattr(namespace, self.dest, None) or ())
-        items.extend(x.strip() for x in str(values).split(",") if x.strip()) if self.split else items.append(values)
+        if self.split:
+            items.extend(x.strip() for x in str(values).split(",") if x.strip())
+        else:
+            items.append(values)
         setattr(namespace, self.dest, items)
 
 
