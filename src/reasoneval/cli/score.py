@@ -8,7 +8,7 @@ from typing import Any
 
 
 def add_score_parser(sub: Any, fmt: Any) -> None:
-    from reasoneval.run.options import GRADING_OPTIONS, EvalConfig, add_options
+    from reasoneval.run.options import GRADING_OPTIONS, EvalConfig, StoreWithOldSpellings, add_options
     from reasoneval.scoring import SCORERS
 
     p = sub.add_parser("score", help="grade a run directory again, or an external file of generations",
@@ -25,8 +25,9 @@ def add_score_parser(sub: Any, fmt: Any) -> None:
     p.add_argument("--task", help="task name for a file (default: the file name); humaneval, mbpp, mbpp_sanitized "
                    "or ifeval: join the file's rows to that task's problems by task_id / key / prompt")
     add_options(p, EvalConfig, ["data_dir"])
-    p.add_argument("--scorer", "--kind", dest="scorer", default="math", help="how a file's responses are scored: "
-                   + ", ".join(SCORERS.names()) + " (default math)")
+    p.add_argument("--scorer", "--kind", dest="scorer", default="math", action=StoreWithOldSpellings, aliases=("--kind",),
+                   help="how a file's responses are scored: " + ", ".join(SCORERS.names())
+                   + " (default math; old spelling: --kind)")
     # The same fields as `run --problem-key / --answer-key`; here the default is to look for the usual names.
     p.add_argument("--problem-key", dest="problem_key_name", metavar="FIELD",
                    help="the field holding the problem (default: the first of problem, question, prompt, input, query)")

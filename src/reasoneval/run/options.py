@@ -96,6 +96,8 @@ def _warn_old_spelling(option_string: str | None, aliases: Sequence[str], flag: 
 
 
 class _Store(argparse.Action):
+    """Stores the value; a flag given by an old spelling (`aliases`) logs the new one."""
+
     def __init__(self, *args: Any, aliases: Sequence[str] = (), **kw: Any) -> None:
         self.aliases = tuple(aliases)
         super().__init__(*args, **kw)
@@ -586,6 +588,9 @@ def add_run_options(parser: argparse.ArgumentParser, cls: type = EvalConfig) -> 
 GRADING_OPTIONS = ("grading_workers", "grading_timeout")
 
 
-__all__ = ["CliOption", "EvalConfig", "GRADING_OPTIONS", "add_field", "add_options", "add_run_options", "check_values",
-           "config_from_args", "default_engine", "engine_flag_values", "engine_flags", "field_default",
-           "flag_of", "json_object", "known_keys", "options_from_args", "rename_old_keys", "run_option"]
+# For hand-written flags that keep an old spelling: add_argument(new, old, action=StoreWithOldSpellings, aliases=(old,)).
+StoreWithOldSpellings = _Store
+
+__all__ = ["CliOption", "EvalConfig", "GRADING_OPTIONS", "StoreWithOldSpellings", "add_field", "add_options",
+           "add_run_options", "check_values", "config_from_args", "default_engine", "engine_flag_values", "engine_flags",
+           "field_default", "flag_of", "json_object", "known_keys", "options_from_args", "rename_old_keys", "run_option"]
