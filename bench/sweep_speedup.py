@@ -21,7 +21,10 @@ from pathlib import Path
 
 import _common  # noqa: F401  (puts src/ on the path)
 import reasoneval
-from reasoneval.fleet.sweep import load_jobs, run_jobs, start_cluster, state_path
+from reasoneval.fleet.cluster import start_cluster
+from reasoneval.fleet.jobs import load_jobs
+from reasoneval.fleet.loop import run_jobs
+from reasoneval.fleet.state import state_path
 
 MODELS = ("m1", "m2", "m3")
 TASKS = ("arith", "aime24")
@@ -63,7 +66,7 @@ def main() -> int:
 
         ray.shutdown()
         t3 = time.monotonic()
-        assert started and all(e["state"] == "done" for e in state.values()), state
+        assert started and all(e.state == "done" for e in state.values()), state
     sweep = t2 - t1
     print(f"sequential {sequential:.1f} s; sweep on 2 GPUs {sweep:.1f} s + Ray start-up {t1 - t0:.1f} s + shutdown "
           f"{t3 - t2:.1f} s")

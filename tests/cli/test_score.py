@@ -15,7 +15,7 @@ import pytest
 from reasoneval.errors import UserError
 from reasoneval.run.imported import score
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/<area>/this file)
 
 
 def test_jsonl_with_gen_lists(tmp_path: Path) -> None:
@@ -156,3 +156,19 @@ def test_a_row_naming_no_problem_of_the_task_is_a_one_line_error(tmp_path: Path)
         score(str(g), task="humaneval", workers=1, print_table=False)
     with pytest.raises(UserError, match="give --task humaneval, mbpp or mbpp_sanitized"):
         score(str(g), scorer="code", task="mine", workers=1, print_table=False)
+
+
+def test_kind_is_an_old_spelling_of_scorer(caplog: pytest.LogCaptureFixture) -> None:
+    import argparse
+    import logging
+
+    from reasoneval.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    logger = logging.getLogger("reasoneval")
+    logger.addHandler(caplog.handler)
+    try:
+        assert sub.choices["score"].parse_args(["gens.jsonl", "--kind", "choice"]).scorer == "choice"
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert "--kind is an old spelling of --scorer" in caplog.text

@@ -19,7 +19,7 @@ import pytest
 
 from tests.fixtures.openai_server import OpenAIServer, Reply
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/<area>/this file)
 MODELS = ("m1", "m2", "m3")
 
 
@@ -148,7 +148,7 @@ def test_a_gpu_marked_busy_is_left_alone_and_reported(tmp_path: Path, server: Op
 
 def test_bad_jobs_files_are_one_line_errors(tmp_path: Path) -> None:
     from reasoneval.errors import UserError
-    from reasoneval.fleet.sweep import load_jobs
+    from reasoneval.fleet.jobs import load_jobs
 
     bad = tmp_path / "jobs.yaml"
     bad.write_text("defaults: {tasks: [arith], temprature: 0.5}\nmodels: [m1]\n")
@@ -165,7 +165,7 @@ def test_bad_jobs_files_are_one_line_errors(tmp_path: Path) -> None:
 def test_a_sweep_of_checkpoints_can_be_greedy_and_few_shot_for_every_job(tmp_path: Path) -> None:
     # What base-model teams run (docs/lm-eval.md): greedy, few-shot, on the completions API, over
     # checkpoint folders; the defaults apply to every job unless a job overrides them.
-    from reasoneval.fleet.sweep import load_jobs
+    from reasoneval.fleet.jobs import load_jobs
 
     jobs_file = tmp_path / "jobs.yaml"
     jobs_file.write_text("defaults: {tasks: [gsm8k], greedy: true, num_fewshot: 4, api: completions, n: 8}\n"
@@ -182,7 +182,7 @@ def test_a_sweep_of_checkpoints_can_be_greedy_and_few_shot_for_every_job(tmp_pat
 
 @pytest.mark.usefixtures("ray_cluster")
 def test_watch_evaluates_a_checkpoint_written_in_stages_once_after_it_is_complete(tmp_path: Path) -> None:
-    from reasoneval.fleet.sweep import read_state
+    from reasoneval.fleet.state import read_state
     from reasoneval.fleet.watch import WatchOptions, watch_once
 
     root = tmp_path / "ckpts"
@@ -215,7 +215,7 @@ def test_watch_evaluates_a_checkpoint_written_in_stages_once_after_it_is_complet
     # A restarted watcher (new options object, same state file) redoes nothing.
     assert watch_once(root, WatchOptions(settings=settings, state_file=opts.state_file, stable_s=0.0)) == []
     jobs = read_state(root / ".reasoneval-watch.json.jobs.json")
-    assert {k: v["state"] for k, v in jobs.items()} == {"checkpoint-200": "done", "checkpoint-100": "done"}
+    assert {k: v.state for k, v in jobs.items()} == {"checkpoint-200": "done", "checkpoint-100": "done"}
     runs = list((tmp_path / "results").glob("*/*/samples.jsonl"))
     assert len(runs) == 2 and all(len(r.read_text().splitlines()) == 6 for r in runs)
     table = (root / ".reasoneval-watch.json.status.csv").read_text().splitlines()
@@ -224,18 +224,17 @@ def test_watch_evaluates_a_checkpoint_written_in_stages_once_after_it_is_complet
 
 
 @pytest.mark.usefixtures("ray_cluster")
-def test_a_job_whose_worker_keeps_dying_is_retried_then_failed_and_the_others_finish(tmp_path: Path) -> None:
-    from reasoneval.fleet.sweep import load_jobs, run_jobs
+def test_a_job_whose_worker_keeps_dying_is_retried_then_failed_and_the_others_finish(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reasoneval.fleet.jobs import load_jobs
+    from reasoneval.fleet.loop import CRASH_TEST_ENV, run_jobs
 
     crashes = tmp_path / "crashes.log"
     jobs_file = tmp_path / "jobs.yaml"
-    jobs_file.write_text(f"""
-defaults: {{tasks: [arith], limit: 2, n: 2, engine: echo}}
-models:
-  - {{model: doomed, test_crash_log: {crashes}}}
-  - fine
-""")
-    state = run_jobs(load_jobs(jobs_file), tmp_path / "state.json", max_retries=1)
-    assert state["fine"]["state"] == "done"
-    assert state["doomed"]["state"] == "failed" and "worker died (1 retries used)" in state["doomed"]["error"]
+    jobs_file.write_text("defaults: {tasks: [arith], limit: 2, n: 2, engine: echo}\nmodels: [doomed, fine]\n")
+    # The test hook is the environment, not a job option: the doomed job's worker dies on every attempt.
+    monkeypatch.setenv(CRASH_TEST_ENV, f"doomed={crashes}")
+    state = run_jobs(load_jobs(jobs_file), tmp_path / "state.json", job_retries=1)
+    assert state["fine"].state == "done"
+    assert state["doomed"].state == "failed" and "worker died (1 retries used)" in (state["doomed"].error or "")
     assert len(crashes.read_text().split()) == 2  # the first attempt and one retry, each in a fresh worker

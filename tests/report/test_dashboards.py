@@ -214,7 +214,7 @@ def test_a_missing_library_is_a_one_line_error_before_any_request(make_openai_se
 
 @pytest.mark.usefixtures("ray_cluster")
 def test_watch_logs_each_checkpoint_at_its_step_to_each_backend(tmp_path: Path, offline_wandb: Path) -> None:
-    from reasoneval.fleet.sweep import read_state
+    from reasoneval.fleet.state import read_state
     from reasoneval.fleet.watch import WatchOptions, watch_once
     from reasoneval.report.dashboards import Dashboards
 
@@ -234,7 +234,7 @@ def test_watch_logs_each_checkpoint_at_its_step_to_each_backend(tmp_path: Path, 
             assert watch_once(root, opts) == [name]
     jobs = read_state(root / ".reasoneval-watch.json.jobs.json")
     means = {int(n.split("-")[-1].removeprefix("global_step")): json.loads(
-        (Path(e["run_dir"]) / "summary.json").read_text())["tasks"]["arith"]["mean"] for n, e in jobs.items()}
+        (Path(e.run_dir) / "summary.json").read_text())["tasks"]["arith"]["mean"] for n, e in jobs.items()}
     assert sorted(means) == [100, 200]
 
     tb = tensorboard_scalars(tmp_path / "tb" / "run7")
@@ -249,7 +249,9 @@ def test_watch_logs_each_checkpoint_at_its_step_to_each_backend(tmp_path: Path, 
 @pytest.mark.usefixtures("ray_cluster")
 def test_sweep_logs_at_the_jobs_files_steps_and_logging_options_do_not_rerun_jobs(
         tmp_path: Path, offline_wandb: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from reasoneval.fleet.sweep import load_jobs, run_jobs, show_status
+    from reasoneval.fleet.jobs import load_jobs
+    from reasoneval.fleet.loop import run_jobs
+    from reasoneval.fleet.status import show_status
 
     jobs_file = tmp_path / "jobs.yaml"
     jobs_file.write_text(f"""
@@ -263,8 +265,8 @@ models:
     jobs = load_jobs(jobs_file)
     assert [j.step for j in jobs] == [1000, 3000, 2000]
     state = run_jobs(jobs, tmp_path / "jobs.yaml.state.json")
-    assert {e["state"] for e in state.values()} == {"done"}
-    means = {j.step: json.loads((Path(state[j.name]["run_dir"]) / "summary.json").read_text())["tasks"]["arith"]["mean"]
+    assert {e.state for e in state.values()} == {"done"}
+    means = {j.step: json.loads((Path(state[j.name].run_dir) / "summary.json").read_text())["tasks"]["arith"]["mean"]
              for j in jobs}
     tb = tensorboard_scalars(tmp_path / "tb" / "jobs")
     assert sorted(tb["arith/pass@1"]) == [(s, pytest.approx(means[s])) for s in (1000, 2000, 3000)]
@@ -289,7 +291,7 @@ models:
 
 def test_bad_logging_options_in_a_jobs_file_are_one_line_errors(tmp_path: Path) -> None:
     from reasoneval.errors import UserError
-    from reasoneval.fleet.sweep import load_jobs
+    from reasoneval.fleet.jobs import load_jobs
 
     jobs_file = tmp_path / "jobs.yaml"
     for text, error in [("{model: m, step: soon}", "models\\[0\\]: step must be an integer"),
@@ -317,7 +319,7 @@ def dashboard_warnings(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogC
 def test_watch_command_warns_once_for_a_failing_backend_and_logs_the_others_at_each_step(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dashboard_warnings: pytest.LogCaptureFixture) -> None:
     from reasoneval.cli.main import main
-    from reasoneval.fleet.sweep import read_state
+    from reasoneval.fleet.state import read_state
 
     monkeypatch.chdir(tmp_path)  # MLflow's default store (./mlflow.db or ./mlruns) would land here if the URI were lost
     root = tmp_path / "run7"
@@ -335,11 +337,11 @@ def test_watch_command_warns_once_for_a_failing_backend_and_logs_the_others_at_e
     assert main(["watch", str(root), "--settings", str(tmp_path / "eval.yaml"), "--once", "--log-to", "tensorboard,mlflow",
                  "--tensorboard-dir", str(tmp_path / "not-a-dir")]) == 0
     jobs = read_state(root / ".reasoneval-watch.json.jobs.json")
-    assert {e["state"] for e in jobs.values()} == {"done"} and len(jobs) == 2
+    assert {e.state for e in jobs.values()} == {"done"} and len(jobs) == 2
     means = {}
     for name, e in jobs.items():
-        summary = json.loads((Path(e["run_dir"]) / "summary.json").read_text())
-        assert summary["complete"] and len((Path(e["run_dir"]) / "samples.jsonl").read_text().splitlines()) == 8
+        summary = json.loads((Path(e.run_dir) / "summary.json").read_text())
+        assert summary["complete"] and len((Path(e.run_dir) / "samples.jsonl").read_text().splitlines()) == 8
         means[int(name.split("-")[1])] = summary["tasks"]["arith"]["mean"]
     failed = [r.getMessage() for r in dashboard_warnings.records if "--log-to tensorboard failed" in r.getMessage()]
     assert len(failed) == 1, failed  # once, not once per checkpoint
@@ -352,7 +354,7 @@ def test_watch_command_warns_once_for_a_failing_backend_and_logs_the_others_at_e
 def test_sweep_command_warns_once_for_a_failing_backend_and_finishes_every_job(
         tmp_path: Path, dashboard_warnings: pytest.LogCaptureFixture) -> None:
     from reasoneval.cli.main import main
-    from reasoneval.fleet.sweep import read_state
+    from reasoneval.fleet.state import read_state
 
     jobs_file = tmp_path / "jobs.yaml"
     jobs_file.write_text("defaults: {tasks: [arith], limit: 3, n: 2, engine: echo}\n"
@@ -362,9 +364,9 @@ def test_sweep_command_warns_once_for_a_failing_backend_and_finishes_every_job(
     assert main(["sweep", str(jobs_file), "--log-to", "tensorboard", "--log-to", "mlflow", "--mlflow-tracking-uri", uri,
                  "--tensorboard-dir", str(tmp_path / "not-a-dir"), "--mlflow-experiment", "battery"]) == 0
     state = read_state(tmp_path / "jobs.yaml.state.json")
-    assert [e["state"] for e in state.values()] == ["done"] * 3
+    assert [e.state for e in state.values()] == ["done"] * 3
     for e in state.values():
-        assert len((Path(e["run_dir"]) / "samples.jsonl").read_text().splitlines()) == 6
+        assert len((Path(e.run_dir) / "samples.jsonl").read_text().splitlines()) == 6
     failed = [r.getMessage() for r in dashboard_warnings.records if "--log-to tensorboard failed" in r.getMessage()]
     assert len(failed) == 1, failed
     run, ml = mlflow_history(uri, "battery")

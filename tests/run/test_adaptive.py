@@ -53,8 +53,7 @@ def test_an_adaptive_runs_problems_use_the_crossfit_estimate_in_every_accuracy_f
 
 
 def test_target_se_passes_through_sweep_and_watch_settings(tmp_path: Path) -> None:
-    from reasoneval.fleet.sweep import load_jobs, make_job
-    from reasoneval.fleet.watch import load_settings
+    from reasoneval.fleet.jobs import load_jobs, load_settings, make_job
 
     jobs_file = tmp_path / "jobs.yaml"
     jobs_file.write_text("defaults: {tasks: [aime24], target_se: 1.0, max_n: 64}\n"

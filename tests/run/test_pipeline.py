@@ -21,7 +21,7 @@ from reasoneval.run.identity import sample_seed
 from reasoneval.tasks import problem_key
 from tests.fixtures.openai_server import Reply
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/<area>/this file)
 SHARED = ROOT.parent / "shared" / "datasets"
 
 AIME = [("Find $x$ if $x+1=5$.", "4"), ("What is $2 \\cdot 5$?", "10"), ("Compute $3^2$.", "9")]

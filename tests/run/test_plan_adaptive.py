@@ -11,7 +11,7 @@ import numpy as np
 from reasoneval.metrics.summary import crossfit, stderr_resample_adaptive
 from reasoneval.run.plan_adaptive import estimated_se, greedy_neyman, next_round, posterior_sd
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/run/this file)
 
 
 def test_posterior_sd_never_writes_off_a_problem_seen_all_correct() -> None:

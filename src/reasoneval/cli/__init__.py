@@ -1,5 +1,10 @@
-"""The command line: every command's argument parsing, one module per command group."""
+"""The command line: every command's argument parsing, one module per command group.
 
-from reasoneval.cli.main import build_parser, main
+    main.py      the top parser and the small commands (report, engines, tasks, data pull)
+    run.py       `run` (its flags are generated from reasoneval.run.options.EvalConfig)
+    score.py     `score`
+    fleet.py     `sweep`, `watch`
+    analysis.py  `compare`, `analyze`, `runs`, `export`
 
-__all__ = ["build_parser", "main"]
+Nothing is imported here: `python -m reasoneval.cli.main` then runs main.py once, as a script.
+"""

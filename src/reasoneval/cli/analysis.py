@@ -144,7 +144,14 @@ def add_parsers(sub: Any, fmt: Any) -> None:
     p.add_argument("--format", choices=["jsonl", "parquet"])
     p.add_argument("--correct-only", action="store_true")
     p.add_argument("--max-per-problem", type=int, metavar="N")
-    p.add_argument("--min-tokens", type=int)
-    p.add_argument("--max-tokens", type=int)
+    # Not --max-tokens: in `run` that is the generation limit; here it filters finished responses by length.
+    from reasoneval.run.options import StoreWithOldSpellings
+
+    p.add_argument("--min-response-tokens", "--min-tokens", dest="min_tokens", type=int, metavar="N",
+                   action=StoreWithOldSpellings, aliases=("--min-tokens",),
+                   help="drop responses shorter than N tokens (old spelling: --min-tokens)")
+    p.add_argument("--max-response-tokens", "--max-tokens", dest="max_tokens", type=int, metavar="N",
+                   action=StoreWithOldSpellings, aliases=("--max-tokens",),
+                   help="drop responses longer than N tokens (old spelling: --max-tokens)")
     p.add_argument("--keep-truncated", action="store_true", help="keep responses cut at max tokens (dropped by default)")
     p.set_defaults(func=_cmd_export)

@@ -26,7 +26,9 @@ from pathlib import Path
 
 from reasoneval.errors import UserError
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+# Weight files of a checkpoint folder (Hugging Face safetensors / PyTorch; a GGUF export for llama.cpp):
+# what `watch` waits for before a folder counts as a checkpoint, and what the identity samples.
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 # Any one of these makes a tokenizer transformers / vLLM can load.
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer.tiktoken")

@@ -14,7 +14,6 @@ IFEval responses (`{"prompt", "response"}`) and lm-evaluation-harness logs of th
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -236,43 +235,3 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
     K = import_generations(src, out, task=task or src.stem, scorer=scorer, problem_key_name=problem_key_name,
                            answer_key=answer_key, response_key=response_key)
     return score_run(out, n=n or K, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
-
-
-def add_score_parser(sub: Any, fmt: Any) -> None:
-    p = sub.add_parser("score", help="grade a run directory again, or an external file of generations",
-                       formatter_class=fmt, epilog="examples:\n"
-                       "  reasoneval score results/my-model/0123abcd4567     # after a grader change\n"
-                       "  reasoneval score gens.jsonl --response-key gen --answer-key gt\n"
-                       "  reasoneval score samples_aime24_2025-01-01.jsonl   # lm-evaluation-harness log\n"
-                       "  reasoneval score humaneval_samples.jsonl --task humaneval   # human-eval's task_id + completion\n"
-                       "  reasoneval score ifeval_responses.jsonl --task ifeval       # Google's prompt + response\n"
-                       "Writes summary.json, results.parquet and the table (for a file: into FILE.reasoneval/).")
-    p.add_argument("path")
-    p.add_argument("--n", type=int, help="use sample indices < N")
-    p.add_argument("--output-dir", help="where a file's run directory goes (default: FILE.reasoneval beside it)")
-    p.add_argument("--task", help="task name for a file (default: the file name); humaneval, mbpp, mbpp_sanitized "
-                   "or ifeval: join the file's rows to that task's problems by task_id / key / prompt")
-    p.add_argument("--data-dir", help="where mbpp / ifeval data files are (default: $REASONEVAL_DATA_DIR, else the Hub)")
-    p.add_argument("--scorer", "--kind", dest="scorer", default="math", help="how a file's responses are scored: "
-                   + ", ".join(SCORERS.names()) + " (default math)")
-    p.add_argument("--problem-key", dest="problem_key_name")
-    p.add_argument("--answer-key")
-    p.add_argument("--response-key")
-    p.add_argument("--grading-workers", type=int)
-    p.add_argument("--grading-timeout", type=float, default=5.0, help="seconds per grading item")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=_cmd_score)
-
-
-def _cmd_score(a: argparse.Namespace) -> int:
-    from reasoneval.errors import RunIncomplete
-
-    s = score(a.path, n=a.n, output_dir=a.output_dir, task=a.task, scorer=a.scorer,
-              problem_key_name=a.problem_key_name, answer_key=a.answer_key, response_key=a.response_key,
-              workers=a.grading_workers, grading_timeout=a.grading_timeout, print_table=not a.json,
-              data_dir=a.data_dir)
-    if a.json:
-        print(json.dumps(s.to_json_dict(), indent=2))
-    if not s.complete:
-        raise RunIncomplete(s)
-    return 0

@@ -15,25 +15,24 @@ import logging
 import os
 import platform
 import time
-from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 from rich.console import Console
 
-from reasoneval.engines import CommonOptions, Engine, EngineInfo, capabilities, check_supported, create_engine
+from reasoneval.engines import Engine, EngineInfo, capabilities, check_supported, create_engine
 from reasoneval.errors import RunIncomplete, UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
-from reasoneval.prompts import Exemplar, PromptConfig, read_template
-from reasoneval.records import SamplingParams
+from reasoneval.prompts import Exemplar, PromptConfig
 from reasoneval.report import ResultsWriter, render_table, write_summary
 from reasoneval.report.html import write_run_html
 from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems, read_problems
 from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings, adaptive_summary, only_k_up_to
 from reasoneval.run.identity import RunSettings, run_dir_for
-from reasoneval.run.plan import SCHEDULES, LoadedTask, ProblemRef, Schedule, plan, request_maker
+from reasoneval.run.options import EvalConfig, rename_old_keys
+from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_maker
 from reasoneval.run.plan_adaptive import FIRST_ROUND
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
@@ -50,130 +49,6 @@ _DEPENDENCIES = ("aiohttp", "math-verify", "latex2sympy2_extended", "sympy", "nu
 BREAKDOWN_FIELDS = ("subject", "level")
 # Response bytes per results.parquet batch (Arrow holds ~3x that while building and compressing it).
 PARQUET_BATCH_BYTES = 8 << 20
-
-
-@dataclass
-class EvalConfig:
-    """Every option of `reasoneval run` (the CLI flag is the field name with dashes).
-
-    Engine-specific options go in `engine_args` (the engine's Options fields; `reasoneval engines`).
-    """
-
-    tasks: Sequence[str] = ()
-    model: str | None = None
-    engine: str | None = None  # default: openai with --model/--base-url, else local
-    engine_args: Mapping[str, Any] = field(default_factory=dict)
-    base_url: str | None = None
-    api: str = "chat"
-    api_key_env: str = "OPENAI_API_KEY"
-    n: int = 16
-    seed: int = 42
-    temperature: float = 0.6
-    top_p: float = 0.95
-    top_k: int | None = None
-    min_p: float | None = None
-    max_tokens: int = 32768
-    stop: Sequence[str] = ()
-    extra_body: Mapping[str, Any] = field(default_factory=dict)
-    system_prompt: str | None = None
-    prompt_template: str | None = None  # a file path
-    # Few-shot prompting (reasoneval.prompts.fewshot): a style for every task (default: each task's own;
-    # its few-shot style when num_fewshot is given), exemplars per prompt, and whether the style's stop
-    # sequences are sent.
-    prompt_style: str | None = None
-    num_fewshot: int | None = None
-    style_stop: bool = True
-    # Greedy decoding, one sample per problem: sets temperature 0, top_p 1, n 1 (over what else is given);
-    # the table then shows accuracy ± SE over problems.
-    greedy: bool = False
-    # lm-eval's columns (TaskScoring.extra) for every task that has them, not only where lm-eval defines the
-    # task with this prompt style (TaskSpec.lmeval_styles). Scoring only: not part of the run id.
-    lmeval_metrics: bool = False
-    concurrency: int = 64
-    # The order samples start in (plan.SCHEDULES): longest expected first, or sample-index-major.
-    schedule: str = "longest-first"
-    timeout: float = 3600.0
-    max_retries: int = 6
-    retry_backoff: float = 1.0
-    limit: int | None = None
-    data_dir: str | None = None
-    data: str | None = None
-    question_key: str = "problem"
-    answer_key: str = "answer"
-    id_key: str | None = None
-    split: str | None = None
-    output_dir: str = "results"
-    grading_workers: int | None = None
-    grading_timeout: float = 5.0
-    progress: bool | None = None  # None: a live bar on a terminal, log lines elsewhere
-    print_table: bool = True
-    # Dashboards the scored result is logged to (reasoneval.report.dashboards: tensorboard, mlflow, wandb) and their
-    # settings (dashboards.LOG_ARGS); never part of a run's identity.
-    log_to: Sequence[str] = ()
-    log_args: Mapping[str, Any] = field(default_factory=dict)
-    # run --target-se (reasoneval.run.adaptive): sample each problem until the re-run SE of each task's mean is at
-    # most target_se points; max_n samples per problem at most; budget_samples: most samples the run holds in all.
-    target_se: float | None = None
-    max_n: int = 256
-    budget_samples: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.greedy:
-            self.temperature, self.top_p, self.n = 0.0, 1.0, 1
-
-    def validate(self) -> None:
-        checks = [
-            (self.n >= 1, f"--n must be at least 1 (got {self.n})"),
-            (self.concurrency >= 1, f"--concurrency must be at least 1 (got {self.concurrency})"),
-            (self.limit is None or self.limit >= 1, f"--limit must be at least 1 (got {self.limit})"),
-            (self.max_tokens >= 1, f"--max-tokens must be at least 1 (got {self.max_tokens})"),
-            (self.max_retries >= 0, f"--max-retries must be 0 or more (got {self.max_retries})"),
-            (self.timeout > 0, f"--timeout must be positive (got {self.timeout})"),
-            (self.temperature >= 0, f"--temperature must be >= 0 (got {self.temperature})"),
-            (0 < self.top_p <= 1, f"--top-p must be in (0, 1] (got {self.top_p})"),
-            (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),
-            (self.grading_timeout > 0, f"--grading-timeout must be positive (got {self.grading_timeout})"),
-            (self.schedule in SCHEDULES, f"--schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})"),
-            (self.target_se is None or self.target_se > 0,
-             f"--target-se must be positive, in points of accuracy (e.g. 0.5; got {self.target_se})"),
-            (self.max_n >= 1, f"--max-n must be at least 1 (got {self.max_n})"),
-            (self.budget_samples is None or self.budget_samples >= 1,
-             f"--budget-samples must be at least 1 (got {self.budget_samples})"),
-            (self.target_se is None or self.temperature > 0,
-             "--target-se needs sampling: with --greedy or --temperature 0 every sample of a problem is the same, "
-             "so more samples cannot lower the SE; drop one of them"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise UserError(message)
-        if self.log_to or self.log_args:
-            from reasoneval.report.dashboards import check_backends
-
-            check_backends(self.log_to, self.log_args)
-
-    def samples_per_problem(self) -> int:
-        """The sample-index bound scoring uses: --n, or 2 x --max-n for an adaptive run (at most max_n samples
-        per problem, but its even and odd streams can differ in length)."""
-        return 2 * self.max_n if self.target_se is not None else self.n
-
-    def engine_kind(self) -> str:
-        if self.engine:
-            return self.engine
-        return "openai" if (self.model or self.base_url) else "local"
-
-    def sampling(self) -> SamplingParams:
-        return SamplingParams(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p,
-                              max_tokens=self.max_tokens, stop=tuple(self.stop), extra_body=dict(self.extra_body))
-
-    def prompt(self) -> PromptConfig:
-        template = read_template(self.prompt_template) if self.prompt_template is not None else None
-        return PromptConfig(system_prompt=self.system_prompt, template=template, num_fewshot=self.num_fewshot,
-                            style_override=self.prompt_style, style_stop=self.style_stop)
-
-    def common_options(self) -> CommonOptions:
-        return CommonOptions(model=self.model, base_url=self.base_url, api=self.api,
-                             api_key=os.environ.get(self.api_key_env) or None, api_key_env=self.api_key_env,
-                             timeout_s=self.timeout, concurrency=self.concurrency, log_dir=self.output_dir)
 
 
 def versions() -> dict[str, str]:
@@ -194,8 +69,8 @@ def load_tasks(cfg: EvalConfig) -> list[LoadedTask]:
         Path(os.environ["REASONEVAL_DATA_DIR"]) if os.environ.get("REASONEVAL_DATA_DIR") else None)
     out = []
     if cfg.data:
-        spec, problems = load_user_data(cfg.data, question_key=cfg.question_key, answer_key=cfg.answer_key,
-                                        id_key=cfg.id_key, split=cfg.split, limit=cfg.limit)
+        spec, problems = load_user_data(cfg.data, question_key=cfg.problem_key, answer_key=cfg.answer_key,
+                                        id_key=cfg.id_key, split=cfg.split, limit=cfg.limit, scorer=cfg.scorer)
         out.append(LoadedTask(spec, problems))
     names = list(cfg.tasks)
     if not names and not cfg.data:
@@ -366,6 +241,7 @@ def _disk_error(e: OSError, where: Path | str) -> UserError:
 
 async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> RunResult:
     """`evaluate` for code that already runs an event loop. Scoring runs in a thread, off the loop."""
+    options = rename_old_keys(type(config) if config else EvalConfig, options, "evaluate()")
     cfg = dataclasses.replace(config, **options) if config else EvalConfig(**options)
     cfg.validate()
     tasks = load_tasks(cfg)

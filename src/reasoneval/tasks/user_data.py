@@ -1,8 +1,9 @@
 """A user's own data set: a local JSONL / JSON / Parquet / CSV file or a Hub dataset id.
 
 Hub ids may name a config as `owner/name:config` (e.g. `openai/gsm8k:main`). Rows need the
-question and answer columns named by `question_key` / `answer_key`; `id_key` is optional
-(ids default to `<task>-<n>`). Malformed rows are a UserError naming the file and line/row.
+problem and answer columns named by `question_key` / `answer_key` (`run --problem-key / --answer-key`);
+`id_key` is optional (ids default to `<task>-<n>`). Malformed rows are a UserError naming the file and
+line/row. The responses are scored with the `math` scorer unless `scorer` names another (`run --scorer`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
+from reasoneval.scoring.base import TaskScoring
 from reasoneval.tasks.keys import problem_key, reference_text
 from reasoneval.tasks.loading import _check_limit, hub_offline, load_hub_rows
 from reasoneval.tasks.schema import NumberedRow, _get_answer, iter_jsonl_rows, metadata_of
@@ -123,7 +125,7 @@ def _user_problem(task: str, where: str, row: Mapping[str, Any], question_key: s
     q = row.get(question_key)
     if q is None:
         raise UserError(f"{where}: missing question key {question_key!r} (row keys: {', '.join(map(str, row))}); "
-                        "set --question-key")
+                        "set --problem-key")
     if not isinstance(q, str):
         raise UserError(f"{where}: {question_key!r} must be a string, got {type(q).__name__}")
     if not q.strip():
@@ -152,7 +154,7 @@ def _user_problem(task: str, where: str, row: Mapping[str, Any], question_key: s
 
 def load_user_data(source: str, *, question_key: str, answer_key: str, id_key: str | None = None,
                    split: str | None = None, limit: int | None = None,
-                   task_name: str | None = None) -> tuple[TaskSpec, list[Problem]]:
+                   task_name: str | None = None, scorer: str | None = None) -> tuple[TaskSpec, list[Problem]]:
     _check_limit(limit)
     rows, origin = read_rows(source, split)
     if limit is not None:
@@ -169,5 +171,6 @@ def load_user_data(source: str, *, question_key: str, answer_key: str, id_key: s
             raise UserError(f"{where}: duplicate id {prob.id!r} (first at {seen[prob.id]}); ids must be unique")
         seen[prob.id] = where
         problems.append(prob)
-    spec = TaskSpec(name=task_name, description=f"user data {source}", origin=origin)
+    spec = TaskSpec(name=task_name, description=f"user data {source}", origin=origin,
+                    scoring=TaskScoring(scorer) if scorer else TaskScoring())
     return spec, problems

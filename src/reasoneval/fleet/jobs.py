@@ -1,0 +1,178 @@
+"""Jobs files (`reasoneval sweep JOBS.yaml`) and watch settings files: read, checked against the `run`
+options' schema (reasoneval.run.options.EvalConfig), turned into Jobs.
+
+    defaults:                  # any `reasoneval run` option (EvalConfig field), plus num_gpus / num_cpus
+      tasks: [aime24, math500]
+      n: 16
+      engine: vllm
+      engine_args: {max_model_len: 32768}
+    models:
+      - /ckpt/step-1000                    # a path or a served name
+      - model: /ckpt/step-2000
+        name: step-2000                    # the row's name (default: the path's last part)
+        n: 32                              # any option, for this job only
+        step: 2000                         # training step for --log-to (default: from the name)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from reasoneval.errors import UserError
+
+# Job keys that are not EvalConfig fields.
+JOB_KEYS = ("name", "num_gpus", "num_cpus", "step")
+# Options that name files: relative to the jobs (or settings) file.
+PATH_OPTIONS = ("output_dir", "data_dir", "data", "prompt_template")
+# EvalConfig fields added after sweep states were first written: left out of a job's fingerprint while
+# at their default, so a finished job of an older state file is not run again.
+_NEWER_FIELDS = {"scorer": None}
+# Fields renamed since: fingerprinted under their old name, for the same reason.
+_RENAMED_FIELDS = {"problem_key": "question_key"}
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    config: Any  # run.options.EvalConfig (imported lazily: the CLI stays light)
+    num_gpus: float = 1.0
+    num_cpus: float = 1.0
+    # The training step its results are logged at (--log-to): `step:` in the jobs file, else from the
+    # checkpoint's name (dashboards.checkpoint_step); None when neither has one.
+    step: int | None = None
+
+    def fingerprint(self) -> str:
+        """Changes when the job's options change (then a finished job runs again, e.g. with a larger n)."""
+        d = dataclasses.asdict(self.config)
+        for key in ("log_to", "log_args"):  # where results are logged is not what the job computes
+            d.pop(key, None)
+        for key, default in _NEWER_FIELDS.items():
+            if d.get(key) == default:
+                d.pop(key, None)
+        for new, old in _RENAMED_FIELDS.items():
+            if new in d:
+                d[old] = d.pop(new)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def load_yaml(path: Path, what: str) -> Any:
+    """A YAML file's content; an unreadable or invalid file is one line."""
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UserError(f"cannot read the {what} {path}: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise UserError(f"{path} is not valid YAML: {' '.join(str(e).split())}") from None
+
+
+def load_jobs(path: Path, extra_defaults: Mapping[str, Any] | None = None) -> list[Job]:
+    """The jobs of a jobs file; an unknown key or bad value is a one-line error naming it."""
+    data = load_yaml(path, "jobs file")
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list) or not data["models"]:
+        raise UserError(f"{path}: a jobs file needs `models:` (a list of model paths or names), optionally "
+                        "`defaults:`; see `reasoneval sweep --help`")
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise UserError(f"{path}: `defaults:` must be a mapping of options")
+    unknown_top = sorted(set(data) - {"defaults", "models"})
+    if unknown_top:
+        raise UserError(f"{path}: unknown top-level key(s) {', '.join(unknown_top)}; use `defaults:` and `models:`")
+    jobs = [make_job(entry, over_defaults(defaults, extra_defaults), path.parent, where=f"{path}: models[{i}]")
+            for i, entry in enumerate(data["models"])]
+    names = [j.name for j in jobs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UserError(f"{path}: job name(s) {', '.join(dup)} appear twice; give each a distinct `name:`")
+    return jobs
+
+
+def load_settings(path: Path) -> dict[str, Any]:
+    """`watch --settings FILE`: `reasoneval run` options (or a jobs file's `defaults:`), checked now, before any
+    checkpoint appears; paths relative to the file."""
+    data = load_yaml(path, "settings file") or {}
+    if isinstance(data, dict) and isinstance(data.get("defaults"), dict):
+        data = data["defaults"]
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: the settings are a mapping of `reasoneval run` options (tasks, n, engine, ...)")
+    data = _absolute_paths(data, path.parent)
+    data.setdefault("output_dir", str(path.parent / "results"))
+    make_job({"model": "settings-check"}, data, path.parent, where=str(path))
+    return data
+
+
+def over_defaults(defaults: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`extra` (command-line options) over a jobs or settings file's defaults; the dashboards' settings
+    (`log_args`) merge key by key, so `--tensorboard-dir` keeps the file's MLflow tracking URI."""
+    out = {**defaults, **(extra or {})}
+    if isinstance(defaults.get("log_args"), Mapping) and isinstance((extra or {}).get("log_args"), Mapping):
+        out["log_args"] = {**defaults["log_args"], **(extra or {})["log_args"]}
+    return out
+
+
+def _absolute_paths(options: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    out = dict(options)
+    for key in PATH_OPTIONS:
+        if out.get(key) is not None and not Path(str(out[key])).is_absolute():
+            out[key] = str(base / str(out[key]))
+    return out
+
+
+def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str) -> Job:
+    from reasoneval.engines import ENGINES, options_class
+    from reasoneval.run.options import EvalConfig, check_values, default_engine, rename_old_keys
+
+    if isinstance(entry, str):
+        entry = {"model": entry}
+    if not isinstance(entry, dict) or not entry.get("model"):
+        raise UserError(f"{where}: each model is a path/name or a mapping with `model:`")
+    merged = {str(k).replace("-", "_"): v for k, v in {**defaults, **entry}.items()}
+    fields = {f.name for f in dataclasses.fields(EvalConfig)}
+    # The engine's own options (model_path, replicas, ...) may be given at the top level, as on the
+    # command line (--model-path); they go into engine_args, where a job's own engine_args win.
+    engine = str(merged.get("engine") or default_engine(merged.get("model"), merged.get("base_url")))
+    if engine in ENGINES:
+        own = {f.name for f in dataclasses.fields(options_class(engine))}
+        moved = {k: merged.pop(k) for k in sorted(set(merged) & own - fields)}
+        if moved:
+            merged["engine_args"] = {**moved, **dict(merged.get("engine_args") or {})}
+    merged = rename_old_keys(EvalConfig, merged, where, extra=JOB_KEYS,
+                             hint=", and the engine's own options (`reasoneval engines`)")
+    engine_args = dict(merged.get("engine_args") or {})
+    if engine_args.get("model_path") and not Path(str(engine_args["model_path"])).is_absolute():
+        engine_args["model_path"] = str(base / str(engine_args["model_path"]))
+        merged["engine_args"] = engine_args
+    options = {k: v for k, v in merged.items() if k in fields}
+    if isinstance(options.get("tasks"), str):
+        options["tasks"] = [t.strip() for t in options["tasks"].split(",") if t.strip()]
+    check_values(EvalConfig, options, where)
+    options = _absolute_paths(options, base)
+    options.setdefault("output_dir", str(base / "results"))
+    options.update(progress=False, print_table=False)
+    try:
+        cfg = EvalConfig(**options)
+        cfg.validate()
+    except TypeError as e:
+        raise UserError(f"{where}: {e}") from None
+    name = str(merged.get("name") or Path(str(cfg.model)).name or cfg.model)
+    try:
+        num_gpus, num_cpus = float(merged.get("num_gpus", 1)), float(merged.get("num_cpus", 1))
+    except (TypeError, ValueError):
+        raise UserError(f"{where}: num_gpus and num_cpus must be numbers") from None
+    from reasoneval.report.dashboards import checkpoint_step
+
+    try:
+        step = int(merged["step"]) if merged.get("step") is not None else (
+            checkpoint_step(name) if checkpoint_step(name) is not None else checkpoint_step(str(cfg.model)))
+    except (TypeError, ValueError):
+        raise UserError(f"{where}: step must be an integer (the training step), got {merged.get('step')!r}") from None
+    return Job(name=name, config=cfg, num_gpus=num_gpus, num_cpus=num_cpus, step=step)
+
+
+__all__ = ["JOB_KEYS", "Job", "load_jobs", "load_settings", "load_yaml", "make_job", "over_defaults"]

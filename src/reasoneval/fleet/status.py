@@ -1,0 +1,99 @@
+"""A sweep's (or watcher's) tables: jobs x tasks (pass@1 ± SE) and jobs by training step x (task, metric).
+
+Written beside the jobs file as `<JOBS>.status.csv` / `.status.md` and `<JOBS>.checkpoints.csv` / `.md`,
+and printed; rendered with reasoneval.report.text like every other table.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any, Sequence
+
+from reasoneval.errors import UserError
+from reasoneval.fleet.jobs import Job
+from reasoneval.fleet.state import SweepState, read_state, state_path
+
+
+def _results(jobs: Sequence[Job], state: SweepState) -> dict[str, Any]:
+    """The scored result of each job that has one (its summary.json), by job name."""
+    from reasoneval.results.schema import load_run
+
+    out = {}
+    for job in jobs:
+        entry = state.get(job.name)
+        if entry is not None and entry.run_dir and (Path(entry.run_dir) / "summary.json").exists():
+            try:
+                out[job.name] = load_run(Path(entry.run_dir))
+            except UserError:
+                pass
+    return out
+
+
+def status_rows(jobs: Sequence[Job], state: SweepState) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: job, state, then pass@1 ± SE per task (the jobs' tasks, in order)."""
+    from reasoneval.report.text import pct
+
+    results = _results(jobs, state)
+    tasks: list[str] = []
+    for job in jobs:
+        names = list(results[job.name].tasks) if job.name in results else list(job.config.tasks)
+        tasks.extend(t for t in names if t not in tasks)
+    rows = []
+    for job in jobs:
+        entry = state.get(job.name)
+        row = [job.name, entry.state if entry is not None else "pending"]
+        r = results.get(job.name)
+        for t in tasks:
+            m = r.tasks.get(t) if r is not None else None
+            if m is None or m.mean is None:
+                row.append("")
+            else:
+                row.append(pct(m.mean) + (f" ± {pct(m.stderr)}" if m.stderr is not None else ""))
+        rows.append(row)
+    return ["job", "state", *tasks], rows
+
+
+def write_status(jobs_path: Path, header: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[Path, Path]:
+    from reasoneval.report.text import markdown_table
+
+    csv_path = jobs_path.with_name(jobs_path.name + ".status.csv")
+    md_path = jobs_path.with_name(jobs_path.name + ".status.md")
+    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([header, *rows])
+    md_path.write_text("pass@1 (%) ± SE per task\n\n" + markdown_table(header, rows, left=2), encoding="utf-8")
+    return csv_path, md_path
+
+
+def write_checkpoint_table(path: Path, jobs: Sequence[Job], state: SweepState) -> tuple[Path, Path]:
+    """`<path>.checkpoints.csv` and `.md`: the scored jobs by training step x (task, metric), lm-eval's metric
+    names (analysis.runs.checkpoint_table; the same as `reasoneval runs --by-checkpoint`)."""
+    from reasoneval.analysis.runs import checkpoint_table
+    from reasoneval.report.text import csv_text, markdown_table
+
+    results = _results(jobs, state)
+    head, cells, records = checkpoint_table([(j.name, j.step, results[j.name]) for j in jobs if j.name in results])
+    csv_path = path.with_name(path.name + ".checkpoints.csv")
+    md_path = path.with_name(path.name + ".checkpoints.md")
+    csv_path.write_text(csv_text(records) if records else ",".join(head) + "\n", encoding="utf-8")
+    md_path.write_text(markdown_table(head, cells, left=2), encoding="utf-8")
+    return csv_path, md_path
+
+
+def print_status(header: Sequence[str], rows: Sequence[Sequence[str]], title: str) -> None:
+    from reasoneval.report.text import print_table
+
+    print_table([h if i < 2 else f"{h} pass@1 ± SE" for i, h in enumerate(header)], rows, title, left=2)
+
+
+def show_status(jobs_path: Path, jobs: Sequence[Job]) -> bool:
+    """Print the table and write it beside the jobs file; True when every job is done."""
+    state = read_state(state_path(jobs_path))
+    header, rows = status_rows(jobs, state)
+    write_status(jobs_path, header, rows)
+    write_checkpoint_table(jobs_path, jobs, state)
+    print_status(header, rows, f"sweep {jobs_path.name}")
+    return all(state[j.name].state == "done" if j.name in state else False for j in jobs)
+
+
+__all__ = ["print_status", "show_status", "status_rows", "write_checkpoint_table", "write_status"]

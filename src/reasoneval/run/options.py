@@ -1,0 +1,596 @@
+"""Every option of `reasoneval run`, declared once: `EvalConfig`'s fields carry their CLI metadata.
+
+A field made with `run_option(...)` states its default, one line of help, its group in `--help` and how
+the command line spells and parses it. From that one declaration:
+
+    add_options(parser, EvalConfig)      the argparse flags (`run`; subsets for `report`, `score`, `tasks`)
+    options_from_args(EvalConfig, ns)    the parsed flags as EvalConfig keyword arguments
+    config_from_mapping(...)             a jobs / settings file's mapping, checked key by key
+
+so adding a run option is one edit: a field here. The same machinery builds sweep's and watch's
+cluster flags (fleet.loop.SweepOptions). Engine options are declared the same way in each engine's
+`Options` (engines.base.option); their flags are added by `add_engine_flags`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from reasoneval.engines.base import CommonOptions
+from reasoneval.errors import UserError
+from reasoneval.records import SamplingParams
+
+log = logging.getLogger("reasoneval")
+
+# The sampling defaults are SamplingParams' (records.py), the engine-facing ones CommonOptions'
+# (engines/base.py): stated there once, read here.
+_SAMPLING = SamplingParams()
+_COMMON = CommonOptions()
+
+
+# ---- the schema ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CliOption:
+    """How a field appears on the command line.
+
+    flag: the flag (default: --field-name); aliases: older spellings, still accepted (a warning says the new
+    one). action: "store" (a value parsed with `parse`), "true" / "false" (a switch that sets True / False),
+    "const" (sets `const`), "append" (repeatable; `split` also splits on commas). add / collect: a field
+    whose flags are built elsewhere (engine options, dashboards): `add(parser, group)` adds them, `collect(ns)`
+    is the field's value from the parsed flags.
+    """
+
+    help: str | Callable[[], str]
+    group: str
+    flag: str | None = None
+    aliases: tuple[str, ...] = ()
+    action: str = "store"
+    parse: Callable[[str], Any] | None = None
+    choices: Sequence[str] | Callable[[], Sequence[str]] | None = None
+    metavar: str | None = None
+    const: Any = None
+    split: bool = False
+    add: Callable[[Any, Any], None] | None = None
+    collect: Callable[[argparse.Namespace], Any] | None = None
+
+    def help_text(self) -> str:
+        return self.help() if callable(self.help) else self.help
+
+
+def run_option(default: Any = dataclasses.MISSING, *, help: str | Callable[[], str], group: str,
+               default_factory: Callable[[], Any] | Any = dataclasses.MISSING, **cli: Any) -> Any:
+    """A field of an options dataclass: its default (or default_factory), its help, its `--help` group, and
+    how the command line gives it (CliOption's fields)."""
+    meta = {"cli": CliOption(help=help, group=group, **cli)}
+    if default_factory is not dataclasses.MISSING:
+        return field(default_factory=default_factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def cli_of(f: dataclasses.Field[Any]) -> CliOption | None:
+    opt = f.metadata.get("cli")
+    return opt if isinstance(opt, CliOption) else None
+
+
+def flag_of(f: dataclasses.Field[Any]) -> str:
+    opt = cli_of(f)
+    return (opt.flag if opt and opt.flag else None) or "--" + f.name.replace("_", "-")
+
+
+def field_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def _warn_old_spelling(option_string: str | None, aliases: Sequence[str], flag: str) -> None:
+    if option_string in aliases:
+        log.warning("%s is an old spelling of %s; it still works, but use %s", option_string, flag, flag)
+
+
+class _Store(argparse.Action):
+    """Stores the value; a flag given by an old spelling (`aliases`) logs the new one."""
+
+    def __init__(self, *args: Any, aliases: Sequence[str] = (), **kw: Any) -> None:
+        self.aliases = tuple(aliases)
+        super().__init__(*args, **kw)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        _warn_old_spelling(option_string, self.aliases, self.option_strings[0])
+        setattr(namespace, self.dest, values)
+
+
+class _StoreConst(_Store):
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, nargs=0, **kw)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        _warn_old_spelling(option_string, self.aliases, self.option_strings[0])
+        setattr(namespace, self.dest, self.const)
+
+
+class _Append(_Store):
+    """Repeatable; with split, each value is also split on commas. Starts a new list (the default is kept)."""
+
+    def __init__(self, *args: Any, split: bool = False, **kw: Any) -> None:
+        self.split = split
+        super().__init__(*args, **kw)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        _warn_old_spelling(option_string, self.aliases, self.option_strings[0])
+        items = list(getattr(namespace, self.dest, None) or ())
+        if self.split:
+            items.extend(x.strip() for x in str(values).split(",") if x.strip())
+        else:
+            items.append(values)
+        setattr(namespace, self.dest, items)
+
+
+def add_field(parser: Any, group: Any, f: dataclasses.Field[Any]) -> None:
+    """The flag of one field, in `group` of `parser`; its parsed value lands in `f.name`."""
+    opt = cli_of(f)
+    if opt is None:
+        raise TypeError(f"{f.name} has no CLI metadata: declare it with run_option(...)")
+    if opt.add is not None:
+        opt.add(parser, group)
+        return
+    names = [flag_of(f), *opt.aliases]
+    help_ = opt.help_text() + (f" (old spelling: {', '.join(opt.aliases)})" if opt.aliases else "")
+    default = field_default(f)
+    kw: dict[str, Any] = {"dest": f.name, "default": default, "help": help_, "aliases": opt.aliases}
+    if opt.metavar:
+        kw["metavar"] = opt.metavar
+    choices = opt.choices() if callable(opt.choices) else opt.choices
+    if opt.action in ("true", "false", "const"):
+        const = {"true": True, "false": False}.get(opt.action, opt.const)
+        group.add_argument(*names, action=_StoreConst, const=const, **kw)
+    elif opt.action == "append":
+        group.add_argument(*names, action=_Append, split=opt.split, type=opt.parse, choices=choices, **kw)
+    else:
+        group.add_argument(*names, action=_Store, type=opt.parse, choices=choices, **kw)
+
+
+def add_options(parser: argparse.ArgumentParser, cls: type, names: Sequence[str] | None = None,
+                groups: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The flags of `cls`'s fields (all, or `names`), each in its group (argument groups are made on first
+    use, in field order); returns the groups by title, for a caller that adds more to one."""
+    groups = {} if groups is None else groups
+    wanted = None if names is None else set(names)
+    for f in dataclasses.fields(cls):
+        if wanted is not None and f.name not in wanted:
+            continue
+        opt = cli_of(f)
+        if opt is None:
+            continue
+        if opt.group not in groups and opt.add is None:  # a field that adds its own flags may make its own group
+            groups[opt.group] = parser.add_argument_group(opt.group) if opt.group else parser
+        add_field(parser, groups.get(opt.group, parser), f)
+    return groups
+
+
+def options_from_args(cls: type, ns: argparse.Namespace, names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Keyword arguments of `cls` from parsed flags (those add_options added)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        opt = cli_of(f)
+        if opt is None or (names is not None and f.name not in names):
+            continue
+        out[f.name] = opt.collect(ns) if opt.collect is not None else getattr(ns, f.name)
+    return out
+
+
+def known_keys(cls: type) -> dict[str, str]:
+    """Every key a jobs / settings file may use for `cls`: field names and their old spellings -> field name."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        out[f.name] = f.name
+        opt = cli_of(f)
+        for alias in opt.aliases if opt else ():
+            out[alias.lstrip("-").replace("-", "_")] = f.name
+    return out
+
+
+def _bad_value(where: str, name: str, value: Any, want: str) -> UserError:
+    return UserError(f"{where}: {name} must be {want}, got {value!r}")
+
+
+def check_values(cls: type, options: Mapping[str, Any], where: str) -> None:
+    """Values from a file must be what the flag would give: numbers for numeric flags, one of the choices."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name, value in options.items():
+        f = fields.get(name)
+        opt = cli_of(f) if f is not None else None
+        if opt is None or value is None or opt.add is not None:
+            continue
+        if opt.parse is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise _bad_value(where, name, value, "an integer")
+        if opt.parse is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise _bad_value(where, name, value, "a number")
+        if opt.action in ("true", "false") and not isinstance(value, bool):
+            raise _bad_value(where, name, value, "true or false")
+        choices = opt.choices() if callable(opt.choices) else opt.choices
+        if choices is not None and value not in choices:
+            raise _bad_value(where, name, value, f"one of {', '.join(map(str, choices))}")
+
+
+_WARNED_OLD_KEYS: set[str] = set()
+
+
+def rename_old_keys(cls: type, options: Mapping[str, Any], where: str, extra: Sequence[str] = (),
+                    hint: str = "") -> dict[str, Any]:
+    """A file's (or Python caller's) keys as field names: dashes read as underscores, old spellings as their
+    new names (with a warning); an unknown key is one line naming it and the known ones (`extra` keys are
+    known too and kept as they are; `hint` ends the line)."""
+    known = known_keys(cls)
+    out: dict[str, Any] = {}
+    unknown = []
+    for key, value in options.items():
+        k = str(key).replace("-", "_")
+        if k in extra:
+            out[k] = value
+        elif k in known:
+            if known[k] != k and k not in _WARNED_OLD_KEYS:  # once, not once per job of a jobs file
+                _WARNED_OLD_KEYS.add(k)
+                log.warning("%s: %s is an old name of %s; it still works, but use %s", where, k, known[k], known[k])
+            out[known[k]] = value
+        else:
+            unknown.append(str(key))
+    if unknown:
+        names = sorted(f.name for f in dataclasses.fields(cls))
+        raise UserError(f"{where}: unknown option(s) {', '.join(sorted(unknown))}; known: "
+                        f"{', '.join([*names, *extra])}{hint}")
+    return out
+
+
+# ---- parsers of flag values ---------------------------------------------------------------------
+
+def json_object(text: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"repetition_penalty\": 1.05}'")
+    return obj
+
+
+def default_engine(model: Any = None, base_url: Any = None) -> str:
+    """The engine when none is named: a served model (--model / --base-url) is asked over the OpenAI API,
+    else the embedded CPU model answers."""
+    return "openai" if (model or base_url) else "local"
+
+
+def _engine_names() -> list[str]:
+    from reasoneval.engines import ENGINES
+
+    return list(ENGINES.names())
+
+
+def _scorer_names() -> list[str]:
+    from reasoneval.scoring import SCORERS
+
+    return list(SCORERS.names())
+
+
+def _schedules() -> list[str]:
+    from reasoneval.run.plan import SCHEDULES
+
+    return list(SCHEDULES)
+
+
+def _prompt_style_help() -> str:
+    from reasoneval.prompts import FEWSHOT_STYLES, PROMPTS
+
+    styles = ", ".join(f"{n} ({FEWSHOT_STYLES[n].default_shots}-shot)" if n in FEWSHOT_STYLES else n
+                       for n in PROMPTS.names())
+    return f"prompt style for every task (default: each task's own); styles: {styles}"
+
+
+def engine_flags() -> dict[str, tuple[str, dataclasses.Field[Any], list[str]]]:
+    """Engine options that are also top-level flags (engines.base.option(flag=...)):
+    dest -> (flag, field, engines that have it)."""
+    from reasoneval.engines import ENGINES, options_class
+
+    out: dict[str, tuple[str, dataclasses.Field[Any], list[str]]] = {}
+    for kind in ENGINES:
+        for f in dataclasses.fields(options_class(kind)):
+            flag = f.metadata.get("flag")
+            if not flag:
+                continue
+            name = flag if isinstance(flag, str) else "--" + f.name.replace("_", "-")
+            out.setdefault(f.name, (name, f, []))[2].append(kind)
+    return out
+
+
+def _add_engine_args(parser: Any, group: Any) -> None:
+    group.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE", dest="engine_arg",
+                       help="an option of the chosen engine (repeatable); `reasoneval engines` lists them")
+    g = parser.add_argument_group("engine options (also --engine-arg KEY=VALUE; `reasoneval engines`)")
+    for dest, (flag, f, kinds) in engine_flags().items():
+        help_ = f"{f.metadata.get('help', '')} [{', '.join(kinds)}]"
+        if f.default is False:
+            g.add_argument(flag, dest=dest, action="store_const", const=True, default=None, help=help_)
+        elif isinstance(f.default, tuple):
+            g.add_argument(flag, dest=dest, action="append", default=None, metavar="ARG", help=help_ + " (repeatable)")
+        else:
+            g.add_argument(flag, dest=dest, default=None, metavar="VALUE", help=help_)
+
+
+def _collect_engine_args(ns: argparse.Namespace) -> dict[str, Any]:
+    """The --engine-arg pairs; the engine flags join them in config_from_args, once the engine is known."""
+    from reasoneval.engines import parse_engine_args
+
+    return dict(parse_engine_args(getattr(ns, "engine_arg", None) or []))
+
+
+def engine_flag_values(ns: argparse.Namespace, kind: str) -> dict[str, Any]:
+    """The engine flags that were given, each checked to be an option of engine `kind`."""
+    from reasoneval.engines import options_class
+
+    own = {f.name for f in dataclasses.fields(options_class(kind))}
+    out = {}
+    for dest, (flag, _, kinds) in engine_flags().items():
+        value = getattr(ns, dest, None)
+        if value is None:
+            continue
+        if dest not in own:
+            raise UserError(f"{flag} is an option of the {', '.join(kinds)} engine(s), not of --engine {kind}")
+        out[dest] = value
+    return out
+
+
+def _add_dashboards(parser: Any, group: Any) -> None:
+    from reasoneval.report.dashboards import add_dashboard_args
+
+    add_dashboard_args(parser)
+
+
+def _collect_log_to(ns: argparse.Namespace) -> tuple[str, ...]:
+    from reasoneval.report.dashboards import backend_names
+
+    return tuple(backend_names(getattr(ns, "log_to", None)))
+
+
+def _collect_log_args(ns: argparse.Namespace) -> dict[str, Any]:
+    from reasoneval.report.dashboards import LOG_ARGS
+
+    return {k: getattr(ns, k) for k in LOG_ARGS if getattr(ns, k, None) is not None}
+
+
+WHAT = "what to evaluate"
+ENGINE = "model and engine"
+SAMPLING = "sampling"
+ADAPTIVE = "adaptive sampling (instead of a fixed --n; docs/statistics.md)"
+EXECUTION = "execution"
+DASHBOARDS = "dashboards (docs/reporting.md)"
+
+
+# ---- `reasoneval run` ---------------------------------------------------------------------------
+
+@dataclass
+class EvalConfig:
+    """Every option of `reasoneval run` (the CLI flag is the field name with dashes, unless it says another).
+
+    Engine-specific options go in `engine_args` (the engine's Options fields; `reasoneval engines`).
+    """
+
+    tasks: Sequence[str] = run_option(
+        (), group=WHAT, action="append", split=True, metavar="A,B",
+        help="tasks or groups, comma-separated or repeated (e.g. math, aime24,math500); `reasoneval tasks` lists them")
+    limit: int | None = run_option(None, group=WHAT, parse=int, help="first N problems of each task")
+    data_dir: str | None = run_option(
+        None, group=WHAT, help="folder of <task>.jsonl files (default $REASONEVAL_DATA_DIR; before the Hub)")
+    data: str | None = run_option(
+        None, group=WHAT, help="your own data: a JSONL/JSON/Parquet/CSV file or a Hub dataset id")
+    problem_key: str = run_option(
+        "problem", group=WHAT, aliases=("--question-key",), metavar="FIELD",
+        help="with --data: the field holding the problem text (default problem)")
+    answer_key: str = run_option(
+        "answer", group=WHAT, metavar="FIELD", help="with --data: the field holding the reference answer (default answer)")
+    id_key: str | None = run_option(
+        None, group=WHAT, metavar="FIELD", help="with --data: the field holding each problem's id (default: row numbers)")
+    split: str | None = run_option(None, group=WHAT, help="split of a Hub dataset given with --data")
+    scorer: str | None = run_option(
+        None, group=WHAT, choices=_scorer_names, metavar="NAME",
+        help=lambda: "with --data: how its responses are scored: " + ", ".join(_scorer_names()) + " (default math)")
+
+    model: str | None = run_option(None, group=ENGINE, help="model name as served (default: the server's only model)")
+    engine: str | None = run_option(
+        None, group=ENGINE, choices=_engine_names,
+        help="default: openai with --model/--base-url, else the embedded CPU model (local)")
+    base_url: str | None = run_option(
+        None, group=ENGINE,
+        help="OpenAI-compatible API incl. /v1 (default $OPENAI_BASE_URL, else http://localhost:8000/v1)")
+    api: str = run_option(_COMMON.api, group=ENGINE, choices=("chat", "completions"),
+                          help="completions for base models (raw prompt)")
+    api_key_env: str = run_option(_COMMON.api_key_env, group=ENGINE, metavar="NAME",
+                                  help="environment variable holding the API key (never written anywhere)")
+    engine_args: Mapping[str, Any] = run_option(
+        default_factory=dict, group=ENGINE, flag="--engine-arg", add=_add_engine_args, collect=_collect_engine_args,
+        help="an option of the chosen engine (repeatable); `reasoneval engines` lists them")
+
+    n: int = run_option(16, group=SAMPLING, parse=int, help="samples per problem, K (default 16)")
+    seed: int = run_option(42, group=SAMPLING, parse=int, help="run seed; sample j of a problem gets its own seed")
+    temperature: float = run_option(_SAMPLING.temperature, group=SAMPLING, parse=float,
+                                    help=f"sampling temperature (default {_SAMPLING.temperature})")
+    top_p: float = run_option(_SAMPLING.top_p, group=SAMPLING, parse=float,
+                              help=f"nucleus sampling: the smallest set of tokens holding this probability "
+                              f"(default {_SAMPLING.top_p})")
+    top_k: int | None = run_option(_SAMPLING.top_k, group=SAMPLING, parse=int,
+                                   help="sample from the K most likely tokens (default: the server's)")
+    min_p: float | None = run_option(_SAMPLING.min_p, group=SAMPLING, parse=float,
+                                     help="drop tokens below this fraction of the likeliest's probability (default: the server's)")
+    max_tokens: int = run_option(_SAMPLING.max_tokens, group=SAMPLING, parse=int,
+                                 help=f"most tokens per response (default {_SAMPLING.max_tokens})")
+    stop: Sequence[str] = run_option(_SAMPLING.stop, group=SAMPLING, action="append", help="stop string (repeatable)")
+    extra_body: Mapping[str, Any] = run_option(
+        default_factory=dict, group=SAMPLING, parse=json_object, metavar="JSON",
+        help="extra request fields, e.g. '{\"repetition_penalty\": 1.05}'")
+    system_prompt: str | None = run_option(None, group=SAMPLING, metavar="TEXT", help="system message of every chat request")
+    prompt_template: str | None = run_option(None, group=SAMPLING, metavar="FILE",
+                                             help="prompt with a {problem} placeholder")
+    # Few-shot prompting (reasoneval.prompts.fewshot): a style for every task (default: each task's own;
+    # its few-shot style when num_fewshot is given), exemplars per prompt, and whether the style's stop
+    # sequences are sent.
+    prompt_style: str | None = run_option(None, group=SAMPLING, metavar="NAME", help=_prompt_style_help)
+    num_fewshot: int | None = run_option(
+        None, group=SAMPLING, parse=int, metavar="N",
+        help="exemplars before the problem (default: the style's); with no --prompt-style, each task's few-shot "
+        "style (gsm8k: gsm8k, lm-eval's draw from the train split; math tasks: minerva)")
+    style_stop: bool = run_option(
+        True, group=SAMPLING, flag="--no-style-stop", action="false",
+        help="do not send the few-shot style's stop sequences (e.g. 'Question:'); --stop adds more")
+    # Greedy decoding, one sample per problem: sets temperature 0, top_p 1, n 1 (over what else is given);
+    # the table then shows accuracy ± SE over problems.
+    greedy: bool = run_option(False, group=SAMPLING, action="true",
+                              help="greedy decoding, one sample per problem: --temperature 0 --top-p 1 --n 1")
+    # lm-eval's columns (TaskScoring.extra) for every task that has them, not only where lm-eval defines the
+    # task with this prompt style (TaskSpec.lmeval_styles). Scoring only: not part of the run id.
+    lmeval_metrics: bool = run_option(
+        False, group=SAMPLING, action="true",
+        help="report lm-eval's columns (strict-match, flexible-extract, exact_match, math_verify) for every task "
+        "that has them; by default only where lm-eval defines the task with the prompt style used (gsm8k with its "
+        "few-shot styles, MATH with minerva)")
+
+    # run --target-se (reasoneval.run.adaptive): sample each problem until the re-run SE of each task's mean is at
+    # most target_se points; max_n samples per problem at most; budget_samples: most samples the run holds in all.
+    target_se: float | None = run_option(
+        None, group=ADAPTIVE, parse=float, metavar="POINTS",
+        help="sample each problem until the re-run SE of each task's mean accuracy is at most this many points "
+        "(e.g. 0.5), more where it is uncertain")
+    max_n: int = run_option(256, group=ADAPTIVE, parse=int,
+                            help="with --target-se: most samples per problem (default 256)")
+    budget_samples: int | None = run_option(
+        None, group=ADAPTIVE, parse=int, metavar="B",
+        help="with --target-se: stop when the run holds B samples, whatever the SE")
+
+    concurrency: int = run_option(_COMMON.concurrency, group=EXECUTION, parse=int,
+                                  help=f"requests in flight (default {_COMMON.concurrency})")
+    # The order samples start in (plan.SCHEDULES): longest expected first, or sample-index-major.
+    schedule: str = run_option(
+        "longest-first", group=EXECUTION, choices=_schedules,
+        help="order samples start in: one pilot per problem then the longest expected first (default), or every "
+        "problem's sample j before any sample j+1")
+    timeout: float = run_option(_COMMON.timeout_s, group=EXECUTION, parse=float,
+                                help=f"seconds per request (default {_COMMON.timeout_s:g})")
+    max_retries: int = run_option(6, group=EXECUTION, parse=int,
+                                  help="retries of a failed request (timeouts, 429, 5xx) (default 6)")
+    retry_backoff: float = run_option(1.0, group=EXECUTION, parse=float,
+                                      help="base seconds of the exponential backoff between retries (default 1)")
+    output_dir: str = run_option("results", group=EXECUTION, help="where run directories go (default results)")
+    grading_workers: int | None = run_option(None, group=EXECUTION, parse=int,
+                                             help="grading processes (default: CPU count)")
+    grading_timeout: float = run_option(5.0, group=EXECUTION, parse=float, help="seconds per grading item (default 5)")
+    # None: a live bar on a terminal, log lines elsewhere.
+    progress: bool | None = run_option(None, group=EXECUTION, flag="--no-progress", action="false",
+                                       help="log lines instead of a live bar")
+    print_table: bool = run_option(True, group=EXECUTION, flag="--json", action="false",
+                                   help="print summary.json to stdout instead of the table")
+
+    # Dashboards the scored result is logged to (reasoneval.report.dashboards: tensorboard, mlflow, wandb) and their
+    # settings (dashboards.LOG_ARGS); never part of a run's identity.
+    log_to: Sequence[str] = run_option(
+        (), group=DASHBOARDS, add=_add_dashboards, collect=_collect_log_to,
+        help="dashboards each task's metrics are logged to (tensorboard, mlflow, wandb)")
+    log_args: Mapping[str, Any] = run_option(
+        default_factory=dict, group=DASHBOARDS, flag="--log-run-name", add=lambda parser, group: None, collect=_collect_log_args,
+        help="the dashboards' settings (--tensorboard-dir, --mlflow-tracking-uri, ...; dashboards.LOG_ARGS)")
+
+    def __post_init__(self) -> None:
+        if self.greedy:
+            self.temperature, self.top_p, self.n = 0.0, 1.0, 1
+
+    def validate(self) -> None:
+        from reasoneval.run.plan import SCHEDULES
+
+        checks = [
+            (self.n >= 1, f"--n must be at least 1 (got {self.n})"),
+            (self.concurrency >= 1, f"--concurrency must be at least 1 (got {self.concurrency})"),
+            (self.limit is None or self.limit >= 1, f"--limit must be at least 1 (got {self.limit})"),
+            (self.max_tokens >= 1, f"--max-tokens must be at least 1 (got {self.max_tokens})"),
+            (self.max_retries >= 0, f"--max-retries must be 0 or more (got {self.max_retries})"),
+            (self.timeout > 0, f"--timeout must be positive (got {self.timeout})"),
+            (self.temperature >= 0, f"--temperature must be >= 0 (got {self.temperature})"),
+            (0 < self.top_p <= 1, f"--top-p must be in (0, 1] (got {self.top_p})"),
+            (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),
+            (self.grading_timeout > 0, f"--grading-timeout must be positive (got {self.grading_timeout})"),
+            (self.schedule in SCHEDULES, f"--schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})"),
+            (self.target_se is None or self.target_se > 0,
+             f"--target-se must be positive, in points of accuracy (e.g. 0.5; got {self.target_se})"),
+            (self.max_n >= 1, f"--max-n must be at least 1 (got {self.max_n})"),
+            (self.budget_samples is None or self.budget_samples >= 1,
+             f"--budget-samples must be at least 1 (got {self.budget_samples})"),
+            (self.target_se is None or self.temperature > 0,
+             "--target-se needs sampling: with --greedy or --temperature 0 every sample of a problem is the same, "
+             "so more samples cannot lower the SE; drop one of them"),
+            (self.scorer is None or bool(self.data),
+             "--scorer says how a --data file is scored; a catalog task (--tasks) has its own scorer"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UserError(message)
+        if self.scorer is not None:
+            from reasoneval.scoring import SCORERS
+
+            SCORERS.get(self.scorer)  # one line naming the known scorers
+        if self.log_to or self.log_args:
+            from reasoneval.report.dashboards import check_backends
+
+            check_backends(self.log_to, self.log_args)
+
+    def samples_per_problem(self) -> int:
+        """The sample-index bound scoring uses: --n, or 2 x --max-n for an adaptive run (at most max_n samples
+        per problem, but its even and odd streams can differ in length)."""
+        return 2 * self.max_n if self.target_se is not None else self.n
+
+    def engine_kind(self) -> str:
+        return self.engine or default_engine(self.model, self.base_url)
+
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p,
+                              max_tokens=self.max_tokens, stop=tuple(self.stop), extra_body=dict(self.extra_body))
+
+    def prompt(self) -> Any:
+        from reasoneval.prompts import PromptConfig, read_template
+
+        template = read_template(self.prompt_template) if self.prompt_template is not None else None
+        return PromptConfig(system_prompt=self.system_prompt, template=template, num_fewshot=self.num_fewshot,
+                            style_override=self.prompt_style, style_stop=self.style_stop)
+
+    def common_options(self) -> Any:
+        from reasoneval.engines import CommonOptions
+
+        return CommonOptions(model=self.model, base_url=self.base_url, api=self.api,
+                             api_key=os.environ.get(self.api_key_env) or None, api_key_env=self.api_key_env,
+                             timeout_s=self.timeout, concurrency=self.concurrency, log_dir=self.output_dir)
+
+
+def config_from_args(ns: argparse.Namespace, cls: type = EvalConfig) -> Any:
+    """The EvalConfig (or subclass) that parsed `run` flags say, engine flags included."""
+    cfg = cls(**options_from_args(cls, ns))
+    cfg.engine_args = {**cfg.engine_args, **engine_flag_values(ns, cfg.engine_kind())}
+    return cfg
+
+
+def add_run_options(parser: argparse.ArgumentParser, cls: type = EvalConfig) -> None:
+    """Every `reasoneval run` flag: the fields of `cls` in their groups."""
+    add_options(parser, cls)
+
+
+# The `reasoneval run` flags other commands share (same flag, default and help).
+GRADING_OPTIONS = ("grading_workers", "grading_timeout")
+
+
+# For hand-written flags that keep an old spelling: add_argument(new, old, action=StoreWithOldSpellings, aliases=(old,)).
+StoreWithOldSpellings = _Store
+
+__all__ = ["CliOption", "EvalConfig", "GRADING_OPTIONS", "StoreWithOldSpellings", "add_field", "add_options",
+           "add_run_options", "check_values", "config_from_args", "default_engine", "engine_flag_values", "engine_flags",
+           "field_default", "flag_of", "json_object", "known_keys", "options_from_args", "rename_old_keys", "run_option"]

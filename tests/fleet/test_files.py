@@ -1,0 +1,116 @@
+"""What sweep and watch read and write, without a cluster: jobs and settings files, the typed state files,
+the checkpoint folders watch recognises, and their flags."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from reasoneval.errors import UserError
+
+
+def test_the_sweep_crash_hook_is_not_a_job_option(tmp_path: Path) -> None:
+    from reasoneval.fleet.jobs import load_jobs
+
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(f"defaults: {{tasks: [arith], engine: echo}}\nmodels:\n  - {{model: m, test_crash_log: {tmp_path / 'x'}}}\n")
+    with pytest.raises(UserError, match=r"models\[0\]: unknown option\(s\) test_crash_log; known: .*tasks"):
+        load_jobs(jobs)
+
+
+def test_a_settings_file_is_checked_when_it_is_read(tmp_path: Path) -> None:
+    from reasoneval.fleet.jobs import load_settings
+
+    settings = tmp_path / "eval.yaml"
+    settings.write_text("tasks: [arith]\nengine: echo\ntemprature: 0.5\n")
+    with pytest.raises(UserError, match=r"eval.yaml: unknown option\(s\) temprature; known: .*temperature"):
+        load_settings(settings)
+    settings.write_text("tasks: [arith]\nengine: echo\nquestion_key: q\ndata: mine.jsonl\n")
+    loaded = load_settings(settings)
+    assert loaded["data"] == str(tmp_path / "mine.jsonl") and loaded["output_dir"] == str(tmp_path / "results")
+    settings.write_text("tasks: [arith\n")
+    with pytest.raises(UserError, match="eval.yaml is not valid YAML"):
+        load_settings(settings)
+
+
+def test_state_files_written_before_the_types_read_the_same(tmp_path: Path) -> None:
+    from reasoneval.fleet.state import JobState, WatchState, read_state, write_state
+
+    # As 0.1.0 wrote them (json.dumps(state, indent=2, sort_keys=True)).
+    old = {"m1": {"error": None, "fingerprint": "4016c1f818b67522", "generated": 48, "gpu_ids": ["0"],
+                  "run_dir": "/r/m1/abc", "state": "done", "wall_s": 3.25},
+           "m2": {"error": "worker died (2 retries used): X", "fingerprint": "370701e0b4a77fc7", "state": "failed"}}
+    path = tmp_path / "jobs.yaml.state.json"
+    path.write_text(json.dumps(old, indent=2, sort_keys=True))
+    state = read_state(path)
+    assert state["m1"] == JobState(state="done", fingerprint="4016c1f818b67522", run_dir="/r/m1/abc", gpu_ids=["0"],
+                                   generated=48, wall_s=3.25)
+    assert state["m2"].state == "failed" and state["m2"].gpu_ids == [] and state["m2"].run_dir is None
+    write_state(path, state)
+    again = json.loads(path.read_text())
+    assert again["m1"] == old["m1"] and {k: v for k, v in again["m2"].items() if v not in (None, [])} == old["m2"]
+    watch = tmp_path / ".reasoneval-watch.json"
+    seen = {"seen": {"checkpoint-100": {"at": 5.0, "complete": True, "why": "marker"},
+                     "checkpoint-200": {"signature": [["config.json", 2, 7]], "since": 3.0}}}
+    watch.write_text(json.dumps(seen))
+    ws = WatchState.read(watch)
+    assert ws.seen["checkpoint-100"].complete and not ws.seen["checkpoint-200"].complete
+    ws.write(watch)
+    assert json.loads(watch.read_text()) == seen
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".bin", ".pt", ".pth", ".gguf"])
+def test_watch_sees_a_checkpoint_with_each_weight_suffix(tmp_path: Path, suffix: str) -> None:
+    from reasoneval.engines.checkpoint import WEIGHT_SUFFIXES
+    from reasoneval.fleet.watch import WatchOptions, looks_like_checkpoint, scan
+
+    assert suffix in WEIGHT_SUFFIXES  # the one list, used by the checkpoint identity and by watch
+    folder = tmp_path / "ckpts" / "checkpoint-10"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    assert not looks_like_checkpoint(folder)
+    (folder / f"model{suffix}").write_bytes(b"w")
+    (folder / "COMPLETE").write_text("")
+    opts = WatchOptions(settings={}, state_file=tmp_path / "state.json")
+    assert [p.name for p in scan(tmp_path / "ckpts", opts)] == ["checkpoint-10"]
+
+
+def _fleet_parser(command: str) -> argparse.ArgumentParser:
+    from reasoneval.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = sub.choices[command]
+    return parser
+
+
+@pytest.mark.parametrize("command, path", [("sweep", "jobs.yaml"), ("watch", "ckpts")])
+def test_job_retries_has_its_own_name_and_the_old_one_still_works(
+        command: str, path: str, caplog: pytest.LogCaptureFixture) -> None:
+    extra = ["--settings", "eval.yaml"] if command == "watch" else []
+    p = _fleet_parser(command)
+    assert p.parse_args([path, *extra]).job_retries == 2
+    assert p.parse_args([path, *extra, "--job-retries", "5"]).job_retries == 5
+    logger = logging.getLogger("reasoneval")
+    logger.addHandler(caplog.handler)
+    try:
+        assert p.parse_args([path, *extra, "--max-retries", "4"]).job_retries == 4
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert "--max-retries is an old spelling of --job-retries" in caplog.text
+    assert "retries of a job whose worker died" in p.format_help()
+
+
+def test_sweep_options_come_from_the_flags() -> None:
+    from reasoneval.cli.fleet import dashboard_defaults
+    from reasoneval.fleet.loop import SweepOptions
+    from reasoneval.run.options import options_from_args
+
+    a = _fleet_parser("sweep").parse_args(["jobs.yaml", "--busy-gpus", "1,3", "--num-gpus", "4", "--log-to", "mlflow",
+                                           "--mlflow-experiment", "battery"])
+    opts = SweepOptions(**options_from_args(SweepOptions, a), defaults=dashboard_defaults(a))
+    assert (list(opts.busy_gpus), opts.num_gpus, opts.job_retries, opts.grading_workers) == ([1, 3], 4, 2, 1)
+    assert opts.defaults == {"log_to": ("mlflow",), "log_args": {"mlflow_experiment": "battery"}}
