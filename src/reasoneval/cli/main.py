@@ -337,7 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from reasoneval.run.progress import setup_logging
 
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except UserError as e:  # a plugin engine that cannot be loaded (every engine's options make flags)
+        print(f"reasoneval: error: {e}", file=sys.stderr)
+        return e.exit_code
     a = parser.parse_args(argv)
     setup_logging(a.debug)
     if not getattr(a, "func", None):
