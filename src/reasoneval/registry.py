@@ -145,7 +145,7 @@ class Registry(Generic[T]):
         if isinstance(entry, _Lazy):
             return self._resolve(name, entry.ref, plugin=None)
         if name in self._entries:
-            found: T = entry
+            found: T = self._entries[name]
             return found
         plugin = self.plugins().get(name)
         if name in self._clashes:
