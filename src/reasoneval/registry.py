@@ -14,9 +14,12 @@ packages giving the same name make that name an error until one is uninstalled.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import logging
+import re
+import sys
 import threading
 import types
 from dataclasses import dataclass
@@ -59,6 +62,26 @@ class Plugin:
 
     ref: str
     package: str
+
+
+@functools.lru_cache(maxsize=4)
+def _entry_points(search_path: tuple[str, ...]) -> dict[str, list[tuple[str, Plugin]]]:
+    """group -> [(name, Plugin)] of the reasoneval.* groups of every installed package, read once per sys.path (one scan serves all
+    four registries). A package found twice on the path counts once, its first copy, as importlib does."""
+    seen: set[str] = set()
+    out: dict[str, list[tuple[str, Plugin]]] = {}
+    for dist in importlib.metadata.distributions():
+        ours = [ep for ep in dist.entry_points if ep.group.startswith("reasoneval.")]
+        if not ours:  # most packages: their metadata is not read
+            continue
+        package = dist.metadata["Name"] or "an installed package"
+        key = re.sub(r"[-_.]+", "-", package).lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        for ep in ours:
+            out.setdefault(ep.group, []).append((ep.name, Plugin(ep.value, package)))
+    return out
 
 
 class Registry(Generic[T]):
@@ -120,16 +143,14 @@ class Registry(Generic[T]):
         found: dict[str, Plugin] = {}
         if self.group is None:
             return found
-        for ep in importlib.metadata.entry_points(group=self.group):
-            dist = getattr(ep, "dist", None)
-            plugin = Plugin(ep.value, dist.name if dist is not None else "an installed package")
-            if ep.name in self._entries:
+        for name, plugin in _entry_points(tuple(sys.path)).get(self.group, []):
+            if name in self._entries:
                 log.warning("%s %r of package %s (entry point %s) is left out: %r is a built-in %s",
-                            self.what, ep.name, plugin.package, self.group, ep.name, self.what)
-            elif ep.name in found and found[ep.name] != plugin:
-                self._clashes.setdefault(ep.name, [found[ep.name]]).append(plugin)
+                            self.what, name, plugin.package, self.group, name, self.what)
+            elif name in found and found[name] != plugin:
+                self._clashes.setdefault(name, [found[name]]).append(plugin)
             else:
-                found[ep.name] = plugin
+                found[name] = plugin
         return found
 
     def origin(self, name: str) -> str | None:
