@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`--engine ray` with one slow replica: makespan over the ideal for the capacity that is there.
 
-Two replicas of the `echo` engine with 2 slots each: replica 1 answers in --delay seconds, replica 0 is
-made slow with the engine's test hook (`slow_replica_delay_s`: --slow extra seconds per request). The
+Two replicas of an echo engine with 2 slots each: one answers in --delay seconds, the other --slow seconds
+later (the test-only inner engine `slow_first_echo`, tests/plugins/slow_echo.py: the replica that starts
+first is the slow one). The
 ideal makespan of N requests is N / (total service rate) = N / (2 / (delay + slow) + 2 / delay): what a
 perfect dispatcher reaches with both replicas busy to the end. Round robin would take about
 N / 2 x (delay + slow) / 2. The figure is generation wall time (the run's own timing) over the ideal.
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-import _common  # noqa: F401  (puts src/ on the path)
-from reasoneval.engines import create_engine
+import _common  # puts src/ and the checkout (for tests.plugins) on the path
+from reasoneval.engines import ENGINES, create_engine
 from reasoneval.engines.ray import init_ray
 from reasoneval.run.pipeline import EvalConfig, generate_run, load_tasks
 
@@ -45,6 +47,10 @@ def main() -> int:
     a = ap.parse_args()
     import ray
 
+    # The replicas import the test-only engine by the registry's reference: the checkout must be on their path.
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(_common.ROOT / "src"), str(_common.ROOT),
+                                                *filter(None, [os.environ.get("PYTHONPATH")])])
+    ENGINES.add_lazy("slow_first_echo", "tests.plugins.slow_echo")
     init_ray(None, num_cpus=2, num_gpus=0)
     ratios = []
     try:
@@ -52,14 +58,15 @@ def main() -> int:
             for i in range(a.repeats):
                 cfg = EvalConfig(tasks=["arith"], limit=a.limit, n=a.n, engine="ray", output_dir=str(Path(tmp) / str(i)),
                                  progress=False, print_table=False, engine_args={
-                                     "replicas": 2, "inner": "echo", "inner_args": (f"delay_s={a.delay}", "slots=2"),
-                                     "slow_replica_delay_s": a.slow})
+                                     "replicas": 2, "inner": "slow_first_echo", "inner_args": (
+                                         f"claim={Path(tmp) / f'slow-{i}'}", f"slow_s={a.slow}", f"delay_s={a.delay}",
+                                         "slots=2")})
                 wall, served = asyncio.run(one(cfg))
                 count = a.limit * a.n
                 ideal = count / (2 / (a.delay + a.slow) + 2 / a.delay)
                 ratios.append(wall / ideal)
                 print(f"makespan {wall:.2f} s, ideal {ideal:.2f} s, ratio {wall / ideal:.3f}; served per replica "
-                      f"{served} (slow one first); round robin would take ~{count / 4 * (a.delay + a.slow):.1f} s",
+                      f"{served}; round robin would take ~{count / 4 * (a.delay + a.slow):.1f} s",
                       flush=True)
     finally:
         ray.shutdown()

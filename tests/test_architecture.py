@@ -1,11 +1,14 @@
-"""docs/architecture.md's examples run as written: a new scorer and a new engine are one module plus one
-registry entry each, and a run works end to end through them."""
+"""docs/architecture.md's examples are real modules of the test suite (tests/plugins/last_line.py and
+constant_engine.py), byte for byte, registered the way the doc says (one registry entry each, a lazy
+"module:attr" reference) and imported by the registry as the shipped ones are; a run works end to end
+through them."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
-import types
 from pathlib import Path
 from typing import Iterator
 
@@ -17,7 +20,9 @@ from reasoneval.errors import UserError
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.tasks import TASKS, TaskSpec
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "architecture.md"
+PLUGINS = ROOT / "tests" / "plugins"
 
 
 def example(name: str) -> str:
@@ -26,28 +31,24 @@ def example(name: str) -> str:
     return m.group(1)
 
 
-def load_module(name: str, code: str) -> types.ModuleType:
-    module = types.ModuleType(name)
-    sys.modules[name] = module
-    exec(compile(code, f"{DOC}:{name}", "exec"), module.__dict__)  # our own documentation's code
-    return module
+@pytest.mark.parametrize(("name", "module"), [("scorer", "last_line.py"), ("engine", "constant_engine.py")])
+def test_the_docs_examples_are_the_test_suites_modules(name: str, module: str) -> None:
+    assert example(name) == (PLUGINS / module).read_text()
 
 
 @pytest.fixture
 def registered() -> Iterator[None]:
-    """The two examples registered as a user would, removed again after the test."""
-    load_module("example_last_line", example("scorer"))
-    load_module("example_constant_engine", example("engine"))
-    ENGINES.add("constant", "example_constant_engine")
+    """The two examples registered as the doc says (one entry each), removed again after the test."""
+    SCORERS.add_lazy("last_line", "tests.plugins.last_line:LastLineScorer")
+    ENGINES.add_lazy("constant", "tests.plugins.constant_engine")
     TASKS.add("arith_exact", TaskSpec("arith_exact", "arith scored by exact match", scoring=TaskScoring(
         "last_line", {"ignore_case": True}), generate=TASKS.get("arith").generate, size=TASKS.get("arith").size))
     try:
         yield
     finally:
-        for registry, name in ((SCORERS, "last_line"), (ENGINES, "constant"), (TASKS, "arith_exact")):
-            registry._items.pop(name, None)
-        sys.modules.pop("example_last_line", None)
-        sys.modules.pop("example_constant_engine", None)
+        SCORERS.remove("last_line")
+        ENGINES.remove("constant")
+        TASKS.remove("arith_exact")
 
 
 def test_example_scorer_and_engine_run_end_to_end(registered: None, tmp_path: Path) -> None:
@@ -65,6 +66,10 @@ def test_example_scorer_and_engine_run_end_to_end(registered: None, tmp_path: Pa
     assert second.tasks["arith_exact"].mean == 0.0 and second.scorers == {"last_line": "1"}
     loaded = reasoneval.load_run(second.run_dir)
     assert loaded.config.scoring["arith_exact"] == TaskScoring("last_line", {"ignore_case": True})
+    # The registry imported the contributor's modules: the same objects a plain import gives.
+    from tests.plugins import constant_engine, last_line
+
+    assert SCORERS.get("last_line") is last_line.LastLineScorer and ENGINES.get("constant") is constant_engine
 
 
 def test_engine_options_are_typed_and_checked(registered: None) -> None:
@@ -77,3 +82,28 @@ def test_unsupported_extra_body_stops_at_start(registered: None, tmp_path: Path)
     with pytest.raises(UserError, match=r"--extra-body key\(s\) top_a are not supported by the constant engine"):
         reasoneval.evaluate(tasks=["arith"], engine="constant", extra_body={"top_a": 1}, n=1, limit=1,
                             output_dir=str(tmp_path), print_table=False, progress=False)
+
+
+def test_scorer_modules_import_the_scoring_package_without_a_cycle() -> None:
+    """In a fresh interpreter: `import reasoneval.scoring` imports no scorer; the example scorer imports after it
+    (and first of all); every shipped scorer, which imports from reasoneval.scoring as the example does,
+    resolves through the registry."""
+    code = """
+import sys
+import tests.plugins.last_line
+assert "reasoneval.scoring" in sys.modules
+import reasoneval.scoring
+from reasoneval.scoring import SCORERS
+assert not [m for m in sys.modules if m.endswith(".scorer") or m == "reasoneval.scoring.lmeval"], sorted(sys.modules)
+SCORERS.add_lazy("last_line", "tests.plugins.last_line:LastLineScorer")
+names = SCORERS.names()
+assert names[-1] == "last_line" and {"math", "choice", "code", "ifeval", "strict_match"} <= set(names), names
+for name in names:
+    SCORERS.get(name)
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    for first in ("import tests.plugins.last_line", "import reasoneval.scoring"):
+        r = subprocess.run([sys.executable, "-c", f"{first}\n{code}"], capture_output=True, text=True, env=env,
+                           cwd=ROOT, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]

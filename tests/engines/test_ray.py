@@ -1,8 +1,9 @@
 """The ray engine on a real Ray cluster of two nodes on this machine (tests/conftest.py `ray_cluster`: 1 CPU
 and 1 declared GPU per node).
 
-The replicas' inner engine is `echo` (zero cost, a fixed delay) where the model is not the point, and the
-embedded `local` model once, end to end. What cannot run here: vLLM on real GPUs inside the replicas
+The replicas' inner engine is `echo` (zero cost, a fixed delay) where the model is not the point, a test-only
+engine registered in the test's process (any registered engine can be the inner one), and the embedded
+`local` model once, end to end. What cannot run here: vLLM on real GPUs inside the replicas
 (the declared GPUs have no hardware behind them; `inner=auto` runs `local` on such a cluster).
 """
 
@@ -12,11 +13,11 @@ import asyncio
 import collections
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
-from reasoneval.engines import CommonOptions, create_engine
+from reasoneval.engines import ENGINES, CommonOptions, create_engine
 from reasoneval.errors import EngineDown
 from reasoneval.run.pipeline import EvalConfig, generate_run, load_tasks
 
@@ -65,10 +66,21 @@ def test_killed_replica_is_restarted_and_every_sample_is_journaled_exactly_once(
     assert engine.deaths == [1, 0]  # one kill, counted once however many requests it failed
 
 
-def test_a_slow_replica_gets_few_requests_pull_based_not_round_robin(tmp_path: Path) -> None:
-    # Replica 0 takes 0.25 s a request, replica 1 0.02 s (2 slots each): a round robin would give each half.
-    cfg = _cfg(tmp_path, replicas=2, inner="echo", inner_args=("delay_s=0.02", "slots=2"),
-               slow_replica_delay_s=0.23)
+@pytest.fixture
+def slow_first_echo() -> Iterator[str]:
+    """A test-only engine registered in this process only (tests/plugins/slow_echo.py): the replicas get it
+    from the registry's reference, as they would a plugin's engine."""
+    ENGINES.add_lazy("slow_first_echo", "tests.plugins.slow_echo")
+    try:
+        yield "slow_first_echo"
+    finally:
+        ENGINES.remove("slow_first_echo")
+
+
+def test_a_slow_replica_gets_few_requests_pull_based_not_round_robin(tmp_path: Path, slow_first_echo: str) -> None:
+    # One replica takes 0.25 s a request, the other 0.02 s (2 slots each): a round robin would give each half.
+    cfg = _cfg(tmp_path, replicas=2, inner=slow_first_echo,
+               inner_args=(f"claim={tmp_path / 'slow'}", "slow_s=0.23", "delay_s=0.02", "slots=2"))
     served: list[int] = []
 
     async def record(engine: Any, gen: asyncio.Future[Any]) -> None:
@@ -76,9 +88,9 @@ def test_a_slow_replica_gets_few_requests_pull_based_not_round_robin(tmp_path: P
         served.extend(engine.served())
 
     asyncio.run(_run(cfg, record))
-    assert sum(served) == 80
-    # Replica 0 serves ~1/13 of the capacity; allow for a loaded machine slowing the fast one down.
-    assert served[0] <= 0.25 * sum(served), served
+    assert sum(served) == 80 and (tmp_path / "slow").exists()  # one replica claimed the slow role
+    # The slow replica serves ~1/13 of the capacity; allow for a loaded machine slowing the fast one down.
+    assert min(served) <= 0.25 * sum(served), served
 
 
 def test_replicas_that_keep_dying_stop_the_run_with_the_cause_and_keep_what_finished(tmp_path: Path) -> None:
@@ -125,6 +137,9 @@ def test_bad_options_are_one_line_errors() -> None:
         asyncio.run(create_engine("ray", CommonOptions(), {"replicas": 3, "gpus_per_replica": 0}).start())
     with pytest.raises(UserError, match="inner=.tgi. of the ray engine is not valid"):
         create_engine("ray", CommonOptions(), {"inner": "tgi"})
+    with pytest.raises(UserError, match=r"inner='ray' of the ray engine is not valid \(choose auto or a registered "
+                                        r"engine other than ray: openai, local, launch, vllm, echo"):
+        create_engine("ray", CommonOptions(), {"inner": "ray"})
 
 
 @pytest.mark.slow

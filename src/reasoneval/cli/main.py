@@ -167,7 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from reasoneval.run.progress import setup_logging
 
     setup_logging()  # before parsing: an old flag spelling warns in the usual log format
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except UserError as e:  # a plugin engine that cannot be loaded (every engine's options make flags)
+        print(f"reasoneval: error: {e}", file=sys.stderr)
+        return e.exit_code
     a = parser.parse_args(argv)
     setup_logging(a.debug)
     if not getattr(a, "func", None):

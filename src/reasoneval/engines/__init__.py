@@ -1,4 +1,4 @@
-"""Engines: one module each, registered by name in ENGINES.
+"""Engines: one module each, registered by name in ENGINES (built in, or from another package's entry point).
 
 An engine module defines `Options` (a frozen dataclass of its own settings, each made with
 `base.option`), `CAPABILITIES`, and `create(common: CommonOptions, options: Options) -> Engine`.
@@ -10,7 +10,6 @@ fields marked as flags are also top-level CLI flags (e.g. --replicas). See docs/
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import shlex
 import types
 import typing
@@ -25,19 +24,30 @@ from reasoneval.engines.base import (
     check_supported,
 )
 from reasoneval.errors import UserError
-from reasoneval.registry import Registry
+from reasoneval.registry import ENGINE_GROUP, Registry
 
-ENGINES: Registry[str] = Registry("engine")
-ENGINES.add("openai", "reasoneval.engines.openai")
-ENGINES.add("local", "reasoneval.engines.local")
-ENGINES.add("launch", "reasoneval.engines.launch")
-ENGINES.add("vllm", "reasoneval.engines.vllm")
-ENGINES.add("ray", "reasoneval.engines.ray")
-ENGINES.add("echo", "reasoneval.engines.echo")
+
+def _check_engine(name: str, module: Any) -> None:
+    missing = [a for a in ("Options", "CAPABILITIES", "create") if not hasattr(module, a)]
+    if missing:
+        raise UserError(f"engine {name!r} ({getattr(module, '__name__', module)!r}) is not an engine module: "
+                        f"it lacks {', '.join(missing)}")
+
+
+# Built-in engines, imported by module path only when used. Other packages add engines through the
+# `reasoneval.engines` entry point group (`name = "package.module"`; reasoneval.registry).
+ENGINES: Registry[types.ModuleType] = Registry("engine", group=ENGINE_GROUP, check=_check_engine)
+ENGINES.add_lazy("openai", "reasoneval.engines.openai")
+ENGINES.add_lazy("local", "reasoneval.engines.local")
+ENGINES.add_lazy("launch", "reasoneval.engines.launch")
+ENGINES.add_lazy("vllm", "reasoneval.engines.vllm")
+ENGINES.add_lazy("ray", "reasoneval.engines.ray")
+ENGINES.add_lazy("echo", "reasoneval.engines.echo")
 
 
 def engine_module(kind: str) -> types.ModuleType:
-    return importlib.import_module(ENGINES.get(kind))
+    """The module of a registered engine (imported on first use)."""
+    return ENGINES.get(kind)
 
 
 def options_class(kind: str) -> type:

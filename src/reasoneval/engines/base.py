@@ -125,8 +125,3 @@ def option(default: Any, help: str, *, flag: str | bool = False) -> Any:
     """A field of an engine's Options dataclass: its default, one line of help, and whether it is also a
     top-level CLI flag (True: --field-name; a string: that flag) besides `--engine-arg field=VALUE`."""
     return field(default=default, metadata={"help": help, "flag": flag})
-
-
-@dataclass(frozen=True)
-class NoOptions:
-    """An engine without options of its own."""

@@ -2,7 +2,10 @@
 
 Each replica is a Ray actor that runs an inner engine in its own process: vLLM on its G GPUs
 (tensor parallel G), or, on a cluster without GPUs, the embedded `local` engine, so the whole path
-runs on a laptop. `echo` (zero cost) is there for tests and for measuring the driver itself.
+runs on a laptop. Any other registered engine can be the inner one (`--engine-arg inner=NAME`): `echo`
+(zero cost) for tests and for measuring the driver itself, a plugin's engine. The replica imports it by
+the registry's reference (`ENGINES.reference`), so an engine registered only in the driver's process
+works too, as long as its module is importable on the cluster's nodes.
 
 The driver (this process) hands each request to whichever replica has a free slot: pull-based, not
 round robin, so a slow replica serves fewer requests and never holds the run back. Only the driver
@@ -26,8 +29,9 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from reasoneval.engines import ENGINES
 from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
 from reasoneval.errors import UserError
 from reasoneval.records import Completion, Request
@@ -35,7 +39,6 @@ from reasoneval.records import Completion, Request
 log = logging.getLogger("reasoneval")
 
 INSTALL_HINT = "pip install 'reasoneval[ray]'"
-INNER_ENGINES = ("auto", "vllm", "local", "echo")
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,8 @@ class Options:
                                    "without GPUs", flag=True)
     ray_address: str | None = option(None, "Ray cluster to join (`auto`: the running one; default: start a "
                                      "local one for this run)", flag=True)
-    inner: Literal["auto", "vllm", "local", "echo"] = option(
-        "auto", "engine inside each replica: auto = vllm where the replica has GPUs, else local")
+    inner: str = option("auto", "engine inside each replica: auto = vllm where the replica has GPUs, else local; "
+                        "or any registered engine but ray (`reasoneval engines`), e.g. echo")
     inner_args: tuple[str, ...] = option((), "options of the inner engine as KEY=VALUE words, e.g. "
                                          "'threads=1 parallel=2'")
     slots_per_replica: int | None = option(None, "requests in flight per replica (default: what the inner engine "
@@ -59,16 +62,16 @@ class Options:
     num_cpus: int | None = option(None, "CPUs a locally started cluster declares (default: detected)")
     num_gpus: int | None = option(None, "GPUs a locally started cluster declares (default: detected)")
     object_store_mb: int = option(100, "object store of a locally started cluster, MB")
-    # Test hook: a replica that is artificially slow (extra seconds per request on replica 0).
-    slow_replica_delay_s: float = option(0.0, "test hook: extra seconds per request on replica 0")
 
     def __post_init__(self) -> None:
         if self.replicas < 1:
             raise UserError(f"--replicas must be at least 1, got {self.replicas}")
         if self.gpus_per_replica < 0:
             raise UserError(f"--gpus-per-replica must be 0 or more, got {self.gpus_per_replica}")
-        if self.inner not in INNER_ENGINES:
-            raise UserError(f"ray engine option inner must be one of {', '.join(INNER_ENGINES)}, got {self.inner!r}")
+        if self.inner != "auto" and (self.inner == "ray" or self.inner not in ENGINES):
+            known = ", ".join(n for n in ENGINES.names() if n != "ray")
+            raise UserError(f"engine option inner={self.inner!r} of the ray engine is not valid (choose auto or a "
+                            f"registered engine other than ray: {known})")
         if self.slots_per_replica is not None and self.slots_per_replica < 1:
             raise UserError(f"ray engine option slots_per_replica must be at least 1, got {self.slots_per_replica}")
         if self.max_restarts < 0:
@@ -112,16 +115,20 @@ def resolve_inner(inner: str, gpu_ids: list[Any]) -> str:
 
 
 class Replica:
-    """The actor: one inner engine in its own process, started on the first call (again after a restart)."""
+    """The actor: one inner engine in its own process, started on the first call (again after a restart).
 
-    def __init__(self, index: int, inner: str, common: CommonOptions, inner_args: dict[str, Any],
-                 gpus: int, extra_delay_s: float = 0.0) -> None:
+    inner_ref: the driver registry's reference of the inner engine ("package.module"), registered in this
+    process when the name is not known here (an engine a test or a notebook registered in the driver).
+    """
+
+    def __init__(self, index: int, inner: str, inner_ref: str | None, common: CommonOptions,
+                 inner_args: dict[str, Any], gpus: int) -> None:
         self.index = index
         self.inner = inner
+        self.inner_ref = inner_ref
         self.common = common
         self.inner_args = dict(inner_args)
         self.gpus = gpus
-        self.extra_delay_s = extra_delay_s
         self._engine: Any = None
         self._info: EngineInfo | None = None
         self._lock = asyncio.Lock()
@@ -133,6 +140,8 @@ class Replica:
 
                 from reasoneval.engines import create_engine
 
+                if self.inner_ref is not None and self.inner not in ENGINES:
+                    ENGINES.add_lazy(self.inner, self.inner_ref)
                 kind = resolve_inner(self.inner, ray.get_gpu_ids() if self.gpus else [])
                 args = dict(self.inner_args)
                 if kind == "vllm":
@@ -151,8 +160,6 @@ class Replica:
         wrapped by Ray, and EngineError does not survive pickling."""
         if self._engine is None:
             await self.start()
-        if self.extra_delay_s:
-            await asyncio.sleep(self.extra_delay_s)
         try:
             completion: Completion = await self._engine.generate(request)
         except EngineError as e:
@@ -232,8 +239,8 @@ class RayEngine:
         actor = ray.remote(Replica).options(num_gpus=self._gpus, num_cpus=o.cpus_per_replica,
                                             max_restarts=o.max_restarts, max_task_retries=0,
                                             max_concurrency=1000)
-        handles = [actor.remote(i, o.inner, self.common, inner_args, self._gpus,
-                                o.slow_replica_delay_s if i == 0 else 0.0) for i in range(o.replicas)]
+        inner_ref = None if o.inner == "auto" else ENGINES.reference(o.inner)
+        handles = [actor.remote(i, o.inner, inner_ref, self.common, inner_args, self._gpus) for i in range(o.replicas)]
         try:
             started = await asyncio.wait_for(asyncio.gather(*(h.start.remote() for h in handles)),
                                              o.startup_timeout)

@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 from reasoneval.errors import UserError
 from reasoneval.prompts.fewshot import Exemplar, FewShotStyle, lmeval_draws, load_styles
 from reasoneval.records import Problem
-from reasoneval.registry import Registry
+from reasoneval.registry import PROMPT_GROUP, Registry
 from reasoneval.tasks.choice import LETTERS, format_choices
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -165,7 +165,14 @@ def _choice_completion(problem: Problem) -> str:
     return f"Problem: {problem.problem}\n\n{_choices_block(problem)}\n\n{choice_instruction(n)}\n\nSolution:"
 
 
-PROMPTS: Registry[PromptStyle] = Registry("prompt style")
+def _check_style(name: str, style: object) -> None:
+    if not isinstance(style, PromptStyle):
+        raise UserError(f"prompt style {name!r} is {type(style).__name__}, not a reasoneval.prompts.PromptStyle")
+
+
+# Other packages add prompt styles through the `reasoneval.prompts` entry point group
+# (`name = "package.module:STYLE"`, a PromptStyle; reasoneval.registry).
+PROMPTS: Registry[PromptStyle] = Registry("prompt style", group=PROMPT_GROUP, check=_check_style)
 PROMPTS.add("boxed", PromptStyle(_boxed_chat, _boxed_completion))
 PROMPTS.add("choice", PromptStyle(_choice_chat, _choice_completion))
 FEWSHOT_STYLES = load_styles()
@@ -186,10 +193,8 @@ def _plain_completion(problem: Problem) -> str:
 
 # Instruction following (IFEval): the prompt verbatim, in both modes.
 PROMPTS.add("plain", PromptStyle(_plain_chat, _plain_completion))
-
-from reasoneval.prompts import code as _code_prompts  # noqa: E402  (registers humaneval, mbpp; needs PromptStyle)
-
-_ = _code_prompts
+PROMPTS.add_lazy("humaneval", "reasoneval.prompts.code:HUMANEVAL")
+PROMPTS.add_lazy("mbpp", "reasoneval.prompts.code:MBPP")
 
 
 def build_messages(problem: Problem, cfg: PromptConfig,

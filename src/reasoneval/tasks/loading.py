@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from reasoneval.atomic import atomic_open
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
-from reasoneval.tasks.catalog import TASKS
+from reasoneval.tasks.registry import TASKS
 from reasoneval.tasks.schema import NumberedRow, problems_from_rows, read_jsonl
 from reasoneval.tasks.spec import HubSource, TaskSpec
 

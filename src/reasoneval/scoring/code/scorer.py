@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
-from reasoneval.scoring.base import SCORERS, Score, ScoringContext
+from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.code.sandbox import DRIVER_SOURCE, SANDBOX_VERSION, Limits, ProgramResult, SandboxPool
 
 CODE_SCORER_VERSION = "2"
@@ -362,7 +362,6 @@ def code_cache(context: ScoringContext) -> CodeRunCache:
     return cache
 
 
-@SCORERS.register("code")
 class CodeScorer:
     """Runs the response's code against the problem's tests in the sandbox; correct = every test passed.
 

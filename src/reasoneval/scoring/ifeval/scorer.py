@@ -24,7 +24,7 @@ from typing import Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
-from reasoneval.scoring.base import SCORERS, Score, ScoringContext
+from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.ifeval.worker import Checked, Item
 from reasoneval.workers import worker_env
 
@@ -128,7 +128,6 @@ class CheckerPool:
             checker.close()
 
 
-@SCORERS.register("ifeval")
 class IFEvalScorer:
     """IFEval: correct = every instruction followed (prompt-level strict). Details: per-instruction strict/loose."""
 

@@ -10,7 +10,7 @@ from typing import Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
-from reasoneval.scoring.base import SCORERS, Score, ScoringContext
+from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.math import GRADER_VERSION, GradeItem, GradingPool
 from reasoneval.scoring.math.normalize import Policy
 
@@ -53,7 +53,6 @@ class _AnswerScorer:
         return grading_pool(self.context).cluster_many([(answers, self.kind) for _, answers in groups])
 
 
-@SCORERS.register("math")
 class MathScorer(_AnswerScorer):
     """A free-form answer (the last \\boxed{}, or an answer phrase), equal to the reference as mathematics.
 
@@ -65,7 +64,6 @@ class MathScorer(_AnswerScorer):
     kind = "math"
 
 
-@SCORERS.register("choice")
 class ChoiceScorer(_AnswerScorer):
     """A multiple-choice letter, equal to the reference letter."""
 
