@@ -67,9 +67,9 @@ def _read(path: Path, what: str) -> dict[str, Any]:
 
 
 def _write(path: Path, data: Mapping[str, Any]) -> None:
-    from reasoneval.results.schema import write_json_atomic
+    from reasoneval.atomic import atomic_write_json
 
-    write_json_atomic(path, {k: data[k] for k in sorted(data)})
+    atomic_write_json(path, {k: data[k] for k in sorted(data)})
 
 
 def read_state(path: Path) -> SweepState:
