@@ -77,7 +77,7 @@ def test_torn_last_line_is_skipped_then_cut_before_appending(tmp_path: Path, cap
 def test_second_writer_gets_a_clear_error(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         import sys, time
-        sys.path.insert(0, {str(Path(__file__).resolve().parents[2] / 'src')!r})
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[3] / "src")!r})
         from reasoneval.results.store import SampleStore
         s = SampleStore({str(tmp_path)!r}).open()
         print("locked", flush=True)
@@ -99,7 +99,7 @@ def test_killed_writer_loses_nothing_it_counted_done(tmp_path: Path) -> None:
     """A child appends and reports each index after append() returns; SIGKILL; all reported are on disk."""
     code = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(Path(__file__).resolve().parents[2] / 'src')!r})
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[3] / "src")!r})
         from reasoneval.results.store import SampleStore
         from reasoneval.records import SampleRecord
         s = SampleStore({str(tmp_path)!r}).open()

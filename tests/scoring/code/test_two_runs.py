@@ -18,7 +18,7 @@ import pytest
 from reasoneval.scoring.code.sandbox import Limits, SandboxPool
 from tests.scoring.code.test_sandbox import _sandboxed_processes
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 RIGHT0 = ("```python\ndef has_close_elements(numbers, threshold):\n    return any(abs(a - b) < threshold "
           "for i, a in enumerate(numbers) for j, b in enumerate(numbers) if i != j)\n```")

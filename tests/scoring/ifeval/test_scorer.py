@@ -171,7 +171,7 @@ def test_scoring_ifeval_from_a_script_without_a_main_guard(tmp_path: Path) -> No
         "    [score] = create_scorer(TaskScoring('ifeval'), ctx).score_many([p], [s])\n"
         "print('CORRECT', score.correct)\n")
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src")))
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[3] / "src")))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "CORRECT True" in proc.stdout
 

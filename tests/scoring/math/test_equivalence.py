@@ -207,12 +207,12 @@ def test_importing_the_grader_loads_no_parser() -> None:
     code = ("import sys, reasoneval.scoring.math as g; g.extract_answer('\\\\boxed{1}'); "
             "from reasoneval.scoring.math.normalize import cheap_compare; cheap_compare('1', '1.0'); "
             "print('sympy' in sys.modules, 'math_verify' in sys.modules)")
-    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[2] / "src"))
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[3] / "src"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.split() == ["False", "False"]
 
 
-_CASES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "grader_cases" / "dev.jsonl"
+_CASES = pathlib.Path(__file__).resolve().parents[4] / "shared" / "grader_cases" / "dev.jsonl"
 
 
 @pytest.mark.slow
