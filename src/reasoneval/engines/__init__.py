@@ -29,8 +29,8 @@ from reasoneval.registry import Registry
 
 ENGINES: Registry[str] = Registry("engine")
 ENGINES.add("openai", "reasoneval.engines.openai")
-ENGINES.add("local", "reasoneval.engines.local")
-ENGINES.add("launch", "reasoneval.engines.launch")
+ENGINES.add("local", "reasoneval.engines.local.engine")
+ENGINES.add("launch", "reasoneval.engines.launch.engine")
 ENGINES.add("vllm", "reasoneval.engines.vllm")
 ENGINES.add("ray", "reasoneval.engines.ray")
 ENGINES.add("echo", "reasoneval.engines.echo")
