@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 import pytest
 
-from reasoneval.engines.launch import engine as launch
 from reasoneval.engines.base import EngineError
 from reasoneval.engines.launch import HOST, build_plan, free_port, log_tail, vllm_command
+from reasoneval.engines.launch import engine as launch
 from reasoneval.errors import UserError
 from reasoneval.records import Request, SamplingParams
 from tests.engines._options import make_engine, split_options
