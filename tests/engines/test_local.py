@@ -152,6 +152,9 @@ def test_engine_info() -> None:
             assert info.max_model_len == 1024  # rounded up to llama.cpp's multiple of 256
             assert info.model_identity == file_identity(default_model_path())
             assert len(set(engine.worker_pids())) == 2
+            for pid in engine.worker_pids():  # a module run with -m, not a `python -c` string
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                assert argv[1:3] == [b"-m", b"reasoneval.engines.local.worker"]
         finally:
             await engine.close()
 
@@ -413,13 +416,13 @@ def test_prefix_reuse_evaluates_only_the_unshared_part_of_a_prompt() -> None:
     # a slot keeps the cells of that prefix from the slot's previous sequence and evaluates only the
     # rest; the samples are still llama-cpp-python's own.
     assert Options().reuse_prefix is True
-    from reasoneval.engines.local import _Decoder, _WorkerConfig
+    from reasoneval.engines.local.decoder import Decoder, WorkerConfig
 
     questions = [f"What is {17 + 7 * i} + {25 + 11 * i}? Think step by step." for i in range(5)]
     questions.append(questions[0])  # the same prompt again: all but its last two tokens are reused
     params = {"temperature": 0.8, "top_p": 0.95, "top_k": None, "min_p": None, "max_tokens": 16, "stop": [],
               "extra_body": {}}
-    decoder = _Decoder(_WorkerConfig(str(default_model_path()), 1024, 1, 2, False, reuse_prefix=True))
+    decoder = Decoder(WorkerConfig(str(default_model_path()), 1024, 1, 2, False, reuse_prefix=True))
     for i, q in enumerate(questions):
         decoder.add(i, {"params": params, "seed": 40 + i, "messages": [{"role": "user", "content": q}],
                         "prompt": None})
@@ -437,14 +440,14 @@ def test_prefix_reuse_evaluates_only_the_unshared_part_of_a_prompt() -> None:
 
 
 def test_exact_reuse_never_leaves_a_one_row_chunk_that_whole_evaluation_would_not() -> None:
-    from reasoneval.engines.local import _exact_reuse
+    from reasoneval.engines.local.decoder import exact_reuse
 
-    assert _exact_reuse(0, 50, 8) == 0
-    assert _exact_reuse(48, 50, 8) == 48  # rows 48, 49: two rows, as in the whole prompt's last chunk
-    assert _exact_reuse(49, 50, 8) == 48  # row 49 alone would be a one-row ubatch: re-evaluate 48 too
-    assert _exact_reuse(48, 49, 8) == 48  # row 48 is alone in Llama.eval's chunk [48, 49) as well
-    assert _exact_reuse(15, 40, 8) == 14  # chunk [15, 16) would be one row: start at 14
-    assert _exact_reuse(14, 40, 8) == 14
+    assert exact_reuse(0, 50, 8) == 0
+    assert exact_reuse(48, 50, 8) == 48  # rows 48, 49: two rows, as in the whole prompt's last chunk
+    assert exact_reuse(49, 50, 8) == 48  # row 49 alone would be a one-row ubatch: re-evaluate 48 too
+    assert exact_reuse(48, 49, 8) == 48  # row 48 is alone in Llama.eval's chunk [48, 49) as well
+    assert exact_reuse(15, 40, 8) == 14  # chunk [15, 16) would be one row: start at 14
+    assert exact_reuse(14, 40, 8) == 14
 
 
 @needs_model
@@ -456,9 +459,9 @@ def test_prefix_reuse_gives_bitwise_the_logits_of_whole_prompt_evaluation(thread
     # prompt comes three times in a row: the second arrives while the first is being evaluated and
     # follows it (a copy of its cells, its logits row), the third finds a free slot holding all but
     # the prompt's last token (on this machine some of these prompts gave different rows before
-    # _exact_reuse) or copies the cells of a busy slot; max_tokens differ, so sequences finish at
+    # exact_reuse) or copies the cells of a busy slot; max_tokens differ, so sequences finish at
     # different times. Prompts differ only in their numbers; chat questions share the preamble.
-    from reasoneval.engines.local import _Decoder, _WorkerConfig
+    from reasoneval.engines.local.decoder import Decoder, WorkerConfig
 
     prompts = [p for i in range(12) for p in [f"Question {i}: what is {17 + 7 * i} plus {25 + 11 * i}? Answer:"] * 3]
     messages = [f"What is {17 + 7 * i} + {25 + 11 * i}?" for i in range(4)] * 2
@@ -467,8 +470,8 @@ def test_prefix_reuse_gives_bitwise_the_logits_of_whole_prompt_evaluation(thread
         return {"temperature": 1.0, "top_p": 1.0, "top_k": None, "min_p": None, "max_tokens": 1 + 2 * (j % 4),
                 "stop": [], "extra_body": {}}
 
-    def run(reuse: bool) -> tuple[dict[Any, list[int]], dict[Any, str], _Decoder]:
-        decoder = _Decoder(_WorkerConfig(str(default_model_path()), 512, threads, 3, False, reuse_prefix=reuse,
+    def run(reuse: bool) -> tuple[dict[Any, list[int]], dict[Any, str], Decoder]:
+        decoder = Decoder(WorkerConfig(str(default_model_path()), 512, threads, 3, False, reuse_prefix=reuse,
                                          n_batch=8))
         decoder.logits_trace = []
         for i, prompt in enumerate(prompts):
@@ -498,14 +501,14 @@ def test_followers_of_a_cancelled_prompt_evaluate_it_themselves() -> None:
     # Three requests with one prompt: the first evaluates it, the other two wait to copy its cells.
     # The first is cancelled after its first chunk: the second takes over the evaluation, the third
     # follows it, and both give bitwise the rows they give without reuse.
-    from reasoneval.engines.local import _Decoder, _WorkerConfig
+    from reasoneval.engines.local.decoder import Decoder, WorkerConfig
 
     prompt = "Question: a train leaves at nine and travels 120 km at 80 km per hour. When does it arrive? Answer:"
     params = {"temperature": 1.0, "top_p": 1.0, "top_k": None, "min_p": None, "max_tokens": 5, "stop": [],
               "extra_body": {}}
 
     def run(reuse: bool, cancel: bool) -> dict[Any, list[int]]:
-        decoder = _Decoder(_WorkerConfig(str(default_model_path()), 512, 1, 3, False, reuse_prefix=reuse, n_batch=8))
+        decoder = Decoder(WorkerConfig(str(default_model_path()), 512, 1, 3, False, reuse_prefix=reuse, n_batch=8))
         decoder.logits_trace = []
         for j in (0, 1, 2) if cancel else (1, 2):
             decoder.add(j, {"params": params, "seed": 20 + j, "messages": None, "prompt": prompt})

@@ -38,8 +38,8 @@ def _check_engine(name: str, module: Any) -> None:
 # `reasoneval.engines` entry point group (`name = "package.module"`; reasoneval.registry).
 ENGINES: Registry[types.ModuleType] = Registry("engine", group=ENGINE_GROUP, check=_check_engine)
 ENGINES.add_lazy("openai", "reasoneval.engines.openai")
-ENGINES.add_lazy("local", "reasoneval.engines.local")
-ENGINES.add_lazy("launch", "reasoneval.engines.launch")
+ENGINES.add_lazy("local", "reasoneval.engines.local.engine")
+ENGINES.add_lazy("launch", "reasoneval.engines.launch.engine")
 ENGINES.add_lazy("vllm", "reasoneval.engines.vllm")
 ENGINES.add_lazy("ray", "reasoneval.engines.ray")
 ENGINES.add_lazy("echo", "reasoneval.engines.echo")

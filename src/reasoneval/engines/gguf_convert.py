@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from reasoneval.engines.local import default_model_path, file_identity
+from reasoneval.engines.local.model import default_model_path, file_identity
 from reasoneval.errors import UserError
 
 INSTALL_HINT = "pip install transformers gguf accelerate"

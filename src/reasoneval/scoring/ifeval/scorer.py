@@ -13,20 +13,17 @@ The checks run in worker interpreters (reasoneval.scoring.ifeval.worker), which 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 import logging
 import os
 import queue
 import subprocess
-import sys
-import threading
 from typing import Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.ifeval.worker import Checked, Item
-from reasoneval.workers import worker_env
+from reasoneval.workers import JsonLines, ask, spawn
 
 log = logging.getLogger("reasoneval")
 
@@ -48,38 +45,31 @@ class _Checker:
     line out), started on first use and again after it was killed."""
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.channel: JsonLines | None = None
 
     def run(self, chunk: list[Item], timeout_s: float, start_s: float = 30.0) -> list[Checked] | None:
         """The chunk's checked instructions; None when it ran past timeout_s (the worker is killed). A worker
         that must be started first has start_s more (about 3 s of imports on 2 cores)."""
-        if self.proc is None or self.proc.poll() is not None:
+        if self.proc is None or self.channel is None or self.proc.poll() is not None:
             timeout_s += start_s
-            self.proc = subprocess.Popen([sys.executable, "-m", "reasoneval.scoring.ifeval.worker"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                         env=worker_env(), start_new_session=True)
-        proc = self.proc
-        assert proc.stdin is not None and proc.stdout is not None
-        timer = threading.Timer(timeout_s, proc.kill)
-        timer.start()
-        try:
-            proc.stdin.write(json.dumps(chunk) + "\n")
-            proc.stdin.flush()
-            line = proc.stdout.readline()
-        except OSError:
-            line = ""
-        finally:
-            timer.cancel()
-        if not line:  # killed at its deadline, or died
+            self.proc = spawn("reasoneval.scoring.ifeval.worker", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+            self.channel = JsonLines.to_process(self.proc)
+        reply = ask(self.proc, self.channel, chunk, timeout_s)
+        if reply is None:  # killed at its deadline, or died
             self.close()
             return None
-        return [[(str(i), bool(strict), bool(loose)) for i, strict, loose in item] for item in json.loads(line)]
+        return [[(str(i), bool(strict), bool(loose)) for i, strict, loose in item] for item in reply]
 
     def close(self) -> None:
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
-            self.proc = None
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                if pipe is not None:
+                    pipe.close()
+            self.proc, self.channel = None, None
 
 
 class CheckerPool:

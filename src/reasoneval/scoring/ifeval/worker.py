@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import sys
 from typing import Any, Sequence
+
+from reasoneval.workers import channel_to_parent
 
 # (prompt, instruction ids, kwargs list, response)
 Item = tuple[str, list[str], list[dict[str, Any]], str]
@@ -193,13 +194,14 @@ def check_items(items: Sequence[Item]) -> list[Checked]:
 
 def main() -> None:
     """Per line on stdin a JSON list of items; per line on stdout their checked instructions."""
-    out = sys.stdout
-    sys.stdout = sys.stderr  # anything a checker prints must not corrupt the replies
+    channel = channel_to_parent()  # anything a checker prints must not corrupt the replies
     init_checkers()
-    for line in sys.stdin:
-        items = [tuple(item) for item in json.loads(line)]
-        out.write(json.dumps(check_items(items)) + "\n")
-        out.flush()
+    while True:
+        try:
+            chunk = channel.recv()
+        except EOFError:
+            return
+        channel.send(check_items([tuple(item) for item in chunk]))
 
 
 if __name__ == "__main__":

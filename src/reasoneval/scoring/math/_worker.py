@@ -7,10 +7,10 @@ fresh interpreter (not forked), so it never inherits the parent's threads or loc
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from typing import Any
+
+from reasoneval.workers import channel_to_parent
 
 
 def _limit_memory(memory_mb: int) -> None:
@@ -27,9 +27,7 @@ def _limit_memory(memory_mb: int) -> None:
 def main() -> None:
     memory_mb = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     # The protocol owns the real stdout; anything a library prints goes to stderr instead.
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    channel = channel_to_parent()
     try:
         _limit_memory(memory_mb)
         sys.setrecursionlimit(5000)
@@ -38,14 +36,14 @@ def main() -> None:
         verify.check_available()
         verify.warm()
     except BaseException as e:  # tell the parent why, rather than dying silently and being restarted forever
-        out.write(json.dumps({"fatal": f"{type(e).__name__}: {e}"[:300]}) + "\n")
+        channel.send({"fatal": f"{type(e).__name__}: {e}"[:300]})
         raise SystemExit(1) from None
-    out.write(json.dumps({"ready": True}) + "\n")
-    for line in sys.stdin:
+    channel.send({"ready": True})
+    while True:
         try:
-            job = json.loads(line)
-        except ValueError:
-            continue
+            job = channel.recv()  # a line that is not JSON is skipped
+        except EOFError:
+            return
         result: dict[str, Any] = {"id": job.get("id")}
         try:
             result.update(status="ok", value=verify.run_job(job["op"], tuple(job["args"])))
@@ -55,7 +53,7 @@ def main() -> None:
             result.update(status="error", value="recursion limit exceeded")
         except Exception as e:  # a parser failure on model output is a verdict, not a crash
             result.update(status="error", value=f"{type(e).__name__}: {e}"[:200])
-        out.write(json.dumps(result) + "\n")
+        channel.send(result)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ import os
 import pathlib
 import selectors
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -21,7 +20,7 @@ from reasoneval.scoring.math.extract import (
     last_boxed,
 )
 from reasoneval.scoring.math.normalize import DEFAULT_APPROX, DEFAULT_UNITS, Policy, answer_key, cheap_compare
-from reasoneval.workers import worker_env
+from reasoneval.workers import JsonLines, spawn
 
 # Bump when any grading rule changes: cache entries written under another version are ignored.
 GRADER_VERSION = "3"
@@ -55,45 +54,28 @@ class _Worker:
     """One worker interpreter (`python -m reasoneval.scoring.math._worker`) talking JSON lines over pipes."""
 
     def __init__(self, memory_mb: int) -> None:
-        env = worker_env()
-        env.setdefault("OMP_NUM_THREADS", "1")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "reasoneval.scoring.math._worker", str(memory_mb)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-            close_fds=True, start_new_session=True,
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.fd = self.proc.stdout.fileno()
+        # One thread per worker unless the user chose otherwise: the pool runs one worker per core.
+        env = {} if "OMP_NUM_THREADS" in os.environ else {"OMP_NUM_THREADS": "1"}
+        self.proc = spawn("reasoneval.scoring.math._worker", str(memory_mb), env=env,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          close_fds=True, start_new_session=True)
+        self.channel = JsonLines.to_process(self.proc)
+        assert self.channel.read_fd is not None
+        self.fd = self.channel.read_fd
         os.set_blocking(self.fd, False)
-        self.buf = b""
         self.ready = False
         self.job: int | None = None
         self.deadline = 0.0
 
     def send(self, msg: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-        self.proc.stdin.flush()
+        self.channel.send(msg)
 
     def read_lines(self) -> list[dict[str, Any]] | None:
         """Complete messages now available; None when the worker has exited (EOF)."""
         try:
-            chunk = os.read(self.fd, 1 << 16)
-        except BlockingIOError:
-            return []
+            return self.channel.recv_ready()
         except OSError:
             return None
-        if not chunk:
-            return None
-        self.buf += chunk
-        *lines, self.buf = self.buf.split(b"\n")
-        out = []
-        for ln in lines:
-            try:
-                out.append(json.loads(ln))
-            except ValueError:
-                continue
-        return out
 
     def kill(self) -> None:
         if self.proc.poll() is None:

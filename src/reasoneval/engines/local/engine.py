@@ -1,0 +1,288 @@
+"""The `local` engine: options, and LocalEngine, which starts the workers (supervisor.py) and routes requests to
+them. See the package docstring."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.local.decoder import WorkerConfig
+from reasoneval.engines.local.model import (
+    DEFAULT_N_CTX,
+    REPACK_MODES,
+    cpu_flags,
+    file_identity,
+    resolve_model,
+    threads_per_replica,
+)
+from reasoneval.engines.local.supervisor import StartFailed, Worker
+from reasoneval.errors import EngineDown, UserError
+from reasoneval.records import Completion, Request
+
+# Sequences a worker decodes together by default (see docs/engines.md for the measurements).
+DEFAULT_PARALLEL = 16
+# llama.cpp's limit on sequences in one context (llama_max_parallel_sequences()).
+MAX_PARALLEL = 256
+
+log = logging.getLogger("reasoneval")
+
+# llama.cpp seeds are uint32 and 0xFFFFFFFF means "random": fold run seeds into [0, 2**32 - 2].
+_SEED_MODULUS = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class Options:
+    """The local engine's own options (`--engine-arg KEY=VALUE`; those with a flag are also CLI flags)."""
+
+    model_path: str | None = option(None, "GGUF file to run (default: the embedded SmolLM2-135M-Instruct Q4_1)",
+                                    flag=True)
+    replicas: int = option(1, "worker processes; the CPU cores are split between them", flag=True)
+    max_model_len: int | None = option(None, f"context length of each sequence in tokens (default {DEFAULT_N_CTX})",
+                                       flag=True)
+    parallel: int = option(DEFAULT_PARALLEL, "sequences each worker decodes together in one batch; "
+                           "1 = exact one-sequence mode")
+    cpu_repack: str = option("auto", "llama.cpp's repacked CPU kernels (AMX, AVX repack): auto = on unless the "
+                             "start-up self-test crashes, on, off")
+    threads: int | None = option(None, "llama.cpp threads per worker (default: CPU cores // replicas)")
+    reuse_prefix: bool = option(True, "keep a finished sequence's prompt KV cells so the next request in its slot "
+                                "evaluates only the part of its prompt they do not share (faster, same samples: "
+                                "docs/engines.md); false evaluates every prompt whole")
+    startup_timeout: float = option(600.0, "seconds to wait for a worker to load the model and pass its self-test")
+
+    def __post_init__(self) -> None:
+        if self.replicas < 1:
+            raise UserError(f"--replicas must be at least 1, got {self.replicas}")
+        if not 1 <= self.parallel <= MAX_PARALLEL:
+            raise UserError(f"local engine option parallel must be in 1..{MAX_PARALLEL}, got {self.parallel}")
+        if self.cpu_repack not in REPACK_MODES:
+            raise UserError(f"local engine option cpu_repack must be one of {', '.join(REPACK_MODES)}, "
+                            f"got {self.cpu_repack!r}")
+        if self.threads is not None and self.threads < 1:
+            raise UserError(f"local engine option threads must be at least 1, got {self.threads}")
+
+
+# llama.cpp's sampler takes these extra_body keys.
+CAPABILITIES = Capabilities(extra_body_keys=frozenset({"repetition_penalty", "presence_penalty",
+                                                        "frequency_penalty"}))
+
+
+class LocalEngine:
+    """llama.cpp in worker processes, each decoding `parallel` sequences per batch. See the package docstring."""
+
+    name = "local"
+
+    def __init__(self, common: CommonOptions, local: Options) -> None:
+        self.common = common
+        self.local = local
+        self.model_path, self.model_name = resolve_model(common.model, local.model_path)
+        # llama.cpp pads the context to a multiple of 256, while llama-cpp-python sizes its token
+        # buffer by the requested value: ask for a multiple of 256 so the two agree.
+        wanted = local.max_model_len or DEFAULT_N_CTX
+        self.n_ctx = max(256, -(-wanted // 256) * 256)
+        self.config = WorkerConfig(
+            model_path=str(self.model_path),
+            n_ctx=self.n_ctx,
+            n_threads=local.threads or threads_per_replica(local.replicas),
+            parallel=local.parallel,
+            cpu_repack=local.cpu_repack != "off",
+            reuse_prefix=local.reuse_prefix,
+        )
+        self.fallback: str | None = None
+        self.reuse_fallback: str | None = None
+        self._workers: list[Worker] = []
+        self._changed: asyncio.Event | None = None
+        self.startup_s: float | None = None
+
+    # -- description -----------------------------------------------------------------------------
+
+    def kernels(self) -> str:
+        return f"cpu_repack={'on' if self.config.cpu_repack else 'off'}, parallel={self.config.parallel}"
+
+    def hint(self, code: int | None) -> str:
+        tips = []
+        if self.config.cpu_repack:
+            tips.append("try --engine-arg cpu_repack=off (llama.cpp's repacked CPU kernels, e.g. AMX, are the "
+                        "usual suspect)")
+        if code == -signal.SIGKILL:
+            tips.append("a SIGKILL is often the out-of-memory killer: try a smaller n_ctx or parallel, or "
+                        "fewer --replicas")
+        if not tips:
+            tips.append("try --engine-arg parallel=1, or check the model file with another engine "
+                        "(--engine launch --server llamacpp)")
+        return "; ".join(tips)
+
+    def attach_run(self, run_dir: Path) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        """The configuration that serves this run (for config.json): kernels, batching, threads."""
+        try:
+            from importlib.metadata import version
+
+            llama_version: str | None = version("llama_cpp_python")
+        except Exception:
+            llama_version = None
+        flags = cpu_flags()
+        return {
+            "engine": "local",
+            "model_path": str(self.model_path),
+            "replicas": self.local.replicas,
+            "parallel": self.config.parallel,
+            "exact_single_sequence": self.config.parallel == 1,
+            "reuse_prefix": self.config.reuse_prefix,
+            "reuse_prefix_requested": self.local.reuse_prefix,
+            "reuse_prefix_fallback": self.reuse_fallback,
+            "n_ctx": self.n_ctx,
+            "n_threads": self.config.n_threads,
+            "cpu_repack": "on" if self.config.cpu_repack else "off",
+            "cpu_repack_requested": self.local.cpu_repack,
+            "cpu_repack_fallback": self.fallback,
+            "llama_cpp_python": llama_version,
+            "cpu_amx": bool(flags & {"amx_tile", "amx_int8", "amx_bf16"}),
+            "cpu_avx512": "avx512f" in flags,
+        }
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def _spawn_all(self) -> None:
+        loop = asyncio.get_running_loop()
+        workers = [Worker(self, i) for i in range(self.local.replicas)]
+        self._workers = workers
+        results = await asyncio.gather(*(loop.run_in_executor(None, w.spawn) for w in workers),
+                                        return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await asyncio.gather(*(loop.run_in_executor(None, w.kill) for w in workers), return_exceptions=True)
+            self._workers = []
+            crash = next((e for e in errors if isinstance(e, StartFailed) and e.crash), None)
+            raise crash or errors[0]
+
+    async def start(self) -> EngineInfo:
+        t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        self._changed = asyncio.Event()
+        identity_fut = loop.run_in_executor(None, file_identity, self.model_path)
+        try:
+            try:
+                await self._spawn_all()
+            except StartFailed as e:
+                if not (e.crash and self.local.cpu_repack == "auto" and self.config.cpu_repack):
+                    raise
+                # The repacked kernels crashed the self-test (llama.cpp's AMX kernels do on some Intel
+                # CPUs): serve with the plain ones. Said once, and recorded in describe().
+                self.fallback = f"the self-test with cpu_repack=on crashed: {e}"
+                log.warning("local engine: %s. Using cpu_repack=off (llama.cpp's plain CPU kernels) for this "
+                            "run; pass --engine-arg cpu_repack=off to skip the test", self.fallback)
+                self.config = dataclasses.replace(self.config, cpu_repack=False)
+                await self._spawn_all()
+            identity = await identity_fut
+        except StartFailed as e:
+            await self.close()
+            if e.crash:
+                raise EngineDown(f"{e}; {self.hint(None)}") from None
+            raise UserError(str(e)) from None
+        except BaseException:
+            await self.close()
+            raise
+        if self.config.reuse_prefix and not all(w.reuse_prefix for w in self._workers):
+            self.reuse_fallback = ("the self-test found that a prompt evaluated in other chunks than llama.cpp's "
+                                   "gives different logits on this machine")
+            log.warning("local engine: %s, so prompt-prefix reuse would change samples: it is off for this run "
+                        "(docs/engines.md)", self.reuse_fallback)
+            self.config = dataclasses.replace(self.config, reuse_prefix=False)
+        for w in self._workers:
+            w.start_reader(loop)
+        self.startup_s = time.perf_counter() - t0
+        return EngineInfo(model=self.model_name, model_identity=identity, max_model_len=self.n_ctx,
+                          max_concurrency=self.local.replicas * self.config.parallel)
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
+    async def _pick(self) -> Worker:
+        """The live worker with the fewest requests in flight and a free sequence slot."""
+        while True:
+            if self._changed is None or not self._workers:
+                raise EngineError("local engine is closed", retryable=False, fatal=True)
+            live = [w for w in self._workers if w.alive and w.load < self.config.parallel]
+            if live:
+                return min(live, key=lambda w: w.load)
+            broken = [w.broken for w in self._workers if w.broken is not None]
+            if len(broken) == len(self._workers):
+                raise EngineError(str(broken[0]), retryable=False, fatal=True, engine_failure=True)
+            self._changed.clear()
+            await self._changed.wait()
+
+    async def generate(self, request: Request) -> Completion:
+        if self._changed is None:
+            raise EngineError("local engine is not started (or already closed)", retryable=False,
+                              fatal=True)
+        if (request.messages is None) == (request.prompt is None):
+            raise EngineError("request must have exactly one of messages or prompt", retryable=False)
+        job = {
+            "params": request.params.to_dict(),
+            "seed": request.seed % _SEED_MODULUS,
+            "messages": [dict(m) for m in request.messages] if request.messages is not None else None,
+            "prompt": request.prompt,
+        }
+        worker = await self._pick()
+        t0 = time.perf_counter()
+        job_id, fut = worker.submit(job)
+        try:
+            done, _ = await asyncio.wait({fut}, timeout=self.common.timeout_s)
+        except BaseException:  # cancelled: drop the sequence in the worker, free its slot
+            worker.cancel(job_id)
+            raise
+        if not done:
+            worker.cancel(job_id)
+            if time.monotonic() - worker.last_reply > self.common.timeout_s and worker.proc is not None:
+                # Nothing at all from the worker for a whole timeout: it hangs. Kill it; the reader
+                # thread restarts it and fails the other requests it held.
+                worker.proc.kill()
+            raise EngineError(f"local engine request timed out after {self.common.timeout_s:.0f} s (--timeout)",
+                              retryable=True)
+        status, payload = fut.result()
+        if status != "ok":
+            if "exceed context window" in payload:
+                raise EngineError(f"prompt too long for the local model: {payload}", retryable=False,
+                                  context_limit=self.n_ctx)
+            raise EngineError(f"local engine: {payload}", retryable=False)
+        return Completion(
+            text=payload["text"],
+            finish_reason=payload["finish_reason"],
+            prompt_tokens=payload["prompt_tokens"],
+            completion_tokens=payload["completion_tokens"],
+            latency_s=time.perf_counter() - t0,
+        )
+
+    async def close(self) -> None:
+        workers, self._workers = self._workers, []
+        for w in workers:
+            w.closed = True
+            for fut in w.pending.values():
+                if not fut.done():
+                    fut.set_exception(EngineError("local engine was closed during the request",
+                                                  retryable=False, fatal=True))
+            w.pending = {}
+        self._notify()
+        self._changed = None
+        if workers:
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(None, w.kill, 2.0) for w in workers),
+                                 return_exceptions=True)
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers (for diagnostics and tests)."""
+        return [w.proc.pid for w in self._workers if w.alive and w.proc is not None]
+
+
+def create(common: CommonOptions, options: Options) -> LocalEngine:
+    return LocalEngine(common, options)
