@@ -95,7 +95,7 @@ def test_the_default_engine_rule_is_one_function(tmp_path: Path) -> None:
     from reasoneval.fleet.jobs import make_job
 
     assert (default_engine(), default_engine("m"), default_engine(None, "http://x/v1")) == ("local", "openai", "openai")
-    assert EvalConfig(model="m").engine_kind() == "openai" and EvalConfig().engine_kind() == "local"
+    assert EvalConfig(model="m").engine_name() == "openai" and EvalConfig().engine_name() == "local"
     # A jobs file takes the same rule: a served model's engine options are the openai engine's, not local's.
     with pytest.raises(UserError, match="unknown option.*replicas"):
         make_job({"model": "m", "replicas": 2}, {}, tmp_path, where="jobs.yaml: models[0]")

@@ -81,11 +81,11 @@ def _cmd_engines(a: argparse.Namespace) -> int:
 
     console = console_for_tables()
     flags = engine_flags()
-    for kind in ENGINES:
-        module = engine_module(kind)
-        caps = capabilities(kind)
-        console.print(f"[bold]--engine {kind}[/bold]: {(module.__doc__ or '').strip().splitlines()[0]}")
-        fields = dataclasses.fields(options_class(kind))
+    for engine in ENGINES:
+        module = engine_module(engine)
+        caps = capabilities(engine)
+        console.print(f"[bold]--engine {engine}[/bold]: {(module.__doc__ or '').strip().splitlines()[0]}")
+        fields = dataclasses.fields(options_class(engine))
         if fields:
             print_table(["option (--engine-arg KEY=VALUE)", "flag", "default", "help"],
                         [[f.name, flags[f.name][0] if f.name in flags else "", repr(f.default), f.metadata.get("help", "")]

@@ -45,18 +45,18 @@ ENGINES.add_lazy("ray", "reasoneval.engines.ray")
 ENGINES.add_lazy("echo", "reasoneval.engines.echo")
 
 
-def engine_module(kind: str) -> types.ModuleType:
+def engine_module(engine: str) -> types.ModuleType:
     """The module of a registered engine (imported on first use)."""
-    return ENGINES.get(kind)
+    return ENGINES.get(engine)
 
 
-def options_class(kind: str) -> type:
-    cls: type = engine_module(kind).Options
+def options_class(engine: str) -> type:
+    cls: type = engine_module(engine).Options
     return cls
 
 
-def capabilities(kind: str) -> Capabilities:
-    caps: Capabilities = engine_module(kind).CAPABILITIES
+def capabilities(engine: str) -> Capabilities:
+    caps: Capabilities = engine_module(engine).CAPABILITIES
     return caps
 
 
@@ -99,22 +99,22 @@ def _convert(engine: str, name: str, tp: Any, value: Any) -> Any:
     return value
 
 
-def make_options(kind: str, args: Mapping[str, Any]) -> Any:
+def make_options(engine: str, args: Mapping[str, Any]) -> Any:
     """The engine's Options from KEY=VALUE settings; an unknown key or a bad value is a one-line error."""
-    cls = options_class(kind)
+    cls = options_class(engine)
     hints = _field_types(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     values: dict[str, Any] = {}
     for key, value in args.items():
         name = key.replace("-", "_")
         if name not in hints:
-            raise UserError(f"the {kind} engine has no option {key!r}; its options: {', '.join(names) or 'none'} "
+            raise UserError(f"the {engine} engine has no option {key!r}; its options: {', '.join(names) or 'none'} "
                             f"(`reasoneval engines` lists every engine's options)")
-        values[name] = _convert(kind, name, hints[name], value)
+        values[name] = _convert(engine, name, hints[name], value)
     try:
         return cls(**values)
     except (TypeError, ValueError) as e:
-        raise UserError(f"{kind} engine options: {e}") from None
+        raise UserError(f"{engine} engine options: {e}") from None
 
 
 def parse_engine_args(pairs: list[str]) -> dict[str, str]:
@@ -128,10 +128,10 @@ def parse_engine_args(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def create_engine(kind: str, common: CommonOptions, args: Mapping[str, Any] | None = None) -> Engine:
-    module = engine_module(kind)
-    engine: Engine = module.create(common, make_options(kind, args or {}))
-    return engine
+def create_engine(engine: str, common: CommonOptions, args: Mapping[str, Any] | None = None) -> Engine:
+    module = engine_module(engine)
+    instance: Engine = module.create(common, make_options(engine, args or {}))
+    return instance
 
 
 __all__ = ["ENGINES", "Capabilities", "CommonOptions", "Engine", "EngineError", "EngineInfo", "capabilities",

@@ -142,12 +142,12 @@ class Replica:
 
                 if self.inner_ref is not None and self.inner not in ENGINES:
                     ENGINES.add_lazy(self.inner, self.inner_ref)
-                kind = resolve_inner(self.inner, ray.get_gpu_ids() if self.gpus else [])
+                inner = resolve_inner(self.inner, ray.get_gpu_ids() if self.gpus else [])
                 args = dict(self.inner_args)
-                if kind == "vllm":
+                if inner == "vllm":
                     args.setdefault("tensor_parallel_size", max(1, self.gpus))
-                self.inner = kind
-                engine = create_engine(kind, self.common, args)
+                self.inner = inner
+                engine = create_engine(inner, self.common, args)
                 self._info = await engine.start()
                 self._engine = engine
         assert self._info is not None
@@ -323,7 +323,7 @@ class RayEngine:
             slot = await self._acquire()
             epoch = slot.epoch
             try:
-                kind, value = await slot.handle.generate.remote(request)
+                status, value = await slot.handle.generate.remote(request)
             except ray.exceptions.RayActorError as e:
                 # The replica died (or is unreachable) with this request: it was not answered, so it goes to
                 # the next free slot; the runner never saw this attempt and journals the one answer.
@@ -332,7 +332,7 @@ class RayEngine:
                 continue
             finally:
                 await self._release(slot)
-            if kind == "ok":
+            if status == "ok":
                 slot.served += 1
                 completion: Completion = value
                 return completion

@@ -299,13 +299,13 @@ def engine_flags() -> dict[str, tuple[str, dataclasses.Field[Any], list[str]]]:
     from reasoneval.engines import ENGINES, options_class
 
     out: dict[str, tuple[str, dataclasses.Field[Any], list[str]]] = {}
-    for kind in ENGINES:
-        for f in dataclasses.fields(options_class(kind)):
+    for engine in ENGINES:
+        for f in dataclasses.fields(options_class(engine)):
             flag = f.metadata.get("flag")
             if not flag:
                 continue
             name = flag if isinstance(flag, str) else "--" + f.name.replace("_", "-")
-            out.setdefault(f.name, (name, f, []))[2].append(kind)
+            out.setdefault(f.name, (name, f, []))[2].append(engine)
     return out
 
 
@@ -313,8 +313,8 @@ def _add_engine_args(parser: Any, group: Any) -> None:
     group.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE", dest="engine_arg",
                        help="an option of the chosen engine (repeatable); `reasoneval engines` lists them")
     g = parser.add_argument_group("engine options (also --engine-arg KEY=VALUE; `reasoneval engines`)")
-    for dest, (flag, f, kinds) in engine_flags().items():
-        help_ = f"{f.metadata.get('help', '')} [{', '.join(kinds)}]"
+    for dest, (flag, f, engines) in engine_flags().items():
+        help_ = f"{f.metadata.get('help', '')} [{', '.join(engines)}]"
         if f.default is False:
             g.add_argument(flag, dest=dest, action="store_const", const=True, default=None, help=help_)
         elif isinstance(f.default, tuple):
@@ -330,18 +330,18 @@ def _collect_engine_args(ns: argparse.Namespace) -> dict[str, Any]:
     return dict(parse_engine_args(getattr(ns, "engine_arg", None) or []))
 
 
-def engine_flag_values(ns: argparse.Namespace, kind: str) -> dict[str, Any]:
-    """The engine flags that were given, each checked to be an option of engine `kind`."""
+def engine_flag_values(ns: argparse.Namespace, engine: str) -> dict[str, Any]:
+    """The engine flags that were given, each checked to be an option of engine `engine`."""
     from reasoneval.engines import options_class
 
-    own = {f.name for f in dataclasses.fields(options_class(kind))}
+    own = {f.name for f in dataclasses.fields(options_class(engine))}
     out = {}
-    for dest, (flag, _, kinds) in engine_flags().items():
+    for dest, (flag, _, engines) in engine_flags().items():
         value = getattr(ns, dest, None)
         if value is None:
             continue
         if dest not in own:
-            raise UserError(f"{flag} is an option of the {', '.join(kinds)} engine(s), not of --engine {kind}")
+            raise UserError(f"{flag} is an option of the {', '.join(engines)} engine(s), not of --engine {engine}")
         out[dest] = value
     return out
 
@@ -550,7 +550,7 @@ class EvalConfig:
         per problem, but its even and odd streams can differ in length)."""
         return 2 * self.max_n if self.target_se is not None else self.n
 
-    def engine_kind(self) -> str:
+    def engine_name(self) -> str:
         return self.engine or default_engine(self.model, self.base_url)
 
     def sampling(self) -> SamplingParams:
@@ -575,7 +575,7 @@ class EvalConfig:
 def config_from_args(ns: argparse.Namespace, cls: type = EvalConfig) -> Any:
     """The EvalConfig (or subclass) that parsed `run` flags say, engine flags included."""
     cfg = cls(**options_from_args(cls, ns))
-    cfg.engine_args = {**cfg.engine_args, **engine_flag_values(ns, cfg.engine_kind())}
+    cfg.engine_args = {**cfg.engine_args, **engine_flag_values(ns, cfg.engine_name())}
     return cfg
 
 

@@ -74,7 +74,7 @@ def load_tasks(cfg: EvalConfig) -> list[LoadedTask]:
         out.append(LoadedTask(spec, problems))
     names = list(cfg.tasks)
     if not names and not cfg.data:
-        if cfg.engine_kind() != "local":
+        if cfg.engine_name() != "local":
             raise UserError("no tasks given: pass --tasks (e.g. --tasks math or --tasks aime24,math500) "
                             "or --data FILE; `reasoneval tasks` lists them")
         names = ["arith"]
@@ -102,10 +102,10 @@ def with_fewshot_pool(task: LoadedTask, prompt: PromptConfig, data_dir: Path | N
 @contextlib.asynccontextmanager
 async def started_engine(cfg: EvalConfig) -> AsyncIterator[tuple[Engine, EngineInfo]]:
     """The configured engine, checked against what the run asks for, started, and closed at the end."""
-    kind = cfg.engine_kind()
-    check_supported(kind, capabilities(kind), cfg.api, cfg.sampling())
+    name = cfg.engine_name()
+    check_supported(name, capabilities(name), cfg.api, cfg.sampling())
     Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
-    engine = create_engine(kind, cfg.common_options(), cfg.engine_args)
+    engine = create_engine(name, cfg.common_options(), cfg.engine_args)
     try:
         info = await engine.start()
         yield engine, info
@@ -140,12 +140,12 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                         prompt=prompt, done=status.ok, expected={**(expected or {}), **status.lengths})
         old = _previous_config(run_dir)
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        kind = cfg.engine_kind()
+        engine_name = cfg.engine_name()
         config = RunConfig(
-            run_id=settings.run_id, settings=settings, engine=kind, n=cfg.samples_per_problem(),
+            run_id=settings.run_id, settings=settings, engine=engine_name, n=cfg.samples_per_problem(),
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
             scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics) for t in tasks}, engine_config=engine.describe(),
-            base_url=cfg.base_url if kind == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
+            base_url=cfg.base_url if engine_name == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
             datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
                                "source": t.spec.source, "version": t.spec.version} for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
