@@ -1,11 +1,11 @@
 """Run directories written by older reasoneval versions still load and report with identical numbers.
 
 tests/fixtures/runs/ holds two real run directories (made against the loopback OpenAI server with scripted
-answers; how: /tmp/runfixtures/README.md of issue 23, summarised in tests/fixtures/runs/README.md):
+answers, on the synthetic data of tests/fixtures/hub; how: tests/fixtures/runs/README.md):
 - v0_1_0: written by 0.1.0 (commit 30f63db^; schema 1: no schema_version, no scoring in config.json);
-  arith, math500, aime24, 6 problems x 4 samples.
-- pre_layout: written just before the issue-23 refactor (commit 12dc819; schema 2); arith, math500, gsm8k,
-  mbpp, humaneval, ifeval with the lm-eval columns, 6 problems x 4 samples, the code verdicts cached.
+  arith (6 problems), math500, aime24 (2 each), 4 samples each.
+- pre_layout: written just before the issue-23 refactor (commit 12dc819; schema 2); arith (6 problems),
+  math500, gsm8k, mbpp, ifeval (2 each) with the lm-eval columns, 4 samples each, the code verdicts cached.
 Their summary.json is the one the old code wrote. `v0_1_0.summary_reported.json` is what `report` of the
 commit that moved the layout (a9aa693) wrote for the v0_1_0 copy (schema 2, newer figures added).
 """
@@ -83,8 +83,8 @@ def test_a_pre_refactor_run_reports_byte_for_byte(tmp_path: Path) -> None:
     assert (run_dir / CONFIG_FILE).read_bytes() == (RUNS / "pre_layout" / CONFIG_FILE).read_bytes()
 
 
-@pytest.mark.parametrize("name", ["v0_1_0", "pre_layout"])
-def test_load_run_reads_old_runs(name: str) -> None:
+@pytest.mark.parametrize(("name", "num_problems"), [("v0_1_0", 10), ("pre_layout", 14)])
+def test_load_run_reads_old_runs(name: str, num_problems: int) -> None:
     original = json.loads((RUNS / name / SUMMARY_FILE).read_text())
     result = load_run(RUNS / name)
     assert result.schema_version == SCHEMA_VERSION and result.n == 4 and result.model == "scripted-model"
@@ -97,20 +97,22 @@ def test_load_run_reads_old_runs(name: str) -> None:
     assert settings.sampling is not None and settings.sampling.max_tokens == 1024 and settings.seed == 42
     assert settings.api == "chat" and settings.prompt_style is None
     assert all(result.config.task_version(t) is None for t in result.tasks)  # written before task versions
-    assert sum(1 for _ in SampleStore(RUNS / name).records()) == 4 * 6 * len(result.tasks)
+    assert sum(m.num_problems for m in result.tasks.values()) == result.aggregate.num_problems == num_problems
+    assert sum(1 for _ in SampleStore(RUNS / name).records()) == 4 * num_problems
 
 
 def test_the_figures_are_the_known_ones() -> None:
     """A few figures written out (from the fixtures' README), so a fixture replaced by mistake is noticed."""
     old = load_run(RUNS / "v0_1_0")
     assert old.tasks["arith"].mean == pytest.approx(0.666667, abs=1e-6)
-    assert old.tasks["aime24"].pass_at_k[2] == pytest.approx(0.694444, abs=1e-6)
-    assert old.aggregate.maj_at_k[4] == pytest.approx(0.583333, abs=1e-6)
-    assert old.aggregate.stderr == pytest.approx(0.0868668, abs=1e-7)
+    assert old.tasks["aime24"].pass_at_k[2] == pytest.approx(0.416667, abs=1e-6)
+    assert old.aggregate.maj_at_k[4] == pytest.approx(0.65, abs=1e-6)
+    assert old.aggregate.stderr == pytest.approx(0.1166667, abs=1e-7)
     pre = load_run(RUNS / "pre_layout")
-    assert pre.tasks["gsm8k"].extra["strict-match"].mean == pytest.approx(0.333333, abs=1e-6)
-    assert pre.tasks["ifeval"].extra["inst_strict"].mean == pytest.approx(0.527778, abs=1e-6)
-    assert pre.aggregate.mean == pytest.approx(0.506944, abs=1e-6)
+    assert pre.tasks["gsm8k"].extra["strict-match"].mean == pytest.approx(0.125, abs=1e-6)
+    assert pre.tasks["math500"].extra["exact_match"].mean == pytest.approx(0.375, abs=1e-6)
+    assert pre.tasks["ifeval"].extra["inst_strict"].mean == pytest.approx(0.416667, abs=1e-6)
+    assert pre.aggregate.mean == pytest.approx(0.589286, abs=1e-6)
 
 
 @pytest.mark.parametrize("name", ["pre_layout"])

@@ -26,7 +26,7 @@ def test_results_parquet_records_its_version_and_old_files_read(make_openai_serv
     assert len(read_problem_rows(run)) == 3
     # results.parquet written by 0.1.0: no version (= 1), fewer columns
     assert RESULTS_VERSION_KEY not in (pq.read_schema(RUNS / "v0_1_0" / "results.parquet").metadata or {})
-    assert len(read_problem_rows(RUNS / "v0_1_0")) == 18
+    assert len(read_problem_rows(RUNS / "v0_1_0")) == 10
     # a newer format is refused with a one-line error, not misread
     table = pq.read_table(run / "results.parquet")
     pq.write_table(table.replace_schema_metadata({RESULTS_VERSION_KEY: str(RESULTS_VERSION + 1).encode()}),
