@@ -107,3 +107,17 @@ print("ok")
         r = subprocess.run([sys.executable, "-c", f"{first}\n{code}"], capture_output=True, text=True, env=env,
                            cwd=ROOT, timeout=120)
         assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+
+
+def test_no_module_or_folder_of_the_package_has_a_standard_library_name() -> None:
+    # A script or `python -c` run from inside a folder of the package puts that folder first on sys.path;
+    # a module there named like a standard one (types.py did) then replaces it for the whole interpreter.
+    package = Path(reasoneval.__file__).parent
+    clashes = []
+    for path in package.rglob("*"):
+        if "__pycache__" in path.parts:
+            continue
+        name = path.stem if path.suffix == ".py" else path.name if path.is_dir() else None
+        if name in sys.stdlib_module_names and name != "__main__":
+            clashes.append(str(path.relative_to(package)))
+    assert clashes == []

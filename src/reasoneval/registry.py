@@ -177,7 +177,7 @@ class Registry(Generic[T]):
             cached: T = self._resolved_plugins[name]
             return cached
         if plugin is None:
-            raise UserError(f"unknown {self.what} {name!r}; known {self.what}s: {', '.join(self.names())}")
+            raise UserError(f"unknown {self.what} {name!r}; known {self.what}s: {', '.join(sorted(self.names()))}")
         return self._resolve(name, plugin.ref, plugin=plugin)
 
     def _resolve(self, name: str, ref: str, plugin: Plugin | None) -> T:
