@@ -19,7 +19,7 @@ import pathlib
 import sys
 from typing import Any
 
-from reasoneval.scoring.math import grade, is_equivalent
+from reasoneval.scoring.maths import grade, is_equivalent
 
 
 def _rows(path: pathlib.Path) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@
 
 Prints the false-negative rate (equal rewrites judged different), the false-positive rate (near-misses judged
 equal) and a per-rewrite table; --show-wrong lists the cases judged wrongly. The generator is
-tests/scoring/math/metamorphic.py (labels by construction, values checked exactly); targets FN <= 1%, FP <= 0.1%.
+tests/scoring/maths/metamorphic.py (labels by construction, values checked exactly); targets FN <= 1%, FP <= 0.1%.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from tests.scoring.math.metamorphic import data_dir, generate, references, table
+from tests.scoring.maths.metamorphic import data_dir, generate, references, table
 
-from reasoneval.scoring.math import GradingPool
+from reasoneval.scoring.maths import GradingPool
 
 
 def main() -> None:

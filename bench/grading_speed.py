@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from reasoneval.scoring.math import GradeItem, GradingPool
+from reasoneval.scoring.maths import GradeItem, GradingPool
 
 _WORDS = ("we", "consider", "the", "sum", "so", "then", "therefore", "note", "that", "each", "term", "is",
           "equal", "to", "and", "by", "symmetry", "substituting", "gives", "check", "case", "where", "let")

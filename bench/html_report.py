@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from _common import ROOT
 from reasoneval.metrics import ProblemOutcome, se_vs_k, task_metrics
 from reasoneval.records import Problem
-from reasoneval.report.html import REPORT_FILE, SIDECAR_DIR
+from reasoneval.report.html_page import REPORT_FILE, SIDECAR_DIR
 from reasoneval.report.parquet import SCHEMA
 from reasoneval.report.summary_json import write_summary
 from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, write_config
@@ -163,7 +163,7 @@ def main() -> None:
             batch.column("responses")
         read_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        rss = peak_rss(f"from reasoneval.report.html import write_run_html; write_run_html(load_run({str(run_dir)!r}))")
+        rss = peak_rss(f"from reasoneval.report.html_page import write_run_html; write_run_html(load_run({str(run_dir)!r}))")
         write_s = time.perf_counter() - t0
         rss0 = peak_rss(f"load_run({str(run_dir)!r})")
         page = run_dir / REPORT_FILE

@@ -82,7 +82,7 @@ def compare(problems: list[Problem], workers: int = 2, timeout_s: float = 5.0) -
 
 def mbpp_canonical(task: str, workers: int = 2, timeout_s: float = 10.0) -> tuple[int, int, list[str]]:
     """(problems, canonical solutions passed, ids of the problems run in shared mode) for an MBPP task."""
-    from reasoneval.scoring.code.scorer import build_program
+    from reasoneval.scoring.programs.scorer import build_program
 
     problems = load_task(task)[1]
     texts = [f"```python\n{p.payload['code']}\n```" for p in problems]

@@ -10,7 +10,7 @@ over the same 1 MB text (the reference, measured in the same run). Exits 1 when 
     PYTHONPATH=src python bench/pathological_outputs.py --size 200000
 
 The math grader's equivalence check (normalisation, LaTeX parsing) runs in worker processes under a
-per-item timeout (scoring/math/pool.py): bounded in time, so it is not listed here; the math grader's harness-side
+per-item timeout (scoring/maths/pool.py): bounded in time, so it is not listed here; the math grader's harness-side
 steps are (extraction, `answer_key` for maj@k, `cheap_compare`).
 
 IFEval's checkers (if-verifiable's port of Google's, strict and loose, with linear versions of the three
@@ -35,7 +35,6 @@ for _p in (str(ROOT / "src"), str(ROOT)):
         sys.path.insert(0, _p)
 
 from reasoneval.scoring import ScoringContext  # noqa: E402
-from reasoneval.scoring.code.scorer import extract_code, strip_reasoning  # noqa: E402
 from reasoneval.scoring.lmeval import (  # noqa: E402
     ExactMatchScorer,
     FlexibleExtractScorer,
@@ -43,8 +42,9 @@ from reasoneval.scoring.lmeval import (  # noqa: E402
     gsm8k_normalize,
     normalize_final_answer,
 )
-from reasoneval.scoring.math.extract import extract_answer, last_boxed  # noqa: E402
-from reasoneval.scoring.math.pool import GradingPool  # noqa: E402
+from reasoneval.scoring.maths.extract import extract_answer, last_boxed  # noqa: E402
+from reasoneval.scoring.maths.pool import GradingPool  # noqa: E402
+from reasoneval.scoring.programs.scorer import extract_code, strip_reasoning  # noqa: E402
 
 LIMIT_S = 1.0
 

@@ -20,8 +20,8 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from reasoneval.scoring.code.sandbox import DRIVER_SOURCE, Limits, Sandbox, SandboxPool
-from reasoneval.scoring.code.scorer import build_program, judge
+from reasoneval.scoring.programs.sandbox import DRIVER_SOURCE, Limits, Sandbox, SandboxPool
+from reasoneval.scoring.programs.scorer import build_program, judge
 from reasoneval.tasks.loading import load_task
 
 

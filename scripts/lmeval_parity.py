@@ -21,7 +21,7 @@ import reasoneval
 from reasoneval.records import SamplingParams
 from reasoneval.run.pipeline import EvalConfig, load_tasks
 from reasoneval.run.plan import plan
-from reasoneval.tasks.code import MBPP_TEST_IDS
+from reasoneval.tasks.programs import MBPP_TEST_IDS
 
 # name, lm-eval task YAML (under lm_eval/tasks), splits -> data builder, shots, reasoneval options,
 # lm-eval metrics computed here (False: --predict_only, see NO_LMEVAL_METRIC).

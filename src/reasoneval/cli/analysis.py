@@ -17,7 +17,7 @@ def _cmd_compare(a: argparse.Namespace) -> int:
 
     c = compare_runs(a.run_dirs)
     if a.html:
-        from reasoneval.report.html import write_compare_html
+        from reasoneval.report.html_page import write_compare_html
 
         write_compare_html(c, Path(a.html))
         print(f"comparison page: {a.html}", file=sys.stderr)

@@ -40,7 +40,7 @@ def _cmd_report(a: argparse.Namespace) -> int:
     if a.html is not None:
         from pathlib import Path
 
-        from reasoneval.report.html import REPORT_FILE, write_run_html
+        from reasoneval.report.html_page import REPORT_FILE, write_run_html
 
         page = write_run_html(summary, Path(a.html)) if a.html else summary.run_dir / REPORT_FILE
         print(f"HTML report: {page}", file=sys.stderr)

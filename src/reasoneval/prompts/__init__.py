@@ -193,8 +193,8 @@ def _plain_completion(problem: Problem) -> str:
 
 # Instruction following (IFEval): the prompt verbatim, in both modes.
 PROMPTS.add("plain", PromptStyle(_plain_chat, _plain_completion))
-PROMPTS.add_lazy("humaneval", "reasoneval.prompts.code:HUMANEVAL")
-PROMPTS.add_lazy("mbpp", "reasoneval.prompts.code:MBPP")
+PROMPTS.add_lazy("humaneval", "reasoneval.prompts.programs:HUMANEVAL")
+PROMPTS.add_lazy("mbpp", "reasoneval.prompts.programs:MBPP")
 
 
 def build_messages(problem: Problem, cfg: PromptConfig,

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from reasoneval.metrics import TaskMetrics, maj_ks
-from reasoneval.report.html import adaptive_lines
+from reasoneval.report.html_page import adaptive_lines
 from reasoneval.report.text import console_for_tables, pct, pct_se
 from reasoneval.results.schema import RunResult
 from reasoneval.scoring.lmeval import LMEVAL_GROUPS, MATH_SUBTASKS

@@ -26,7 +26,7 @@ from reasoneval.errors import RunIncomplete, UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
 from reasoneval.prompts import Exemplar, PromptConfig
 from reasoneval.report import ResultsWriter, render_table, write_summary
-from reasoneval.report.html import write_run_html
+from reasoneval.report.html_page import write_run_html
 from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems, read_problems
 from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings, adaptive_summary, only_k_up_to
@@ -52,7 +52,7 @@ PARQUET_BATCH_BYTES = 8 << 20
 
 
 def versions() -> dict[str, str]:
-    from reasoneval.scoring.math import GRADER_VERSION
+    from reasoneval.scoring.maths import GRADER_VERSION
 
     out = {"reasoneval": __version__, "python": platform.python_version(), "grader": GRADER_VERSION}
     for name in _DEPENDENCIES:

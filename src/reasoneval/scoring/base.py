@@ -129,9 +129,9 @@ def _check_scorer(name: str, factory: Any) -> None:
 # this package without a cycle). Other packages add scorers through the `reasoneval.scorers` entry
 # point group (`name = "package.module:Factory"`; reasoneval.registry).
 SCORERS: Registry[ScorerFactory] = Registry("scorer", group=SCORER_GROUP, check=_check_scorer)
-SCORERS.add_lazy("math", "reasoneval.scoring.math.scorer:MathScorer")
-SCORERS.add_lazy("choice", "reasoneval.scoring.math.scorer:ChoiceScorer")
-SCORERS.add_lazy("code", "reasoneval.scoring.code.scorer:CodeScorer")
+SCORERS.add_lazy("math", "reasoneval.scoring.maths.scorer:MathScorer")
+SCORERS.add_lazy("choice", "reasoneval.scoring.maths.scorer:ChoiceScorer")
+SCORERS.add_lazy("code", "reasoneval.scoring.programs.scorer:CodeScorer")
 SCORERS.add_lazy("ifeval", "reasoneval.scoring.ifeval.scorer:IFEvalScorer")
 SCORERS.add_lazy("strict_match", "reasoneval.scoring.lmeval:StrictMatchScorer")
 SCORERS.add_lazy("flexible_extract", "reasoneval.scoring.lmeval:FlexibleExtractScorer")

@@ -31,8 +31,8 @@ from typing import Callable, Sequence
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
-from reasoneval.scoring.math.extract import last_boxed
-from reasoneval.scoring.math.scorer import grading_pool
+from reasoneval.scoring.maths.extract import last_boxed
+from reasoneval.scoring.maths.scorer import grading_pool
 
 VERSION = "lmeval-0.4.13-1"
 # lm_eval/tasks/gsm8k/gsm8k.yaml

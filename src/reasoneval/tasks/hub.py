@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
-from reasoneval.scoring.math.extract import last_boxed
+from reasoneval.scoring.maths.extract import last_boxed
 from reasoneval.tasks.keys import problem_key, reference_text
 
 Row = Mapping[str, Any]

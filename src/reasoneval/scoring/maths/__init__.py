@@ -8,9 +8,9 @@ from __future__ import annotations
 import atexit
 import threading
 
-from reasoneval.scoring.math.extract import extract_answer
-from reasoneval.scoring.math.normalize import DEFAULT_REL_TOL
-from reasoneval.scoring.math.pool import (
+from reasoneval.scoring.maths.extract import extract_answer
+from reasoneval.scoring.maths.normalize import DEFAULT_REL_TOL
+from reasoneval.scoring.maths.pool import (
     DEFAULT_MAX_SYMBOLIC_CHARS,
     GRADER_VERSION,
     Grade,

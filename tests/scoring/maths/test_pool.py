@@ -10,7 +10,7 @@ import time
 import pytest
 
 from reasoneval.errors import UserError
-from reasoneval.scoring.math import GRADER_VERSION, Grade, GradeItem, GradingPool
+from reasoneval.scoring.maths import GRADER_VERSION, Grade, GradeItem, GradingPool
 
 
 def _children() -> set[int]:

@@ -10,7 +10,7 @@ import pytest
 
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
-from reasoneval.scoring.code.scorer import CODE_RUNS_FILE, extract_code
+from reasoneval.scoring.programs.scorer import CODE_RUNS_FILE, extract_code
 from reasoneval.tasks.loading import load_task
 
 DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
@@ -135,7 +135,7 @@ def test_results_are_cached_in_the_run_dir_and_reused(mbpp: list[Problem], tmp_p
             raise AssertionError("the sandbox ran although the result is cached")
 
     with ScoringContext(workers=1, cache_dir=tmp_path) as ctx:
-        from reasoneval.scoring.code.sandbox import get_sandbox
+        from reasoneval.scoring.programs.sandbox import get_sandbox
 
         pool = NoPool()
         pool.sandbox = get_sandbox()  # type: ignore[attr-defined]

@@ -11,8 +11,8 @@ from typing import Sequence
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
-from reasoneval.scoring.math import GRADER_VERSION, GradeItem, GradingPool
-from reasoneval.scoring.math.normalize import Policy
+from reasoneval.scoring.maths import GRADER_VERSION, GradeItem, GradingPool
+from reasoneval.scoring.maths.normalize import Policy
 
 GRADES_FILE = "grades.jsonl"
 

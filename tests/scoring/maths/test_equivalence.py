@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from reasoneval.scoring.math import Grade, grade, is_equivalent
-from reasoneval.scoring.math.normalize import cheap_compare
+from reasoneval.scoring.maths import Grade, grade, is_equivalent
+from reasoneval.scoring.maths.normalize import cheap_compare
 
 RULES = [
     # (rule, pred, reference, equal)
@@ -134,7 +134,7 @@ def test_equivalence_rule(rule: str, pred: str, ref: str, equal: bool) -> None:
 
 
 def test_policies_per_task() -> None:
-    from reasoneval.scoring.math import GradeItem, GradingPool
+    from reasoneval.scoring.maths import GradeItem, GradingPool
 
     items = [
         GradeItem("\\boxed{5 \\text{ m}}", "5"),                          # units ignored (default)
@@ -152,7 +152,7 @@ def test_policies_per_task() -> None:
 
 
 def test_unknown_policy_is_an_error() -> None:
-    from reasoneval.scoring.math.normalize import Policy
+    from reasoneval.scoring.maths.normalize import Policy
 
     with pytest.raises(ValueError):
         Policy.make(None, "loose", None)
@@ -204,8 +204,8 @@ def test_truncated_response_needs_an_explicit_answer() -> None:
 
 def test_importing_the_grader_loads_no_parser() -> None:
     # Model output must not reach sympy in the parent: the parent never even imports it for grading.
-    code = ("import sys, reasoneval.scoring.math as g; g.extract_answer('\\\\boxed{1}'); "
-            "from reasoneval.scoring.math.normalize import cheap_compare; cheap_compare('1', '1.0'); "
+    code = ("import sys, reasoneval.scoring.maths as g; g.extract_answer('\\\\boxed{1}'); "
+            "from reasoneval.scoring.maths.normalize import cheap_compare; cheap_compare('1', '1.0'); "
             "print('sympy' in sys.modules, 'math_verify' in sys.modules)")
     env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[3] / "src"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)

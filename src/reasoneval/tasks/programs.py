@@ -2,7 +2,7 @@
 
 Rows keep their source's own fields (HumanEval: task_id, prompt, entry_point, canonical_solution, test;
 MBPP: text|prompt, code, task_id, test_list, test_setup_code|test_imports, ...): the whole row is the
-problem's payload, which the `code` scorer (scoring/code/scorer.py) turns into a test program and the
+problem's payload, which the `code` scorer (scoring/programs/scorer.py) turns into a test program and the
 `humaneval` / `mbpp` prompt styles (prompts.py) into prompts.
 
 MBPP is evaluated on its test split, task_ids 11-510 (the source README's split; 500 problems in the full

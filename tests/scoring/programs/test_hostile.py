@@ -16,10 +16,10 @@ import pytest
 
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
-from reasoneval.scoring.code.sandbox import Limits, ProgramResult, Sandbox
-from reasoneval.scoring.code.scorer import judge
+from reasoneval.scoring.programs.sandbox import Limits, ProgramResult, Sandbox
+from reasoneval.scoring.programs.scorer import judge
 from reasoneval.tasks.loading import load_task
-from tests.scoring.code.test_sandbox import _sandboxed_processes
+from tests.scoring.programs.test_sandbox import _sandboxed_processes
 
 DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
 HEAD = "def has_close_elements(numbers, threshold):\n"

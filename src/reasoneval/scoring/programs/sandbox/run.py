@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from reasoneval.errors import UserError
-from reasoneval.scoring.code.sandbox import seccomp
+from reasoneval.scoring.programs.sandbox import seccomp
 
 log = logging.getLogger(__name__)
 

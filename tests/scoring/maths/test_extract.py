@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reasoneval.scoring.math import extract_answer
-from reasoneval.scoring.math.extract import SHORT_RESPONSE_CHARS
+from reasoneval.scoring.maths import extract_answer
+from reasoneval.scoring.maths.extract import SHORT_RESPONSE_CHARS
 
 
 def test_last_complete_boxed_with_nested_braces() -> None:
@@ -139,7 +139,7 @@ def test_boxed_answer_inside_answer_tags() -> None:
 
 
 def test_last_boxed_is_the_one_public_box_parser() -> None:
-    from reasoneval.scoring.math.extract import last_boxed
+    from reasoneval.scoring.maths.extract import last_boxed
 
     assert last_boxed("a \\boxed{1}. Then we see \\boxed{\\frac{1}{2}}") == "\\frac{1}{2}"
     assert last_boxed("\\boxed{1} and \\boxed{2}") == "1, 2"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from reasoneval.scoring.math import GradingPool
-from tests.scoring.math.metamorphic import data_dir, generate, references, table
+from reasoneval.scoring.maths import GradingPool
+from tests.scoring.maths.metamorphic import data_dir, generate, references, table
 
 SAMPLE = 600  # references per run (seeded); the bench script can run all of them
 SEED = 0

@@ -1,4 +1,4 @@
-"""A grading worker process: `python -m reasoneval.scoring.math._worker MEMORY_MB`.
+"""A grading worker process: `python -m reasoneval.scoring.maths._worker MEMORY_MB`.
 
 Reads one JSON job per line on stdin, writes one JSON result per line on stdout. It is started as a
 fresh interpreter (not forked), so it never inherits the parent's threads or locks and needs no
@@ -31,7 +31,7 @@ def main() -> None:
     try:
         _limit_memory(memory_mb)
         sys.setrecursionlimit(5000)
-        from reasoneval.scoring.math import verify
+        from reasoneval.scoring.maths import verify
 
         verify.check_available()
         verify.warm()

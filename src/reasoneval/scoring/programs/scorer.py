@@ -1,6 +1,6 @@
-"""`code`: a response's program, run against the problem's tests in the sandbox (reasoneval.scoring.code.sandbox).
+"""`code`: a response's program, run against the problem's tests in the sandbox (reasoneval.scoring.programs.sandbox).
 
-Tests and candidate apart (scoring/code/sandbox/driver.py, docs/sandbox.md): in each sandbox a trusted driver forks the
+Tests and candidate apart (scoring/programs/sandbox/driver.py, docs/sandbox.md): in each sandbox a trusted driver forks the
 candidate's process (HumanEval: the problem's prompt + the extracted code; MBPP: the test imports + the code)
 and runs the tests in its own interpreter, calling the candidate through pipes with values as plain data; its
 verdict, one exact ASCII line, comes back on a channel the candidate never holds. MBPP tasks whose tests need
@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
-from reasoneval.scoring.code.sandbox import DRIVER_SOURCE, SANDBOX_VERSION, Limits, ProgramResult, SandboxPool
+from reasoneval.scoring.programs.sandbox import DRIVER_SOURCE, SANDBOX_VERSION, Limits, ProgramResult, SandboxPool
 
 CODE_SCORER_VERSION = "2"
 CODE_RUNS_FILE = "code_runs.jsonl"
@@ -112,7 +112,7 @@ def _defines(code: str, name: str) -> bool:
 
 @dataclass(frozen=True)
 class TestProgram:
-    """What runs for one sample (scoring/code/sandbox/driver.py): the candidate's module, and the tests that judge it.
+    """What runs for one sample (scoring/programs/sandbox/driver.py): the candidate's module, and the tests that judge it.
 
     Split (the default): the tests run in a trusted interpreter of their own, after `prelude` (trusted text:
     HumanEval's prompt, MBPP's test imports), with each name of `proxies` calling into the candidate's process;

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reasoneval.scoring.code.sandbox.run import SANDBOX_VERSION, Limits, ProgramResult, Sandbox, SandboxPool, get_sandbox, run_program
+from reasoneval.scoring.programs.sandbox.run import SANDBOX_VERSION, Limits, ProgramResult, Sandbox, SandboxPool, get_sandbox, run_program
 
 # The trusted test driver's source, run inside the sandbox with `python -I -c` (never imported here).
 DRIVER_SOURCE = (Path(__file__).parent / "driver.py").read_text(encoding="utf-8")

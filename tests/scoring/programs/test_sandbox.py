@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reasoneval.scoring.code.sandbox import Limits, Sandbox, SandboxPool
+from reasoneval.scoring.programs.sandbox import Limits, Sandbox, SandboxPool
 
 LIMITS = Limits(timeout_s=2.0, nproc=16, memory_mb=512, file_size_mb=4, tmp_mb=16)
 
@@ -187,7 +187,7 @@ def test_the_pool_runs_programs_side_by_side_and_a_fork_bomb_does_not_starve_the
 
 def test_without_bwrap_auto_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch,
                                                       caplog: pytest.LogCaptureFixture) -> None:
-    from reasoneval.scoring.code.sandbox import run as sandbox_run
+    from reasoneval.scoring.programs.sandbox import run as sandbox_run
 
     real_which = shutil.which
     monkeypatch.setattr(sandbox_run.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))

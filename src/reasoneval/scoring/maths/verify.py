@@ -18,7 +18,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from reasoneval.scoring.math.normalize import (
+from reasoneval.scoring.maths.normalize import (
     DEFAULT_REL_TOL,
     Num,
     Policy,

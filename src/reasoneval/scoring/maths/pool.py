@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from reasoneval.records import CHOICE_LETTERS
-from reasoneval.scoring.math.extract import (
+from reasoneval.scoring.maths.extract import (
     SHORT_RESPONSE_CHARS,
     extract_answer,
     extract_choice,
     has_answer_phrase,
     last_boxed,
 )
-from reasoneval.scoring.math.normalize import DEFAULT_APPROX, DEFAULT_UNITS, Policy, answer_key, cheap_compare
+from reasoneval.scoring.maths.normalize import DEFAULT_APPROX, DEFAULT_UNITS, Policy, answer_key, cheap_compare
 from reasoneval.workers import JsonLines, spawn
 
 # Bump when any grading rule changes: cache entries written under another version are ignored.
@@ -51,12 +51,12 @@ class GradeItem:
 
 
 class _Worker:
-    """One worker interpreter (`python -m reasoneval.scoring.math._worker`) talking JSON lines over pipes."""
+    """One worker interpreter (`python -m reasoneval.scoring.maths._worker`) talking JSON lines over pipes."""
 
     def __init__(self, memory_mb: int) -> None:
         # One thread per worker unless the user chose otherwise: the pool runs one worker per core.
         env = {} if "OMP_NUM_THREADS" in os.environ else {"OMP_NUM_THREADS": "1"}
-        self.proc = spawn("reasoneval.scoring.math._worker", str(memory_mb), env=env,
+        self.proc = spawn("reasoneval.scoring.maths._worker", str(memory_mb), env=env,
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                           close_fds=True, start_new_session=True)
         self.channel = JsonLines.to_process(self.proc)
@@ -232,7 +232,7 @@ class GradingPool:
                                 self.close()
                                 raise UserError(
                                     "grading workers exit before they are ready: run "
-                                    "`python -m reasoneval.scoring.math._worker 0` to see why"
+                                    "`python -m reasoneval.scoring.maths._worker 0` to see why"
                                 )
                         if w.job is not None:
                             results[ids.pop(w.job)] = ("error", "worker died")

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from reasoneval.scoring.code.sandbox import Limits, SandboxPool
-from tests.scoring.code.test_sandbox import _sandboxed_processes
+from reasoneval.scoring.programs.sandbox import Limits, SandboxPool
+from tests.scoring.programs.test_sandbox import _sandboxed_processes
 
 ROOT = Path(__file__).resolve().parents[3]
 
