@@ -116,7 +116,9 @@ def add_parsers(sub: Any, fmt: Any) -> None:
     p = sub.add_parser("analyze", help="SE against samples per problem, samples for a target SE, spread of reruns",
                        formatter_class=fmt, epilog="example:\n  reasoneval analyze results/m/run1 --target-se 0.01")
     p.add_argument("run_dir")
-    p.add_argument("--target-se", type=float, help="samples per problem needed for this SE of pass@1 (e.g. 0.01)")
+    p.add_argument("--target-se", type=float,
+                   help="samples per problem needed for this SE of pass@1, as a fraction (0.01 = 1 point; "
+                        "`run --target-se` takes points)")
     p.add_argument("--draws", type=int, default=200, help="random subsets per k for the subsampling check")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
