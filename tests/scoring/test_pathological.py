@@ -13,7 +13,8 @@ from bench.pathological_outputs import INPUTS, PARSERS
 
 from reasoneval.scoring import lmeval
 from reasoneval.scoring.maths.extract import boxed_spans, extract_answer
-from reasoneval.scoring.programs.scorer import _defines, extract_code, fenced_blocks
+from reasoneval.scoring.programs.scorer import extract_code, fenced_blocks
+from reasoneval.scoring.programs.unfenced import defines
 
 
 def _best(f: object, text: str, repeat: int = 3) -> float:
@@ -62,7 +63,7 @@ def test_defines_equals_the_multiline_def_regex() -> None:
     alphabet = ["\n", " ", "\t", "def", " f", "f", "(", "g(", "x", "\n\n"]
     for _ in range(3000):
         t = _random_text(rng, alphabet, 12)
-        assert _defines(t, "f") == (re.search(r"^\s*def\s+f\s*\(", t, re.MULTILINE) is not None), repr(t)
+        assert defines(t, "f") == (re.search(r"^\s*def\s+f\s*\(", t, re.MULTILINE) is not None), repr(t)
 
 
 def _old_boxed_contents(text: str) -> list[tuple[int, int, str]]:

@@ -32,16 +32,6 @@ def fenced(code: str) -> str:
     return f"```python\n{code}\n```"
 
 
-@pytest.fixture(params=["bwrap", "rlimits"])
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "bwrap" and shutil.which("bwrap") is None:
-        if os.environ.get("CI"):
-            pytest.fail("bubblewrap is not installed: apt-get install -y bubblewrap (CI installs it)")
-        pytest.skip("bubblewrap is not installed")
-    monkeypatch.setenv("REASONEVAL_SANDBOX", request.param)
-    return str(request.param)
-
-
 @pytest.fixture(scope="module")
 def he0() -> Problem:
     return load_task("humaneval")[1][0]

@@ -6,7 +6,8 @@ and runs the tests in its own interpreter, calling the candidate through pipes w
 verdict, one exact ASCII line, comes back on a channel the candidate never holds. MBPP tasks whose tests need
 the candidate's own objects run in a flagged shared mode. Programs run in the sandbox pool (bounded
 concurrency, one fresh sandbox each); results are cached in the run's `code_runs.jsonl`, keyed by program,
-tests, limits and versions, so a resumed or re-scored run does not run them again.
+tests, limits and versions, so a resumed or re-scored run does not run them again. Which part of an unfenced
+HumanEval answer is the program is decided in a worker under a time budget (unfenced.py).
 """
 
 from __future__ import annotations
@@ -20,18 +21,18 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.sandbox import DRIVER_SOURCE, SANDBOX_VERSION, Limits, ProgramResult, SandboxPool
+from reasoneval.scoring.programs.unfenced import UnfencedParser, defines, unfenced_code
 
-CODE_SCORER_VERSION = "2"
+CODE_SCORER_VERSION = "3"  # 3: an unfenced answer's cut found with at most three parses (unfenced.py)
 CODE_RUNS_FILE = "code_runs.jsonl"
 STDERR_EXCERPT = 1200
 KILLED_RETRIES = 2
-HUMANEVAL_STOPS = ("\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint(")
 
 # A fence's info string: the language word after the backticks (```python, ``` py3, ```c++ ...).
 _FENCE_LANG = re.compile(r"[ \t]*([\w+#.-]*)")
@@ -84,7 +85,7 @@ def extract_code(text: str, entry_point: str | None = None) -> tuple[str, bool]:
     if blocks:
         if entry_point:
             for b in blocks:
-                if _defines(b, entry_point):
+                if defines(b, entry_point):
                     return b, True
         for b in blocks:
             if _DEFINES_ANY.search(b):
@@ -96,18 +97,9 @@ def extract_code(text: str, entry_point: str | None = None) -> tuple[str, bool]:
     return text, False
 
 
-def _truncate_at_stops(text: str, stops: Sequence[str]) -> str:
-    cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=len(text))
-    return text[:cut]
-
-
 # A line defining a function. Leading blanks are [^\S\n]* (not \s*, which also crosses newlines and made the
 # search quadratic on runs of blank lines); a def after blank lines still matches, at its own line.
 _DEFINES_ANY = re.compile(r"^[^\S\n]*def\s+\w+\s*\(", re.MULTILINE)
-
-
-def _defines(code: str, name: str) -> bool:
-    return re.search(rf"^[^\S\n]*def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None
 
 
 @dataclass(frozen=True)
@@ -216,52 +208,26 @@ def mbpp_split(reference: str, tests: Sequence[str], imports: str, setup: str) -
     return "\n".join(p for p in prelude if p), tuple(sorted(proxies))
 
 
-def truncate_unfenced(prompt: str, text: str, stops: Sequence[str]) -> str:
-    """An unfenced HumanEval answer: kept whole when the prompt and it parse as a complete program (a chat
-    model's complete function with helpers, imports, comments in column 0); else cut at the longest stop
-    sequence boundary that parses (what the completions API would have cut), else at the first stop."""
-    if _parses(_humaneval_module(prompt, text, None)):
-        return text
-    cuts = sorted({i for s in stops for i in _find_all(text, s, limit=64)})
-    for i in reversed(cuts):
-        if _parses(_humaneval_module(prompt, text[:i], None)):
-            return text[:i]
-    return _truncate_at_stops(text, stops)
-
-
-def _find_all(text: str, sub: str, limit: int) -> list[int]:
-    out: list[int] = []
-    i = text.find(sub)
-    while i >= 0 and len(out) < limit:
-        out.append(i)
-        i = text.find(sub, i + 1)
-    return out
-
-
-def _parses(code: str) -> bool:
-    try:
-        ast.parse(code)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-
-
 def _humaneval_module(prompt: str, code: str, entry: str | None) -> str:
     # a complete function overrides the prompt's stub; a body continues it
-    return f"{prompt}\n\n{code}" if entry is not None and _defines(code, entry) else prompt + code
+    return f"{prompt}\n\n{code}" if entry is not None and defines(code, entry) else prompt + code
 
 
-def build_program(problem: Problem, response: str) -> TestProgram | None:
-    """The test program for a HumanEval or MBPP problem and a response; None if the response has no code."""
+def build_program(problem: Problem, response: str,
+                  unfenced: Callable[[str, str, str], str] = unfenced_code) -> TestProgram | None:
+    """The test program for a HumanEval or MBPP problem and a response; None if the response has no code.
+
+    unfenced(prompt, text, entry): the program part of an unfenced HumanEval answer. The default parses in this
+    process, with no time bound: for text you trust. The code scorer passes `UnfencedParser.code` (a worker
+    under a time budget; past it, ParseBudgetExceeded, and the sample is a harness error)."""
     pl = problem.payload
     if "entry_point" in pl:  # HumanEval
         entry = str(pl["entry_point"])
         prompt = str(pl.get("prompt", problem.problem))
         code, fenced = extract_code(response, entry)
         if not fenced:
-            # completions API: the response continues the prompt's function body
-            code = strip_reasoning(response)
-            code = code if _defines(code, entry) and _parses(code) else truncate_unfenced(prompt, code, HUMANEVAL_STOPS)
+            # completions API: the response continues the prompt's function body (or is a complete function)
+            code = unfenced(prompt, strip_reasoning(response), entry)
         if not code.strip():
             return None
         return TestProgram(code=_humaneval_module(prompt, code, entry),
@@ -380,9 +346,10 @@ class CodeScorer:
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
         programs: list[TestProgram | None | str] = []
+        parser: UnfencedParser = self.context.resource("code_unfenced_parser", UnfencedParser)
         for p, s in zip(problems, samples):
             try:
-                programs.append(build_program(p, s.text or ""))
+                programs.append(build_program(p, s.text or "", parser.code))
             except UserError:
                 raise  # a problem row without the fields: the task's data is wrong, not this sample
             except Exception as e:
