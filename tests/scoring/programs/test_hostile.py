@@ -282,6 +282,15 @@ def test_nested_user_namespaces_are_refused(mode: str) -> None:
                           Limits(timeout_s=5))
     assert r.stdout.strip() not in ("0", ""), r
     assert subprocess.run(["true"]).returncode == 0
+    # clone() itself with a namespace flag (unshare(1) uses unshare(2); this is the other door)
+    clone = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+             "for flag in (0x10000000, 0x20000000, 0x00020000, 0x40000000):  # NEWUSER NEWPID NEWNS NEWNET\n"
+             "    pid = libc.syscall(56, flag | 17, None, None, None, None)  # clone(flags | SIGCHLD)\n"
+             "    if pid == 0:\n        os._exit(0)\n"
+             "    print(pid, ctypes.get_errno())\n"
+             "    if pid > 0:\n        os.waitpid(pid, 0)\n")
+    r = Sandbox(mode).run(clone, Limits(timeout_s=5))
+    assert r.stdout.split() == ["-1", "1"] * 4, r  # EPERM each time
 
 
 def test_pathological_text_is_scored_not_crashed_nor_passed(mode: str, he0: Problem) -> None:

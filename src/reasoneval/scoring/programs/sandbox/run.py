@@ -1,5 +1,6 @@
 """The sandbox: bubblewrap + seccomp + rlimits + a wall-clock kill, or, where bwrap cannot run, rlimits + new
-network/IPC/PID/mount namespaces + the same seccomp filter (docs/sandbox.md).
+network/IPC/PID/mount namespaces, a read-only view of the file system + the same seccomp filter
+(docs/sandbox.md). Where cgroup v2 allows it, a memory bound per sandbox (cgroup.py).
 
 One program per fresh process tree. The harness never imports, evals or execs the program: it writes it (or
 the trusted driver's input) to a host temp file, and reads back capped stdout/stderr files and the driver's
@@ -15,6 +16,7 @@ import math
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -27,26 +29,35 @@ from typing import Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.scoring.programs.sandbox import seccomp
+from reasoneval.scoring.programs.sandbox.cgroup import CgroupMemory, host_oom_kills
 
 log = logging.getLogger(__name__)
 
 # Bump when the sandbox's rules (limits, environment, pass criterion) change: cached code grades are keyed on it.
-SANDBOX_VERSION = "2"
+# 3: the candidate in a PID namespace of its own, run as a module other than __main__; sets keep their order,
+# built-in subclasses cross; no re-run the program can cause; the fallback's read-only file system.
+SANDBOX_VERSION = "3"
 NOBODY = 65534
 # As root, sandbox slot i runs as uid/gid base + i (no account needed): RLIMIT_NPROC counts per uid, so a fork
 # bomb in one sandbox cannot starve the sandboxes running beside it. Each reasoneval process reserves a block of
-# UID_BLOCK uids of its own (base = SLOT_UID_BASE + (block + 1) * UID_BLOCK, the block held with a lock file; the
-# first UID_BLOCK uids are left to versions before the blocks, which used SLOT_UID_BASE + slot), so the
-# sandboxes of two processes never share a uid, and a kill of every process of a slot's uid hits only its own.
+# UID_BLOCK uids of its own, held with a lock file in a directory only the harness's user can write
+# (lock_dir()), so the sandboxes of two processes never share a uid, and a kill of every process of a slot's uid
+# hits only its own. Block b is SLOT_UID_BASE + (FIRST_BLOCK + b) * UID_BLOCK: the uids below are left to older
+# versions (SLOT_UID_BASE + slot before the blocks; blocks 1-64 locked in /run/lock before issue 31), so a
+# process of an older version beside this one never shares a uid with it either.
 SLOT_UID_BASE = 620000
 UID_BLOCK = 1024
 UID_BLOCKS = 64
-SANDBOX_UIDS = range(SLOT_UID_BASE, SLOT_UID_BASE + (UID_BLOCKS + 1) * UID_BLOCK)  # every uid a sandbox may use
+FIRST_BLOCK = UID_BLOCKS + 1
+# every uid a sandbox of this or an older version may use
+SANDBOX_UIDS = range(SLOT_UID_BASE, SLOT_UID_BASE + (FIRST_BLOCK + UID_BLOCKS) * UID_BLOCK)
+LOCK_DIR_ENV = "REASONEVAL_SANDBOX_LOCK_DIR"
 OUTPUT_CAP = 64 << 10  # bytes of stdout/stderr kept per program (the files themselves are capped by RLIMIT_FSIZE)
 MODES = ("auto", "bwrap", "rlimits")
 _LOCK = threading.Lock()
 _UID_LOCK = threading.Lock()
-SHM_BYTES = 1 << 20  # /dev/shm in bwrap mode (POSIX semaphores need a little; memory is bounded elsewhere)
+SHM_BYTES = 1 << 20  # /dev/shm (POSIX semaphores need a little; memory is bounded elsewhere)
+VAR_TMP_BYTES = 1 << 20  # a private /var/tmp, as small
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,8 @@ class ProgramResult:
     wall_s: float
     # what the program wrote to its private channel (Sandbox.run with `stdin`: the trusted driver's verdict)
     channel: str | None = None
+    # a cause outside the program that the harness saw end it (the host's OOM killer), or None
+    outside_kill: str | None = None
 
     @property
     def signal(self) -> str | None:
@@ -123,54 +136,140 @@ def _default_python(as_root: bool) -> str:
                     "install Debian's python3 or run as a normal user")
 
 
-# The rlimits fallback's mounts, run by the sandbox's interpreter itself as (namespace) root in the program's new
-# mount namespace (private propagation), before anything else: a bounded /tmp and /dev/shm of its own, the
-# directories to hide under empty read-only tmpfs mounts, then it drops to the slot's uid. argv after -c: the
-# size of /tmp in bytes, the directories to hide (":"-separated), the uid to become (-1: stay).
+# The rlimits fallback's boot, run by the sandbox's interpreter itself as (namespace) root in the program's new
+# mount namespace (private propagation), before anything else: every mount point read-only (its own copies), a
+# bounded /tmp, /dev/shm and /var/tmp of its own, an empty read-only tmpfs over every other world-writable
+# directory and over the directories to hide, then (for the trusted driver) a PID namespace for the processes it
+# forks (the candidate's: driver.py), then it drops to the slot's uid, with the parent-death signal set again (a
+# change of uid clears it). A mount point it cannot make read-only is named on stderr ("sandbox: read-only
+# remount of"). argv after -c: the size of /tmp in bytes, the directories to hide and the world-writable ones
+# (":"-separated), 1 for the driver (0: a plain program, whose children stay in its namespace), the uid to
+# become (-1: stay).
 _FALLBACK_BOOT = """import ctypes as _c, os as _o, sys as _s
-def _reasoneval_mounts(size, hide, uid):
+def _reasoneval_boot(size, hide, empty, driver, uid):
     libc = _c.CDLL(None, use_errno=True)
     def mount(target, opts, flags=0):
         if libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, opts.encode()) != 0:
             _s.stderr.write("sandbox: mount of %s failed (errno %d)\\n" % (target, _c.get_errno()))
             _s.exit(125)
-    mount("/dev/shm", "size=1048576,mode=1777")
+    carried = {"nosuid": 2, "nodev": 4, "noexec": 8, "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+    with open("/proc/self/mountinfo", "rb") as f:
+        info = f.read().decode("utf-8", "surrogateescape").splitlines()
+    for line in info:
+        fields = line.split()
+        point = fields[4]
+        for code, char in (("\\\\040", " "), ("\\\\011", "\\t"), ("\\\\012", "\\n"), ("\\\\134", "\\\\")):
+            point = point.replace(code, char)
+        flags = 32 | 4096 | 1  # MS_REMOUNT | MS_BIND | MS_RDONLY, and the flags the mount already has
+        for opt in fields[5].split(","):
+            flags |= carried.get(opt, 0)
+        if libc.mount(None, point.encode("utf-8", "surrogateescape"), None, flags, None) != 0:
+            _s.stderr.write("sandbox: read-only remount of %s failed (errno %d)\\n" % (point, _c.get_errno()))
+    mount("/dev/shm", "size=%d,mode=1777" % SHM_BYTES)
     mount("/tmp", "size=%s,mode=1777" % size)
+    for d in filter(None, empty.split(":")):
+        if d == "/var/tmp":
+            mount(d, "size=%d,mode=1777" % VAR_TMP_BYTES)
+        elif d not in ("/tmp", "/dev/shm"):
+            mount(d, "size=4096,mode=755", 1)  # MS_RDONLY
     for d in filter(None, hide.split(":")):
-        mount(d, "size=4096,mode=755", 1)  # MS_RDONLY
+        mount(d, "size=4096,mode=755", 1)
     _o.chdir("/tmp")
     _o.environ["HOME"] = _o.environ["TMPDIR"] = "/tmp"
+    if driver == "1":
+        libc.unshare(0x20000000)  # CLONE_NEWPID: the driver's children (the candidate's side) get their own
     if uid >= 0:
         _o.setgroups([])
         _o.setgid(uid)
         _o.setuid(uid)
-_reasoneval_mounts(_s.argv.pop(1), _s.argv.pop(1), int(_s.argv.pop(1)))
-del _reasoneval_mounts, _c, _o, _s
-"""
+        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+_reasoneval_boot(_s.argv.pop(1), _s.argv.pop(1), _s.argv.pop(1), _s.argv.pop(1), int(_s.argv.pop(1)))
+del _reasoneval_boot, _c, _o, _s
+""".replace("SHM_BYTES", str(SHM_BYTES)).replace("VAR_TMP_BYTES", str(VAR_TMP_BYTES))
 
-_UID_BLOCK_HELD: tuple[int, int, object] | None = None  # (owner pid, base uid, the open lock file)
+_UID_BLOCK_HELD: tuple[int, int, int] | None = None  # (owner pid, base uid, the open lock file's descriptor)
+
+
+def lock_dir() -> str:
+    """Where the uid blocks' lock files live: a directory of this user's that no other user can write (so no
+    sandboxed program can plant, squat or link a lock file there): $REASONEVAL_SANDBOX_LOCK_DIR when it is one,
+    else /run/reasoneval, else ~/.cache/reasoneval/locks."""
+    wanted = [os.environ.get(LOCK_DIR_ENV, ""), "/run/reasoneval", os.path.expanduser("~/.cache/reasoneval/locks")]
+    for d in filter(None, wanted):
+        if _private_dir(d):
+            return d
+        log.warning("sandbox: %s is not a directory of this user's that only it can write; not used for the "
+                    "uid locks", d)
+    raise UserError("no directory for the sandbox's uid locks: /run/reasoneval and ~/.cache/reasoneval/locks are "
+                    f"not private to this user; set {LOCK_DIR_ENV} to a directory only this user can write")
+
+
+def _private_dir(d: str) -> bool:
+    """`d` is (made if missing) a real directory of this user's that neither it nor its parent lets others write."""
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        for path in (d, os.path.dirname(os.path.abspath(d))):
+            st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o022 or st.st_uid not in (os.geteuid(), 0):
+                return False
+        return os.lstat(d).st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def uid_base() -> int:
-    """This process's block of sandbox uids (as root), reserved on first use with an flock held until exit."""
+    """This process's block of sandbox uids (as root), reserved on first use with an flock held until exit.
+
+    A lock file is opened with O_NOFOLLOW and must be a regular file of this user's: a directory, a link or any
+    other object in its place (or a lock held by another process) makes this process take the next block."""
     global _UID_BLOCK_HELD
     with _UID_LOCK:
         if _UID_BLOCK_HELD is not None and _UID_BLOCK_HELD[0] == os.getpid():
             return _UID_BLOCK_HELD[1]
         # (a forked child inherits the parent's lock, not its block: it reserves one of its own)
-        lock_dir = "/run/lock" if os.path.isdir("/run/lock") and os.access("/run/lock", os.W_OK) else \
-            tempfile.gettempdir()
+        where = lock_dir()
         for block in range(UID_BLOCKS):
-            f = open(os.path.join(lock_dir, f"reasoneval-sandbox-uids-{block}.lock"), "a+")
+            path = os.path.join(where, f"uids-{block}.lock")
             try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
             except OSError:
-                f.close()
+                continue  # a directory, a link, a fifo... planted in its place
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                    raise OSError("not a lock file of this user's")
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
                 continue
-            _UID_BLOCK_HELD = (os.getpid(), SLOT_UID_BASE + (block + 1) * UID_BLOCK, f)
+            _UID_BLOCK_HELD = (os.getpid(), SLOT_UID_BASE + (FIRST_BLOCK + block) * UID_BLOCK, fd)
             return _UID_BLOCK_HELD[1]
     raise UserError(f"all {UID_BLOCKS} blocks of sandbox uids are held by other reasoneval processes "
-                    f"(lock files reasoneval-sandbox-uids-*.lock in {lock_dir}); wait for some to finish")
+                    f"(lock files uids-*.lock in {where}); wait for some to finish")
+
+
+def world_writable_dirs(root: str = "/", depth: int = 3) -> list[str]:
+    """Directories any user may write to, down to `depth` levels under `root` (not under /proc or /sys, nor
+    inside one already found): the fallback gives the program an empty one of its own in each place."""
+    found: list[str] = []
+    level = [root]
+    for _ in range(depth):
+        deeper: list[str] = []
+        for d in level:
+            try:
+                entries = list(os.scandir(d))
+            except OSError:
+                continue
+            for e in entries:
+                try:
+                    if e.path in ("/proc", "/sys") or not e.is_dir(follow_symlinks=False):
+                        continue
+                    writable = e.stat(follow_symlinks=False).st_mode & 0o002
+                except OSError:
+                    continue
+                (found if writable else deeper).append(e.path)
+        level = deeper
+    return sorted(found)
 
 
 def _third_party_dirs(prefix: str) -> list[str]:
@@ -204,15 +303,26 @@ class Sandbox:
         self.warning: str | None = None
         self.unshare_net = True
         self.full_unshare = True
+        self.setpriv = shutil.which("setpriv")
+        self.cgroups = cgroup_memory()
+        # (as root, the first process joins the cgroup as root and setpriv then drops to the slot's uid)
+        self.use_cgroup = self.cgroups.parent is not None and (self.setpriv is not None or not self.as_root)
+        prefix = _prefix_of(self.python)
+        # the fallback's private places: an empty tmpfs of the program's own over each (an interpreter inside one
+        # keeps it: its standard library must stay reachable)
+        self.empty_dirs = [d for d in world_writable_dirs() if ":" not in d and
+                           not (prefix + "/").startswith(d.rstrip("/") + "/")]
+        self.readonly_failures: list[str] = []
         if mode == "auto":
             reason = self._probe_bwrap()
             if reason is None:
                 mode = "bwrap"
             else:
                 mode = "rlimits"
-                self.warning = (f"bubblewrap unavailable ({reason}); generated code runs with rlimits and an unshared "
-                                "network namespace only, NOT isolated from the file system (docs/sandbox.md); "
-                                "install bubblewrap (apt-get install bubblewrap)")
+                self.warning = (f"bubblewrap unavailable ({reason}); generated code runs with rlimits, namespaces "
+                                "of its own and a read-only view of the host's files, NOT isolated from the file "
+                                "system (it can read what its uid may; docs/sandbox.md); install bubblewrap "
+                                "(apt-get install bubblewrap)")
         elif mode == "bwrap":
             reason = self._probe_bwrap()
             if reason is not None:
@@ -230,8 +340,51 @@ class Sandbox:
                 self.unshare_net = False
                 self.warning = (self.warning or "sandbox mode rlimits") + \
                     f"; the network namespace could not be unshared either ({probe.stderr.strip()[-200:]})"
+            self.readonly_failures = [line.split(" of ", 1)[1] for line in probe.stderr.splitlines()
+                                      if line.startswith("sandbox: read-only remount of ")]
+            if self.readonly_failures:
+                log.warning("sandbox mode rlimits: these mount points stay writable for the program: %s",
+                            ", ".join(self.readonly_failures))
         if self.warning:
             log.warning(self.warning)
+        log.info("sandbox: %s mode; memory bound: %s", self.mode, self.memory_bound())
+
+    def memory_bound(self) -> str:
+        """Which memory bound is in force (`reasoneval doctor`, and the log line when the sandbox starts)."""
+        per_process = "RLIMIT_AS per process (the code scorer's memory_mb, 1024 MiB by default)"
+        if self.cgroups.parent is not None and not self.use_cgroup:
+            return f"{per_process} only; none per sandbox: no setpriv on PATH to drop to the sandbox's uid"
+        if self.cgroups.parent is None:
+            return f"{per_process} only; {self.cgroups.describe()}"
+        return f"{self.cgroups.describe()} (memory_mb each), and {per_process}"
+
+    def judge_isolation(self) -> str:
+        """Whether the candidate can reach its judge (docs/sandbox.md): by the mode, not probed."""
+        if self.mode == "rlimits" and not self.full_unshare:
+            return ("NOT isolated: the namespaces were refused, so the candidate runs in the driver's PID "
+                    "namespace with the driver's uid and can signal it")
+        return "the candidate runs in a PID namespace of its own, in its own session: the driver is out of its reach"
+
+    def describe(self) -> dict[str, str]:
+        """What `reasoneval doctor` prints about the sandbox."""
+        facts = {
+            "mode": self.mode + (f" (full namespaces: {'yes' if self.full_unshare else 'NO'})"
+                                 if self.mode == "rlimits" else ""),
+            "interpreter": self.python,
+            "judge": self.judge_isolation(),
+            "memory bound": self.memory_bound(),
+            "dies with the harness": ("bwrap --die-with-parent" if self.mode == "bwrap" else
+                                      "setpriv --pdeathsig KILL" if self.setpriv else "NO (no setpriv on PATH)"),
+            "uids": (f"a block of {UID_BLOCK} per process, locked in {lock_dir()}" if self.as_root else
+                     "the user's own (not root)"),
+        }
+        if self.mode == "rlimits":
+            facts["private directories"] = " ".join(["/tmp", "/dev/shm"] + [d for d in self.empty_dirs
+                                                                            if d not in ("/tmp", "/dev/shm")])
+            facts["writable mount points"] = ", ".join(self.readonly_failures) or "none (all read-only)"
+        if self.warning:
+            facts["warning"] = self.warning
+        return facts
 
     def _probe_bwrap(self) -> str | None:
         if shutil.which("bwrap") is None:
@@ -243,9 +396,14 @@ class Sandbox:
             return None
         return f"bwrap failed: {(r.stderr.strip() or r.status)[-300:]}"
 
-    def _bwrap_args(self, limits: Limits) -> list[str]:
+    def _bwrap_args(self, limits: Limits, driver: bool) -> list[str]:
+        # the trusted driver keeps CAP_SYS_ADMIN in the sandbox's user namespace for one unshare(CLONE_NEWPID)
+        # (the candidate's PID namespace), then drops every capability before it forks (driver.py)
+        caps = ["--cap-drop", "ALL"] + (["--cap-add", "CAP_SYS_ADMIN"] if driver else [])
         args = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-                "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
+                *caps, "--ro-bind", "/usr", "/usr",
+                # a private /var/tmp (as in the fallback; before an interpreter's binds, which may be under it)
+                "--size", str(VAR_TMP_BYTES), "--tmpfs", "/var/tmp"]
         for top in ("bin", "sbin", "lib", "lib32", "lib64"):
             host = f"/{top}"
             if os.path.islink(host):
@@ -284,28 +442,33 @@ class Sandbox:
               f"--fsize={limits.file_size_mb << 20}", f"--nproc={nproc}", f"--nofile={limits.nofile}",
               "--core=0", "--"]
         py = [self.python, "-I", *program]
+        driver = tuple(program[:1]) == ("-c",)
         if self.mode == "bwrap":
-            return rl + self._bwrap_args(limits) + py
+            return rl + self._bwrap_args(limits, driver) + py
+        # the sandbox dies with the harness: a parent-death signal (bwrap has --die-with-parent), set before
+        # prlimit and unshare (an exec keeps it, a change of uid clears it: see _FALLBACK_BOOT)
+        die = [self.setpriv, "--pdeathsig", "KILL", "--"] if self.setpriv else []
         # new network, IPC (System V shared memory dies with the program), PID (a fresh /proc: no other
         # process to see or signal; the program's PID 1 takes everything with it) and mount namespaces;
         # --kill-child: the program's PID 1 dies with unshare (a timeout kills unshare's process group)
         if not self.unshare_net:
-            return rl + py
+            return die + rl + py
         if self.full_unshare:
             # new network, IPC, PID and mount namespaces; the interpreter mounts, drops to the slot's uid, installs
             # the seccomp filter, then runs the program (_FALLBACK_BOOT, seccomp.BOOT)
             spaces = ["-n", "-i", "-p", "-f", "--kill-child", "--mount-proc", "--"]
-            code, extra = (program[1], list(program[2:])) if tuple(program[:1]) == ("-c",) else \
-                (seccomp.STDIN_PROGRAM, [])
+            code, extra = (program[1], list(program[2:])) if driver else (seccomp.STDIN_PROGRAM, [])
             boot = _FALLBACK_BOOT + (seccomp.BOOT if seccomp.supported() else "")
-            args = [str(limits.tmp_mb << 20), ":".join(self._hidden_dirs()), str(uid if self.as_root else -1)]
+            args = [str(limits.tmp_mb << 20), ":".join(self._hidden_dirs()), ":".join(self.empty_dirs),
+                    "1" if driver else "0", str(uid if self.as_root else -1)]
             args += [seccomp.filter_program().hex()] if seccomp.supported() else []
             py = [self.python, "-I", "-c", boot + code, *args, *extra]
-            return rl + ["unshare", *([] if self.as_root else ["-r"]), *spaces] + py
+            return die + rl + ["unshare", *([] if self.as_root else ["-r"]), *spaces] + py
         if self.as_root:
-            # unshare as root, then become the slot's uid (so that RLIMIT_NPROC applies)
-            return rl + ["unshare", "-n", f"--setgid={uid}", f"--setuid={uid}", "--"] + py
-        return rl + ["unshare", "-r", "-n", "--"] + py
+            # unshare as root, then become the slot's uid (so that RLIMIT_NPROC applies; the parent-death signal
+            # is set after the change of uid, which would clear it)
+            return rl + ["unshare", "-n", f"--setgid={uid}", f"--setuid={uid}", "--"] + die + py
+        return die + rl + ["unshare", "-r", "-n", "--"] + py
 
     def _hidden_dirs(self) -> list[str]:
         """What the fallback hides under empty read-only tmpfs mounts: site-/dist-packages (the harness's own
@@ -391,6 +554,17 @@ class Sandbox:
                 extra += ["--seccomp", str(seccomp_f.fileno())]
             i = cmd.index("bwrap") + 1
             cmd[i:i] = extra
+        cgroup = None
+        if self.use_cgroup:
+            # the first process joins the slot's cgroup, then becomes what it runs: every process of the program
+            # starts inside the memory bound (as root in bwrap mode, setpriv then drops to the slot's uid)
+            cgroup = self.cgroups.slot(slot, limits.memory_mb << 20)
+            if kw and self.setpriv is not None:
+                cmd = [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"] + cmd
+                kw = {}
+            cmd = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', str(cgroup / "cgroup.procs")] + cmd
+        events = self.cgroups.events(cgroup) if cgroup is not None else {}
+        host_ooms = host_oom_kills()
         with open(prog if stdin is None else os.devnull, "rb") as fin, open(out, "wb") as fout, \
                 open(err, "wb") as ferr:
             try:
@@ -427,6 +601,15 @@ class Sandbox:
             _reap_orphans_of(uid)
         wall = time.monotonic() - start
         stdout, stderr = _read_capped(out), _read_capped(err)
+        outside = None
+        if cgroup is not None:
+            after = self.cgroups.events(cgroup)
+            if after.get("oom", 0) > events.get("oom", 0):
+                stderr += f"\nsandbox: the program reached its memory bound ({limits.memory_mb} MiB, cgroup memory.max)\n"
+            elif after.get("oom_kill", 0) > events.get("oom_kill", 0):
+                outside = "the host's OOM killer ended a process of the sandbox"
+        elif host_oom_kills() > host_ooms:
+            outside = "the host's OOM killer ended a process during the run"
         channel = None
         if chan_r >= 0:
             os.set_blocking(chan_r, False)
@@ -444,7 +627,7 @@ class Sandbox:
             status = "error"
         else:
             status = "failed"
-        return ProgramResult(status, rc, stdout, stderr, wall, channel)
+        return ProgramResult(status, rc, stdout, stderr, wall, channel, outside)
 
 
 def _child_pid(info_r: int) -> int | None:
@@ -558,6 +741,16 @@ def _read_capped(path: Path) -> str:
 
 
 _SANDBOXES: dict[tuple[str, str | None], Sandbox] = {}
+_CGROUPS: CgroupMemory | None = None
+
+
+def cgroup_memory() -> CgroupMemory:
+    """The process's per-sandbox cgroups (set up on first use; none where the machine does not allow them)."""
+    global _CGROUPS
+    with _UID_LOCK:
+        if _CGROUPS is None:
+            _CGROUPS = CgroupMemory()
+        return _CGROUPS
 
 
 def get_sandbox(mode: str = "auto", python: str | None = None) -> Sandbox:

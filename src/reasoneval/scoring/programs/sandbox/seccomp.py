@@ -1,13 +1,15 @@
 """The sandbox's seccomp filter, assembled here as classic BPF (no library: Debian's python3-seccomp binds
-only the system interpreter, and the program is twenty instructions).
+only the system interpreter, and the program is a few dozen instructions).
 
 Given to bubblewrap with `--seccomp FD` (bwrap installs it, with no_new_privs, just before it runs the
 program). On x86-64 it denies, with EPERM: memfd_create (anonymous memory outside RLIMIT_AS and the
 tmpfs caps), ptrace and process_vm_readv/writev (reading or steering the trusted test driver), the mount
 family, unshare/setns/pivot_root/chroot, keyctl, bpf, perf_event_open, userfaultfd, io_uring, module and
-kexec loading; socket() of any family but AF_INET/AF_INET6 (EAFNOSUPPORT: no unix, netlink, packet,
-vsock... sockets); clone3 answers ENOSYS (its flags cannot be inspected; libc falls back to clone); the
-x32 ABI and any other architecture are denied. Elsewhere than x86-64 there is no filter (docs/sandbox.md).
+kexec loading; unshare() of anything but a PID namespace (the trusted driver's own, for the candidate's
+processes; without capabilities the kernel refuses that too) and clone() with any namespace flag (a nested user
+namespace); socket() of any family but AF_INET/AF_INET6 (EAFNOSUPPORT: no unix, netlink, packet, vsock...
+sockets); clone3 answers ENOSYS (its flags cannot be inspected; libc falls back to clone); the x32 ABI and any
+other architecture are denied. Elsewhere than x86-64 there is no filter (docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -26,15 +28,18 @@ AF_INET, AF_INET6 = 2, 10
 DENIED = {
     "ptrace": 101, "chroot": 161, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169,
     "pivot_root": 155, "init_module": 175, "delete_module": 176, "kexec_load": 246, "add_key": 248,
-    "request_key": 249, "keyctl": 250, "unshare": 272, "perf_event_open": 298, "setns": 308,
+    "request_key": 249, "keyctl": 250, "perf_event_open": 298, "setns": 308,
     "process_vm_readv": 310, "process_vm_writev": 311, "finit_module": 313, "memfd_create": 319, "bpf": 321,
     "userfaultfd": 323, "kexec_file_load": 320, "io_uring_setup": 425, "io_uring_enter": 426,
     "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
     "fsmount": 432, "fspick": 433, "mount_setattr": 442, "memfd_secret": 447,
 }
-SOCKET, CLONE3 = 41, 435
+SOCKET, CLONE, UNSHARE, CLONE3 = 41, 56, 272, 435
+CLONE_NEWPID = 0x20000000
+# CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
+CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
 
-_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 
 
 def supported() -> bool:
@@ -50,6 +55,8 @@ def filter_program() -> bytes:
         (_LD_ABS, 0, 0, 0),  # syscall number
         (_JGE, "deny", 0, X32_SYSCALL_BIT),
         (_JEQ, "socket", 0, SOCKET),
+        (_JEQ, "clone", 0, CLONE),
+        (_JEQ, "unshare", 0, UNSHARE),
         (_JEQ, "enosys", 0, CLONE3),
     ]
     prog += [(_JEQ, "deny", 0, nr) for nr in sorted(DENIED.values())]
@@ -58,6 +65,12 @@ def filter_program() -> bytes:
     prog += [(_LD_ABS, 0, 0, 16),  # args[0] (domain), low 32 bits
              (_JEQ, 1, 0, AF_INET), (_JEQ, 0, 1, AF_INET6), (_RET, 0, 0, RET_ALLOW),
              (_RET, 0, 0, RET_ERRNO | EAFNOSUPPORT)]
+    labels["clone"] = len(prog)
+    prog += [(_LD_ABS, 0, 0, 16),  # args[0] (flags), low 32 bits
+             (_JSET, "deny", 0, CLONE_NAMESPACES), (_RET, 0, 0, RET_ALLOW)]
+    labels["unshare"] = len(prog)
+    prog += [(_LD_ABS, 0, 0, 16), (_JEQ, 0, "deny", CLONE_NEWPID), (_LD_ABS, 0, 0, 20),  # the high 32 bits: 0
+             (_JEQ, 0, "deny", 0), (_RET, 0, 0, RET_ALLOW)]
     labels["enosys"] = len(prog)
     prog.append((_RET, 0, 0, RET_ERRNO | ENOSYS))
     labels["deny"] = len(prog)
