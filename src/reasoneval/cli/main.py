@@ -1,5 +1,5 @@
-"""The command line: the top parser, built from each command group's module (run, score, fleet, analysis),
-and the small commands `report | engines | tasks | data pull`."""
+"""The command line: the top parser, built from each command group's module (run, score, fleet, analysis,
+doctor), and the small commands `report | engines | tasks | data pull`."""
 
 from __future__ import annotations
 
@@ -150,10 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("tasks", nargs="+")
     q.set_defaults(func=_cmd_data_pull)
 
+    from reasoneval.cli.doctor import add_doctor_parser
     from reasoneval.cli.fleet import add_sweep_parser, add_watch_parser
     from reasoneval.cli.score import add_score_parser
 
     add_score_parser(sub, fmt)
+    add_doctor_parser(sub, fmt)
     add_sweep_parser(sub, fmt)
     add_watch_parser(sub, fmt)
 

@@ -1,0 +1,33 @@
+"""`reasoneval doctor`: what the code sandbox does on this machine (its mode, what a program can reach, which
+memory bound is in force, how it dies with the harness), as the `code` scorer would use it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+
+def add_doctor_parser(sub: Any, fmt: Any) -> None:
+    from reasoneval.scoring.programs.sandbox.run import MODES
+
+    p = sub.add_parser("doctor", help="what the code sandbox can do here: its mode, the memory bound in force",
+                       formatter_class=fmt, epilog="example:\n  reasoneval doctor\n  reasoneval doctor --sandbox rlimits")
+    p.add_argument("--sandbox", choices=MODES, default=os.environ.get("REASONEVAL_SANDBOX", "auto").strip() or "auto",
+                   help="the mode to check (default: $REASONEVAL_SANDBOX, else auto, as the code scorer picks)")
+    p.add_argument("--json", action="store_true", help="print the facts as JSON")
+    p.set_defaults(func=_cmd_doctor)
+
+
+def _cmd_doctor(a: argparse.Namespace) -> int:
+    from reasoneval.scoring.programs.sandbox import get_sandbox
+
+    facts = get_sandbox(a.sandbox).describe()
+    if a.json:
+        print(json.dumps(facts, indent=2))
+    else:
+        width = max(len(k) for k in facts)
+        for key, value in facts.items():
+            print(f"{key + ':':{width + 1}} {value}")
+    return 0
