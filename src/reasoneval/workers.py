@@ -8,6 +8,7 @@ engine's workers, the launch engine's llama.cpp server) shares.
 - `JsonLines`: the transport, one JSON value per line over file descriptors (a worker's stdin/stdout pipes, or
   a socket); `channel_to_parent()` keeps a worker's stdout for it; `ask()` is one request and its reply under a
   deadline.
+- `stop(proc)`: a worker killed, reaped, its pipes closed.
 - `exit_description(code)`: how a process ended, for an error message ("was killed by SIGILL").
 - `StderrTail`: a worker's stderr drained in a thread, its last lines kept (bounded) for an error message.
 """
@@ -47,6 +48,15 @@ def spawn(module: str, *args: str, env: dict[str, str] | None = None, **popen: A
     """Start `python -m module args` as a worker: `worker_env(**env)` as its environment, the other keyword
     arguments as `subprocess.Popen`'s (pipes, pass_fds, start_new_session...)."""
     return subprocess.Popen(module_command(module, *args), env=worker_env(**(env or {})), **popen)
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Kill a worker, reap it, and close the pipes the Popen holds to it."""
+    proc.kill()
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            pipe.close()
 
 
 def exit_description(code: int | None) -> str:

@@ -19,17 +19,11 @@ from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.sandbox import Limits, ProgramResult, Sandbox
 from reasoneval.scoring.programs.scorer import judge
 from reasoneval.tasks.loading import load_task
+from tests.scoring.programs.judging import HE0_HEAD, HE0_RIGHT, HE0_WRONG, fenced
 from tests.scoring.programs.test_sandbox import _sandboxed_processes
 
 DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
-HEAD = "def has_close_elements(numbers, threshold):\n"
-RIGHT = ("    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for j, b in enumerate(numbers) "
-         "if i != j)\n")
-WRONG = "    return True\n"  # right on half of the tests only
-
-
-def fenced(code: str) -> str:
-    return f"```python\n{code}\n```"
+HEAD, RIGHT, WRONG = HE0_HEAD, HE0_RIGHT, HE0_WRONG  # HumanEval/0: the function's line, right and wrong bodies
 
 
 @pytest.fixture(scope="module")

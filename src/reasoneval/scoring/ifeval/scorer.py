@@ -23,7 +23,7 @@ from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.ifeval.worker import Checked, Item
-from reasoneval.workers import JsonLines, ask, spawn
+from reasoneval.workers import JsonLines, ask, spawn, stop
 
 log = logging.getLogger("reasoneval")
 
@@ -64,11 +64,7 @@ class _Checker:
 
     def close(self) -> None:
         if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            for pipe in (self.proc.stdin, self.proc.stdout):
-                if pipe is not None:
-                    pipe.close()
+            stop(self.proc)
             self.proc, self.channel = None, None
 
 

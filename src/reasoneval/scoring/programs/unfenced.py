@@ -22,7 +22,7 @@ import subprocess
 import threading
 from typing import Sequence
 
-from reasoneval.workers import JsonLines, ask, channel_to_parent, spawn
+from reasoneval.workers import JsonLines, ask, channel_to_parent, spawn, stop
 
 HUMANEVAL_STOPS = ("\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint(")
 PARSE_BUDGET_S = 0.5  # per answer, in the worker (its start is not counted)
@@ -102,11 +102,7 @@ class UnfencedParser:
 
     def _close(self) -> None:
         if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            for pipe in (self.proc.stdin, self.proc.stdout):
-                if pipe is not None:
-                    pipe.close()
+            stop(self.proc)
             self.proc, self.channel = None, None
 
     def close(self) -> None:
