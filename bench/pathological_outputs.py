@@ -9,6 +9,12 @@ over the same 1 MB text (the reference, measured in the same run). Exits 1 when 
     PYTHONPATH=src python bench/pathological_outputs.py              # 1 MB and 100 KB inputs
     PYTHONPATH=src python bench/pathological_outputs.py --size 200000
 
+The program of an unfenced HumanEval answer is found with at most three parses in a worker killed past its
+budget (scoring/programs/unfenced.py): "code: unfenced answer" times that call as the code scorer makes it, the
+transfer, the parses and a worker killed at the budget included (an answer past it raises ParseBudgetExceeded:
+that sample's harness_error); "stop boundaries, none parses" and "f-string fields" are the inputs built for the
+prefix loop it replaces (up to 320 parses: 70 s for 127 KiB) and for CPython's quadratic f-string parser.
+
 The math grader's equivalence check (normalisation, LaTeX parsing) runs in worker processes under a
 per-item timeout (scoring/maths/pool.py): bounded in time, so it is not listed here; the math grader's harness-side
 steps are (extraction, `answer_key` for maj@k, `cheap_compare`).
@@ -45,6 +51,7 @@ from reasoneval.scoring.lmeval import (  # noqa: E402
 from reasoneval.scoring.maths.extract import extract_answer, last_boxed  # noqa: E402
 from reasoneval.scoring.maths.pool import GradingPool  # noqa: E402
 from reasoneval.scoring.programs.scorer import extract_code, strip_reasoning  # noqa: E402
+from reasoneval.scoring.programs.unfenced import ParseBudgetExceeded, UnfencedParser  # noqa: E402
 
 LIMIT_S = 1.0
 
@@ -91,12 +98,26 @@ INPUTS: dict[str, Callable[[int], str]] = {
     "spaces": _repeat(" "),
     "words": _repeat("the sum is "),
     "[BEGIN] and [DONE]": _repeat("[BEGIN]\n[DONE]"),
+    "stop boundaries, none parses": _repeat("\n#\ndef f(:\n", "    return (\n"),
+    "f-string fields": _repeat("{x}", "    return f'", "'\n"),
+    "code lines": _repeat("    x = x + 1\n", "    x = 0\n", "    return x\n"),
 }
 
 _POOL = GradingPool(workers=1)
 _STRICT = StrictMatchScorer(ScoringContext())
 _FLEX = FlexibleExtractScorer(ScoringContext())
 _MINERVA = ExactMatchScorer(ScoringContext())
+
+
+_UNFENCED = UnfencedParser()
+_PROMPT = 'def f(x):\n    """A HumanEval-like prompt."""\n'
+
+
+def _unfenced(text: str) -> object:
+    try:
+        return _UNFENCED.code(_PROMPT, text, "f")
+    except ParseBudgetExceeded:
+        return None  # (the code scorer's harness_error for that sample)
 
 
 def _exact_match(text: str) -> object:
@@ -119,6 +140,7 @@ PARSERS: dict[str, Callable[[str], object]] = {
     "code: extract_code": lambda t: extract_code(t),
     "code: extract_code(entry)": lambda t: extract_code(t, "f"),
     "code: strip_reasoning": strip_reasoning,
+    "code: unfenced answer (worker, 0.5 s)": _unfenced,
     "math: extract_answer": lambda t: extract_answer(t, "math"),
     "math: extract_answer(truncated)": lambda t: extract_answer(t, "math", truncated=True),
     "choice: extract_answer": lambda t: extract_answer(t, "choice"),
@@ -153,6 +175,7 @@ def main() -> int:
     if a.ifeval:
         return ifeval_main(a.size)
     worst = 0.0
+    slowest: dict[str, tuple[float, float, float, str]] = {}  # parser -> (1x s, 0.1x s, vs split, input)
     print(f"{'input':34} {'parser':34} {'1x s':>8} {'0.1x s':>8} {'growth':>7} {'vs split':>9}")
     for in_name, make in INPUTS.items():
         big, small = make(a.size), make(a.size // 10)
@@ -161,9 +184,14 @@ def main() -> int:
             t_small = best_time(parse, small, 2)
             t_big = best_time(parse, big, 1)
             worst = max(worst, t_big)
+            if t_big > slowest.get(p_name, (-1.0,))[0]:
+                slowest[p_name] = (t_big, t_small, t_big / max(ref, 1e-6), in_name)
             flag = "  OVER 1 s" if t_big > LIMIT_S else ""
             print(f"{in_name:34} {p_name:34} {t_big:8.4f} {t_small:8.4f} {t_big / max(t_small, 1e-6):7.1f} "
                   f"{t_big / max(ref, 1e-6):9.1f}{flag}", flush=True)
+    print(f"\n{'parser':38} {'slowest input':34} {'1x s':>8} {'0.1x s':>8} {'vs split':>9}")
+    for p_name, (t_big, t_small, vs, in_name) in slowest.items():
+        print(f"{p_name:38} {in_name:34} {t_big:8.3f} {t_small:8.4f} {vs:9.0f}")
     print(f"\nslowest: {worst:.3f} s at {a.size} characters (limit {LIMIT_S} s)")
     return 0 if worst <= LIMIT_S else 1
 

@@ -8,7 +8,10 @@ interpreter, no isolation, no limits) at the same concurrency (see docs/benchmar
 Prints programs/s for each mode and the ratio of the sandbox's time to the bare subprocess's (the cost of
 isolation per program), and, per sandbox mode, the ratio of the driver (tests and candidate apart) to the same
 code and tests as one program in the same sandbox (the design before issue 20), measured in the same run.
-The bare reference runs in this same process and run, interleaved by repeat.
+The bare reference runs in this same process and run, interleaved by repeat. With `--baseline-driver FILE` (an
+earlier driver.py, e.g. `git show d2d4a3d:src/reasoneval/scoring/programs/sandbox/driver.py > /tmp/old.py`), that
+driver runs too, in each mode, interleaved, and the time ratio of this driver to it is printed (its verdicts must
+be the same: all pass).
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--baseline-driver", help="an earlier driver.py to time beside this one, in the same run")
     args = ap.parse_args()
+    baseline = open(args.baseline_driver, encoding="utf-8").read() if args.baseline_driver else None
 
     problems = load_task("humaneval")[1]
     programs = [build_program(p, p.payload["canonical_solution"]) for p in problems]
@@ -45,7 +50,9 @@ def main() -> None:
     stdins = [prog.stdin() for prog in progs]
     sources = [prog.code + "\n" + "\n".join(prog.tests) for prog in progs]  # the bare reference: one interpreter
     limits = Limits(timeout_s=20.0)
-    names = ("bare", "rlimits one interpreter", "rlimits", "bwrap one interpreter", "bwrap")
+    names: tuple[str, ...] = ("bare", "rlimits one interpreter", "rlimits", "bwrap one interpreter", "bwrap")
+    if baseline is not None:
+        names += ("rlimits baseline driver", "bwrap baseline driver")
     times: dict[str, list[float]] = {m: [] for m in names}
     python = Sandbox("bwrap").python  # the same interpreter in every mode
     for _ in range(args.repeat):
@@ -56,13 +63,15 @@ def main() -> None:
             single = pool.run_many(sources, limits)
             times[f"{mode} one interpreter"].append(time.perf_counter() - t)
             assert all(r.status == "ok" for r in single), f"{mode}: a canonical program failed in one interpreter"
-            t = time.perf_counter()
-            results = pool.run_many([DRIVER_SOURCE] * len(stdins), limits, stdins=stdins)
-            times[mode].append(time.perf_counter() - t)
+            drivers = [(mode, DRIVER_SOURCE)] + ([(f"{mode} baseline driver", baseline)] if baseline else [])
+            for name, source in drivers:
+                t = time.perf_counter()
+                results = pool.run_many([source] * len(stdins), limits, stdins=stdins)
+                times[name].append(time.perf_counter() - t)
+                bad = [(i, r.status, r.returncode, r.channel, r.stderr[-300:]) for i, r in enumerate(results)
+                       if judge(r, 1).result != "passed"]
+                assert not bad, f"{name}: canonical programs that did not pass: {bad}"
             pool.close()
-            bad = [(i, r.status, r.returncode, r.channel, r.stderr[-300:]) for i, r in enumerate(results)
-                   if judge(r, 1).result != "passed"]
-            assert not bad, f"{mode}: canonical programs that did not pass: {bad}"
         with ThreadPoolExecutor(args.workers) as ex:
             t = time.perf_counter()
             rcs = list(ex.map(lambda s: _bare(python, s, 20.0), sources))
@@ -77,6 +86,9 @@ def main() -> None:
     for mode in ("rlimits", "bwrap"):
         print(f"  {mode}: tests and candidate apart / one interpreter: "
               f"{best[mode] / best[f'{mode} one interpreter']:.2f}x the time per program")
+        if baseline is not None:
+            print(f"  {mode}: this driver / the baseline driver: {best[mode] / best[f'{mode} baseline driver']:.2f}x "
+                  "the time per program")
 
 if __name__ == "__main__":
     main()
