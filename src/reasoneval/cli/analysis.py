@@ -78,7 +78,7 @@ def _cmd_runs(a: argparse.Namespace) -> int:
         from reasoneval.analysis.runs import checkpoint_items, checkpoint_table
 
         head, cells, records = checkpoint_table(checkpoint_items(rows), metric=a.metric)
-        left = 2
+        left = head.index("step") + 1  # the text columns: training run, checkpoint, step
     if a.csv:
         print(csv_text(records), end="")
     elif a.markdown:
@@ -87,6 +87,9 @@ def _cmd_runs(a: argparse.Namespace) -> int:
         print(f"no runs under {a.dir}" + (" matching the filters" if a.model or a.task else ""), file=sys.stderr)
     else:
         print_table(head, cells, f"runs under {a.dir}", left=left)
+        print("Each row is a run's headline: its widest complete evaluation (summary.json). A narrower command "
+              "(--limit, --n, --tasks) is a view beside it (`views`, in RUN_DIR/views/); docs/reporting.md.",
+              file=sys.stderr)
     return 0
 
 

@@ -29,7 +29,7 @@ def _cmd_report(a: argparse.Namespace) -> int:
     from reasoneval.run.pipeline import score_run
 
     tasks = _csv(a.tasks) or None
-    from reasoneval.report.dashboards import check_backends, checkpoint_step, dashboard_options, log_once
+    from reasoneval.report.dashboards import check_backends, dashboard_options, log_once, model_checkpoint
 
     log_to, log_args = dashboard_options(a)
     check_backends(log_to, log_args)
@@ -47,9 +47,12 @@ def _cmd_report(a: argparse.Namespace) -> int:
     if log_to:
         from pathlib import Path
 
-        step = a.step if a.step is not None else checkpoint_step(summary.model)
+        from reasoneval.results.schema import load_run
+
+        headline = load_run(summary.run_dir) if summary.view else summary  # the dashboards show the run's headline
+        step = a.step if a.step is not None else model_checkpoint(headline.config).step
         log_once(EvalConfig(log_to=log_to, log_args=log_args, output_dir=str(Path(a.run_dir).resolve().parents[1])),
-                 summary, step)
+                 headline, step)
     if not summary.complete:
         raise RunIncomplete(summary)
     return 0

@@ -69,10 +69,12 @@ def write_checkpoint_table(path: Path, jobs: Sequence[Job], state: SweepState) -
     """`<path>.checkpoints.csv` and `.md`: the scored jobs by training step x (task, metric), lm-eval's metric
     names (analysis.runs.checkpoint_table; the same as `reasoneval runs --by-checkpoint`)."""
     from reasoneval.analysis.runs import checkpoint_table
+    from reasoneval.report.dashboards import Checkpoint
     from reasoneval.report.text import csv_text, markdown_table
 
     results = _results(jobs, state)
-    head, cells, records = checkpoint_table([(j.name, j.step, results[j.name]) for j in jobs if j.name in results])
+    head, cells, records = checkpoint_table([(Checkpoint("", j.name, j.step), results[j.name]) for j in jobs
+                                             if j.name in results])
     csv_path = path.with_name(path.name + ".checkpoints.csv")
     md_path = path.with_name(path.name + ".checkpoints.md")
     csv_path.write_text(csv_text(records) if records else ",".join(head) + "\n", encoding="utf-8")
