@@ -201,6 +201,10 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             raise
         config = dataclasses.replace(config, last_generation=timing_of(stats))
         write_config(run_dir, on_disk(run_dir, config))
+        if stats.requests:
+            log.info("generation: %d samples generated, %d failed after their retries; %d requests, %d errors, %d "
+                     "retries, %.1f s", stats.done, stats.failed, stats.requests, stats.errors, stats.retries,
+                     stats.wall_s)
     return run_dir, config, stats
 
 
