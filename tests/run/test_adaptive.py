@@ -122,7 +122,7 @@ def test_a_uniform_run_extended_by_target_se_keeps_its_samples_and_a_budget_caps
 
 
 @pytest.mark.parametrize(("extra", "pattern"), [
-    (["--target-se", "0"], "--target-se must be positive"),
+    (["--target-se", "0"], "--target-se is the re-run SE to reach, in points of accuracy, above 0 and below 25"),
     (["--target-se", "1", "--max-n", "0"], "--max-n must be at least 1"),
     (["--target-se", "1", "--budget-samples", "0"], "--budget-samples must be at least 1"),
     (["--target-se", "1", "--greedy"], "--target-se needs sampling"),

@@ -29,10 +29,16 @@ def _cmd_report(a: argparse.Namespace) -> int:
     from reasoneval.run.pipeline import score_run
 
     tasks = _csv(a.tasks) or None
-    from reasoneval.report.dashboards import check_backends, dashboard_options, log_once, model_checkpoint
+    from reasoneval.report.dashboards import LOG_ARGS, check_backends, dashboard_options, log_once, model_checkpoint
 
     log_to, log_args = dashboard_options(a)
     check_backends(log_to, log_args)
+    if a.step is not None and not log_to:
+        raise UserError("--step is the training step results are logged at with --log-to; without --log-to it does "
+                        "nothing: add --log-to NAME or drop --step")
+    if log_args and not log_to:
+        raise UserError(f"{', '.join(LOG_ARGS[k][0] for k in log_args)} are settings of --log-to, which is not "
+                        "asked for: add --log-to NAME or drop them")
     summary = score_run(a.run_dir, n=a.n, tasks=tasks, workers=a.grading_workers, grading_timeout=a.grading_timeout,
                         print_table=not a.json)
     if a.json:

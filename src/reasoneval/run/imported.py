@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import json
 import os
 import shutil
@@ -263,15 +262,15 @@ def check_task_label(task: str | None) -> None:
     """`--task` names a file's problems when it is no task; one that is a task's name misspelt is an error."""
     if task is None or task in JOINED_TASKS:
         return
+    from reasoneval.tasks.catalog import nearest
     from reasoneval.tasks.registry import TASKS
 
     known = TASKS.names()
-    if task in known:
-        return
-    close = difflib.get_close_matches(task, [*known, *JOINED_TASKS], n=1, cutoff=0.8)
+    # a label may be any name: only one a letter or two off a task's (humanevl) is taken for a misspelling
+    close = nearest(task, [*known, *JOINED_TASKS], cutoff=0.85) if task not in known else ""
     if close:
-        raise UserError(f"--task {task!r} is no task; did you mean {close[0]}? (a file of your own problems may take any "
-                        "other name as its label)")
+        raise UserError(f"--task {task!r} is no task{close} (a file of your own problems may take any other name "
+                        "as its label)")
 
 
 def score(path: str, *, n: int | None = None, output_dir: str | None = None, task: str | None = None,

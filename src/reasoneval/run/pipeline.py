@@ -168,6 +168,11 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         if adaptive:
             log.info("run %s: %s, %d tasks, %d samples already in the store; sampling each task until its re-run SE "
                      "is at most %g points", run_dir, info.model, len(tasks), len(status.ok), cfg.target_se)
+            for t in tasks:  # 4 samples of each problem give a re-run SE of at most 25/sqrt(Q) points
+                if cfg.target_se is not None and cfg.target_se >= 25 / len(t.problems) ** 0.5:
+                    log.warning("%s: --target-se %g is met by the first round of %d samples per problem whatever the "
+                                "answers (%d problems: re-run SE at most %.2f points then); a lower target samples more",
+                                t.name, cfg.target_se, FIRST_ROUND, len(t.problems), 25 / len(t.problems) ** 0.5)
         else:
             log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
                      run_dir, info.model, len(tasks), the_plan.total, the_plan.total - len(the_plan.requests),
@@ -276,7 +281,11 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     options = rename_old_keys(type(config) if config else EvalConfig, options, "evaluate()")
     cfg = dataclasses.replace(config, **options) if config else EvalConfig(**options)
     cfg.validate()
+    cfg.check_given(set(options))
     tasks = load_tasks(cfg)
+    if cfg.lmeval_metrics and not any(t.spec.scoring.extra for t in tasks):
+        log.warning("--lmeval-metrics has no effect here: none of %s has lm-eval's columns",
+                    ", ".join(t.name for t in tasks))
     try:
         async with started_engine(cfg) as (engine, info):
             run_dir, command, _ = await generate_run(cfg, tasks, engine, info, Console(stderr=True))
