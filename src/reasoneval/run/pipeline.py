@@ -144,6 +144,9 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                            system_prompt=cfg.system_prompt, prompt_template=prompt.template, sampling=sampling,
                            seed=cfg.seed, prompt_style=prompt.identity())
     run_dir = run_dir_for(Path(cfg.output_dir), settings)
+    # A run's config.json changes only when a command finishes generating (a failure leaves it as it was); a new run
+    # writes it at once, so a run that never finishes is still a run directory `report` can read.
+    new_run = not (run_dir / CONFIG_FILE).exists()
     with SampleStore(run_dir) as store, run_log(run_dir):
         engine.attach_run(run_dir)
         add_problems(run_dir, [p for t in tasks for p in t.problems])
@@ -164,7 +167,8 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             created=now, updated=now,
             adaptive={"target_se": cfg.target_se, "max_n": cfg.max_n, "budget_samples": cfg.budget_samples,
                       "stopped": {}} if adaptive else None)
-        write_config(run_dir, on_disk(run_dir, config))
+        if new_run:
+            write_config(run_dir, config)
         if adaptive:
             log.info("run %s: %s, %d tasks, %d samples already in the store; sampling each task until its re-run SE "
                      "is at most %g points", run_dir, info.model, len(tasks), len(status.ok), cfg.target_se)
@@ -200,9 +204,10 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                     config = dataclasses.replace(config, adaptive={**(config.adaptive or {}),
                                                                    "stopped": dict(sampler.stopped)})
         except BaseException:
-            # Record what was done, but never hide why the run stopped (a full disk fails this write too).
-            with contextlib.suppress(OSError, UserError):
-                write_config(run_dir, on_disk(run_dir, dataclasses.replace(config, last_generation=timing_of(stats))))
+            # A new run records what was done, but never hides why it stopped (a full disk fails this write too).
+            if new_run:
+                with contextlib.suppress(OSError, UserError):
+                    write_config(run_dir, dataclasses.replace(config, last_generation=timing_of(stats)))
             raise
         config = dataclasses.replace(config, last_generation=timing_of(stats))
         write_config(run_dir, on_disk(run_dir, config))
@@ -354,12 +359,16 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
             result, parquet = _evaluate(run_dir, config, scope, adaptive, all_problems, context, files if write else None)
             if write:
                 complete = {t: task_complete(result, t) for t in scope}
-                chosen = choose_headline(headline, _headline_complete(run_dir), scope, complete)
+                was_complete = _headline_complete(run_dir)
+                chosen = choose_headline(headline, was_complete, scope, complete)
                 if chosen != scope:  # narrower, or only part of a wider headline: this command's view
                     result = dataclasses.replace(result, view=view_name(scope, chosen))
                 _stage(result, parquet, files)
                 top_config = with_scope(config, chosen, adaptive)
-                if chosen != scope and chosen != headline:  # the headline takes some of this command's tasks
+                # Score the headline again when it changed (it takes some of this command's tasks), or when it was
+                # not complete (or never scored): samples of it may have arrived since. A complete one cannot change.
+                stale = not all(was_complete.get(t, False) for t in chosen)
+                if chosen != scope and (chosen != headline or stale):
                     top, top_parquet = _evaluate(run_dir, top_config, chosen, top_config.adaptive, all_problems, context,
                                                  files)
                     _stage(top, top_parquet, files)

@@ -161,6 +161,8 @@ def run_settings(result: Any) -> dict[str, str | float | int]:
         out.update(target_se=float(a.get("target_se") or 0), max_n=int(a.get("max_n") or 0))
     else:
         out["n"] = int(result.n)
+        for task, n in (cfg.task_n or {}).items():  # a headline whose tasks have different K
+            out[f"n/{task}"] = int(n)
     if s.sampling is not None:
         out.update(temperature=float(s.sampling.temperature), top_p=float(s.sampling.top_p),
                    max_tokens=int(s.sampling.max_tokens))
