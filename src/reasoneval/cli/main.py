@@ -193,6 +193,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"reasoneval: error: {e}", file=sys.stderr)
         return e.exit_code
+    except OSError as e:  # a disk that is full or read-only, outside the run's own writes (which say more)
+        if a.debug:
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"reasoneval: error: {where}{e.strerror or e}; the files it was writing are as they were: free space "
+              "(or make it writable) and run the command again", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("reasoneval: interrupted; finished samples are kept, re-run the same command to resume",
               file=sys.stderr)

@@ -601,7 +601,8 @@ class EvalConfig:
                         "zero-shot prompts send no stop sequences of their own")
         from reasoneval.report.dashboards import LOG_ARGS
 
-        for key in self.log_args:
+        # A jobs file's log_args are left over, not ignored by mistake, when the command turned logging off (log_to: []).
+        for key in self.log_args if self.log_to or "log_to" not in given else ():
             backend = key.split("_")[0]
             if key in LOG_ARGS and ((backend in ("tensorboard", "mlflow", "wandb") and backend not in self.log_to)
                                     or not self.log_to):

@@ -365,9 +365,10 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                     result = dataclasses.replace(result, view=view_name(scope, chosen))
                 _stage(result, parquet, files)
                 top_config = with_scope(config, chosen, adaptive)
-                # Score the headline again when it changed (it takes some of this command's tasks), or when it was
-                # not complete (or never scored): samples of it may have arrived since. A complete one cannot change.
-                stale = not all(was_complete.get(t, False) for t in chosen)
+                # Score the headline again when it changed (it takes some of this command's tasks), when it was not
+                # complete (or never scored), or when a task of it is adaptive (it holds every sample drawn below
+                # 2 x --max-n): samples of it may have arrived since. A complete uniform one cannot change.
+                stale = not all(was_complete.get(t, False) and not s.adaptive for t, s in chosen.items())
                 if chosen != scope and (chosen != headline or stale):
                     top, top_parquet = _evaluate(run_dir, top_config, chosen, top_config.adaptive, all_problems, context,
                                                  files)
