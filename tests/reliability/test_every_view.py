@@ -439,9 +439,10 @@ class Views(RuleBasedStateMachine):
         assert code == (0 if ref["complete"] else 3), err[-2000:]
         self.last_out, self.last_scope, self.last_run = out, dict(m.headline), m.run_dir
 
-    @rule(rows=st.lists(st.integers(1, 4), min_size=2, max_size=4), seed=st.integers(0, 99))
-    def score_file(self, rows: list[int], seed: int) -> None:
-        """A file of generations with uneven rows: pass@k up to the fewest, exit 0, and a note, not "re-run"."""
+    @rule(rows=st.lists(st.integers(1, 4), min_size=2, max_size=4), seed=st.integers(0, 99), then_renamed=st.booleans())
+    def score_file(self, rows: list[int], seed: int, then_renamed: bool) -> None:
+        """A file of generations with uneven rows: pass@k up to the fewest, exit 0, and a note, not "re-run". Then,
+        drawn, the same command on a file whose answer key was renamed: it fails and leaves the import whole."""
         f = self.tmp / "gens.jsonl"
         with open(f, "w") as out_f:
             for i, count in enumerate(rows):
@@ -457,17 +458,13 @@ class Views(RuleBasedStateMachine):
         keys = tuple(d["key"] for d in read_store(out_dir)[0]["gens"])
         self.imports = Model(run_dir=out_dir)
         self.record(self.imports, {"gens": Scope(keys, max(rows), imported=True)}, code, out, out_dir)
-
-    @precondition(lambda self: self.imports.run_dir is not None)
-    @rule()
-    def score_file_with_a_renamed_answer_key(self) -> None:
-        """It fails (the answers are not found) and every file of the earlier import stays as it was."""
-        f = self.tmp / "renamed.jsonl"
-        f.write_text(json.dumps({"problem": "What is $3 + 1$?", "solution_value": "4", "gen": ["\\boxed{4}"]}) + "\n")
-        before = self.snapshot()
-        code, _, err = self.main("score", str(f), "--output-dir", str(self.imports.run_dir), "--grading-workers", "1")
-        assert code == 2 and "no answer field" in err, err[-2000:]
-        assert self.snapshot() == before
+        if then_renamed:  # it fails (the answers are not found) and every file of the import stays as it was
+            f.write_text("".join(json.dumps({**json.loads(line), "solution_value": json.loads(line)["answer"],
+                                             "answer": None}) + "\n" for line in f.read_text().splitlines()))
+            before = self.snapshot()
+            code, _, err = self.main("score", str(f), "--output-dir", str(out_dir), "--grading-workers", "1")
+            assert code == 2 and "no answer field" in err, err[-2000:]
+            assert self.snapshot() == before
 
     @rule()
     def run_against_a_server_that_fails_every_request(self) -> None:
