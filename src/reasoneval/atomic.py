@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -22,21 +23,115 @@ def temp_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
-def replace_synced(tmp: Path, path: Path) -> None:
-    """Make a finished temporary file durable and move it over `path` (for writers that own the file, like
-    Parquet's), then sync the directory so the rename itself survives a power cut."""
-    fd = os.open(tmp, os.O_RDONLY)
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+
+
+def _fsync_dir(path: Path) -> None:
     with contextlib.suppress(OSError):  # some filesystems cannot open or fsync a directory
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        _fsync(path)
+
+
+def replace_synced(tmp: Path, path: Path) -> None:
+    """Make a finished temporary file durable and move it over `path` (for writers that own the file, like
+    Parquet's), then sync the directory so the rename itself survives a power cut."""
+    _fsync(tmp)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+class FileSet:
+    """Files (and folders) that change together, or not at all: each is written to a temporary beside its target
+    (`temp(target)`, `temp_dir(target)`), and `commit()` moves them all over their targets once every one is
+    written. A command that fails before the commit (an error, a full disk) leaves every target as it was and
+    removes the temporaries (`with FileSet() as files:` commits at the end of the block, or aborts on an error).
+    The moves at the commit are renames, done one after another: nothing is written then."""
+
+    def __init__(self) -> None:
+        self._files: dict[Path, Path] = {}  # target -> temporary
+        self._dirs: dict[Path, Path] = {}
+        self._scratch: list[Path] = []
+
+    def temp(self, target: Path | str) -> Path:
+        target = Path(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._files.setdefault(target, temp_path(target))
+        tmp.unlink(missing_ok=True)  # left by an earlier process of the same pid
+        return tmp
+
+    def temp_dir(self, target: Path | str) -> Path:
+        """A temporary folder to fill, which replaces `target` (a folder, possibly absent) at the commit."""
+        target = Path(target)
+        tmp = self._dirs.setdefault(target, temp_path(target))
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        return tmp
+
+    def scratch(self, near: Path | str) -> Path:
+        """A temporary beside `near` whose target is decided later (`adopt`); removed if never adopted."""
+        near = Path(near)
+        tmp = near.with_name(f".{near.name}.{os.getpid()}.{len(self._scratch)}.scratch")
+        tmp.unlink(missing_ok=True)
+        self._scratch.append(tmp)
+        return tmp
+
+    def adopt(self, scratch: Path, target: Path | str) -> None:
+        """`scratch` (written) replaces `target` at the commit."""
+        target = Path(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._files[target] = scratch
+
+    def write_text(self, target: Path | str, text: str) -> None:
+        with open(self.temp(target), "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def write_json(self, target: Path | str, obj: Any) -> None:
+        self.write_text(target, json_text(obj))
+
+    def commit(self) -> None:
+        for tmp in self._files.values():
+            _fsync(tmp)
+        for target, tmp in self._dirs.items():
+            old = target.with_name(f".{target.name}.{os.getpid()}.old")
+            if old.exists():
+                shutil.rmtree(old)
+            if target.exists():
+                os.replace(target, old)
+            if tmp.exists():
+                os.replace(tmp, target)
+            if old.exists():
+                shutil.rmtree(old, ignore_errors=True)
+        for target, tmp in self._files.items():
+            os.replace(tmp, target)
+        for parent in {t.parent for t in [*self._files, *self._dirs]}:
+            _fsync_dir(parent)
+        for tmp in self._scratch:
+            tmp.unlink(missing_ok=True)  # never adopted
+        self._files.clear()
+        self._dirs.clear()
+        self._scratch.clear()
+
+    def abort(self) -> None:
+        for tmp in [*self._files.values(), *self._scratch]:
+            tmp.unlink(missing_ok=True)
+        for tmp in self._dirs.values():
+            shutil.rmtree(tmp, ignore_errors=True)
+        self._files.clear()
+        self._dirs.clear()
+        self._scratch.clear()
+
+    def __enter__(self) -> FileSet:
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
 
 
 @contextlib.contextmanager

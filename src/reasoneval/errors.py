@@ -19,8 +19,10 @@ class RunIncomplete(Exception):
 
     def __init__(self, summary: Any) -> None:
         missing = sum(t.num_missing for t in summary.tasks.values())
-        super().__init__(f"{missing} sample(s) are missing or failed (see run.log); summary.json has "
-                         f"\"complete\": false. Re-run the same command to generate them: {summary.run_dir}")
+        where = (f"this command's table (in {summary.files_dir}) has \"complete\": false, and the run's headline "
+                 "is as it was" if getattr(summary, "view", None) else "summary.json has \"complete\": false")
+        super().__init__(f"{missing} sample(s) are missing or failed (see run.log); {where}. Re-run the same command "
+                         f"to generate them: {summary.run_dir}")
         self.summary = summary
 
 

@@ -70,7 +70,9 @@ def make_run(make_server: Callable[..., Any], tmp_path: Path, model: str, correc
                 reply = Reply(text=response(i, j, said), completion_tokens=tokens(i, j))
             replies[sample_seed(seed, TASK, key, j)] = reply
     server = make_server(model=model, responder=lambda body: replies[body["seed"]])
-    result = reasoneval.evaluate(base_url=server.base_url, model=model, data_dir=str(data_dir), tasks=[TASK], n=n,
+    # n: the sample indices the replies cover; an adaptive run (target_se) draws its own number of them
+    sampled = {} if "target_se" in options else {"n": n}
+    result = reasoneval.evaluate(base_url=server.base_url, model=model, data_dir=str(data_dir), tasks=[TASK],
                                  seed=seed, output_dir=str(tmp_path / "results"), retry_backoff=0.01,
-                                 grading_workers=1, progress=False, print_table=False, **options)
+                                 grading_workers=1, progress=False, print_table=False, **sampled, **options)
     return Path(result.run_dir)

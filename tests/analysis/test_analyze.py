@@ -73,6 +73,11 @@ def test_cli_table_json_markdown(run: Path, capsys: pytest.CaptureFixture[str]) 
     assert d["tasks"]["math500"]["se_vs_k"][0]["k"] == 1 and d["tasks"]["math500"]["disjoint_subsets"]
     assert main(["analyze", str(run), "--markdown"]) == 0
     assert "| math500 | 1 |" in capsys.readouterr().out
+    # a target no number of samples reaches with these problems says so in words
+    assert main(["analyze", str(run), "--target-se", "0.001"]) == 0
+    out = capsys.readouterr().out
+    assert "math500: SE 0.10 points is not reachable with 20 problems, whatever the samples (about " in out
+    assert "needs not reachable" not in out
 
 
 def test_target_se_says_what_an_adaptive_run_would_spend() -> None:
@@ -84,3 +89,13 @@ def test_target_se_says_what_an_adaptive_run_would_spend() -> None:
     c = rng.binomial(16, p_true)
     tg = target_se(n, c, 0.003)
     assert tg.adaptive_samples is not None and 4 * 150 <= tg.adaptive_samples < tg.k_for_resample * 150
+
+
+def test_an_adaptive_run_is_analysed_for_k_up_to_its_fewest_samples(make_openai_server: object, tmp_path: Path) -> None:
+    """Problems sampled 4 to 16 times: every row of `analyze` is over all problems (k <= 4), none over the few that
+    reached more (it reported those rows, from a subset)."""
+    d = make_run(make_openai_server, tmp_path, "model-a", correct, q=Q, n=32, target_se=3.0, max_n=16, concurrency=4)
+    an = analyze_run(d, draws=200, seed=1)
+    [t] = an.tasks
+    fewest = min(json.loads((d / "summary.json").read_text())["tasks"]["math500"].get("samples_per_problem", [16]))
+    assert fewest < 16 and [r.k for r in t.se][-1] == fewest and all(r.stderr is not None for r in t.se)

@@ -61,14 +61,31 @@ def test_checkpoints_by_step_times_task_and_metric_in_csv_and_markdown(make_open
 
     assert main(["runs", str(tmp_path / "results"), "--by-checkpoint", "--markdown"]) == 0
     md = capsys.readouterr().out.splitlines()
-    assert md[0] == "| " + " | ".join(["checkpoint", "step", *fields]) + " |"
-    assert md[1] == "|---|---|" + "|".join(["---:"] * len(fields)) + "|"
+    assert md[0] == "| " + " | ".join(["training run", "checkpoint", "step", *fields]) + " |"
+    assert md[1] == "|---|---|---|" + "|".join(["---:"] * len(fields)) + "|"
     assert len(md) == 5  # three checkpoints
     s = summaries["step_600"]["tasks"][TASK]
-    assert md[3].startswith(f"| step_600 | 600 | {s['mean']:.4f} ± {s['stderr']:.4f} |")
-    assert [line.split(" | ")[0] for line in md[2:]] == ["| global_step300", "| step_600", "| checkpoint-1200"]
+    assert md[3].startswith(f"| run7 | step_600 | 600 | {s['mean']:.4f} ± {s['stderr']:.4f} |")
+    assert [line.split(" | ")[1] for line in md[2:]] == ["global_step300", "step_600", "checkpoint-1200"]
 
     # Only some metrics, for a narrower table.
     assert main(["runs", str(tmp_path / "results"), "--by-checkpoint", "--markdown", "--metric", "pass@1"]) == 0
     md = capsys.readouterr().out.splitlines()
-    assert md[0] == f"| checkpoint | step | {TASK}/pass@1 | {TASK} (gsm8k_wei, 2-shot)/pass@1 | {TASK} (gsm8k_wei, 3-shot)/pass@1 |"
+    assert md[0] == (f"| training run | checkpoint | step | {TASK}/pass@1 | {TASK} (gsm8k_wei, 2-shot)/pass@1 | "
+                     f"{TASK} (gsm8k_wei, 3-shot)/pass@1 |")
+
+
+def test_two_training_runs_with_one_checkpoint_name_are_two_rows(make_openai_server: Any, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """run7/checkpoint-100 and run8/checkpoint-100 in one results folder: each keeps its own figures (they were
+    one row holding run8's, run7's gone)."""
+    runs = {name: make_run(make_openai_server, tmp_path, name, lambda i, j, s=s: j < s, q=Q, n=K)
+            for name, s in (("run7/checkpoint-100", 1), ("run8/checkpoint-100", 3), ("run8/checkpoint-50", 2))}
+    means = {name: json.loads((d / "summary.json").read_text())["tasks"][TASK]["mean"] for name, d in runs.items()}
+    assert len(set(means.values())) == 3
+    assert main(["runs", str(tmp_path / "results"), "--by-checkpoint", "--csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    got = [(r["training_run"], r["checkpoint"], r["step"], float(r[f"{TASK}/pass@1"])) for r in rows]
+    assert got == [("run7", "checkpoint-100", "100", means["run7/checkpoint-100"]),
+                   ("run8", "checkpoint-50", "50", means["run8/checkpoint-50"]),
+                   ("run8", "checkpoint-100", "100", means["run8/checkpoint-100"])]

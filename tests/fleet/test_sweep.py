@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from reasoneval.errors import UserError
 from tests.fixtures.openai_server import OpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/<area>/this file)
@@ -168,7 +169,7 @@ def test_a_sweep_of_checkpoints_can_be_greedy_and_few_shot_for_every_job(tmp_pat
     from reasoneval.fleet.jobs import load_jobs
 
     jobs_file = tmp_path / "jobs.yaml"
-    jobs_file.write_text("defaults: {tasks: [gsm8k], greedy: true, num_fewshot: 4, api: completions, n: 8}\n"
+    jobs_file.write_text("defaults: {tasks: [gsm8k], greedy: true, num_fewshot: 4, api: completions}\n"
                          "models:\n  - {model: step-100, model_path: ckpt/step-100, engine: vllm}\n"
                          "  - {model: step-200, num_fewshot: 8}\n")
     first, second = load_jobs(jobs_file)
@@ -178,6 +179,10 @@ def test_a_sweep_of_checkpoints_can_be_greedy_and_few_shot_for_every_job(tmp_pat
         assert (job.config.temperature, job.config.top_p, job.config.n) == (0.0, 1.0, 1)
         assert job.config.api == "completions"
     assert (first.config.num_fewshot, second.config.num_fewshot) == (4, 8)
+    # greedy sets n = 1: an n beside it would be ignored, so it is an error (it was dropped without a word)
+    jobs_file.write_text("defaults: {tasks: [gsm8k], greedy: true, n: 8}\nmodels: [step-100]\n")
+    with pytest.raises(UserError, match=r"--greedy sets --temperature 0 --top-p 1 --n 1, so --n would be ignored"):
+        load_jobs(jobs_file)
 
 
 @pytest.mark.usefixtures("ray_cluster")

@@ -112,11 +112,10 @@ def test_incomplete_problems_use_the_samples_present() -> None:
     m = task_metrics(outs, 4).to_json_dict()
     assert m["num_missing"] == 2
     assert m["mean"] == pytest.approx(0.5)  # (2/4 + 1/2) / 2
-    # pass@k for k <= 2 uses both problems, for k > 2 only the complete one.
-    assert m["pass_at_k"]["2"] == pytest.approx((pass_at_k(4, 2, 2) + pass_at_k(2, 1, 2)) / 2)
-    assert m["pass_at_k"]["3"] == pytest.approx(pass_at_k(4, 2, 3))
-    assert m["pass_at_k_stderr"]["3"] is None  # one problem: no spread to measure
-    assert m["maj_at_k"]["4"] == pytest.approx(0.5)  # a: tie 2-2 -> 1/2; b left out
+    # pass@k and maj@k over both problems, so only up to k = 2 (b's samples): above it they would be a's alone.
+    assert m["pass_at_k"] == {"1": pytest.approx(0.5), "2": pytest.approx((pass_at_k(4, 2, 2) + pass_at_k(2, 1, 2)) / 2)}
+    assert list(m["maj_at_k"]) == ["1", "2"] and list(m["pass_at_k_stderr"]) == ["1", "2"]
+    assert m["samples_per_problem"] == [2, 4]  # the header says "2–4 per problem", not K = 4
     no_nan(m)
 
 
@@ -130,7 +129,7 @@ def test_problem_with_no_samples_and_single_problem_give_none_not_nan() -> None:
     json.dumps(m, allow_nan=False)
     empty = task_metrics([outcome("b", [], missing=2)], 2).to_json_dict()
     assert empty["mean"] is None and empty["stderr_resample"] is None
-    assert empty["pass_at_k"] == {"1": None, "2": None}
+    assert empty["pass_at_k"] == {} and empty["maj_at_k"] == {}  # no problem has a sample: no k is defined
     assert empty["tokens"] == {"mean": None, "median": None, "p90": None, "max": None}
     assert empty["truncation_rate"] is None and empty["no_answer_rate"] is None
     json.dumps(empty, allow_nan=False)

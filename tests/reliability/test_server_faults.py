@@ -159,3 +159,46 @@ def test_a_sample_that_keeps_failing_is_counted_not_graded_wrong(make_openai_ser
     assert len(failed) == 2 and all("no choices" in d["error"] and d["attempts"] == 2 for d in failed)
     # The missing samples are not counted as wrong: problems 1 and 2 are graded on their own samples.
     assert t["num_problems"] == 3
+
+
+# ---- a server that answers but cannot serve: the breaker, and refusals no retry fixes ----------------------
+
+def test_a_server_that_answers_every_request_with_500_stops_in_under_15_s_with_exit_4(
+        make_openai_server: Callable[..., OpenAIServer], tmp_path: Path) -> None:
+    """Before the breaker: `--tasks aime24 --n 16` took ~280 s, 3,360 requests and 480 warnings, then exit 3.
+    Default retries and backoff, as a user runs it."""
+    write_data(tmp_path / "data", {"aime24": 30})
+    server = make_openai_server(responder=arith_reply, fault_rates={"http500": 1.0})
+    args = [a for a in run_args(server.base_url, tmp_path, "--tasks", "aime24", "--n", "16") if a not in ("--retry-backoff", "0.01")]
+    t0 = time.monotonic()
+    r = cli(*args, timeout=120)
+    elapsed = time.monotonic() - t0
+    last = assert_clean_error(r, 4, r"the server answered \d+ requests in a row with an error and none succeeded for \d+ s")
+    assert elapsed < 15, elapsed
+    assert "HTTP 500: Internal server error (injected fault)." in last and "(the last was aime24/aime24-" in last
+    assert "re-run the same command to resume" in last
+    assert server.count_requests() < 480  # not 480 samples x 7 attempts
+    assert r.stderr.count(" failed after ") == 0  # no warning per sample
+
+
+def test_a_permanent_400_stops_at_the_first_response_with_the_servers_message(
+        make_openai_server: Callable[..., OpenAIServer], tmp_path: Path) -> None:
+    write_data(tmp_path / "data", {"aime24": 30})
+    server = make_openai_server(responder=arith_reply, fault_rates={"max_tokens_too_large": 1.0})
+    r = cli(*run_args(server.base_url, tmp_path, "--tasks", "aime24", "--n", "16", "--concurrency", "1"))
+    last = assert_clean_error(r, 2, r"the server refused aime24/aime24-\d+ sample 0, max_tokens 32768: HTTP 400: "
+                                    r"max_tokens is too large: 32768\. This model supports at most 4096 completion tokens")
+    assert "lower --max-tokens" in last and "No retry can fix that" in last
+    assert server.count_requests() == 1 and r.stderr.count("max_tokens is too large") == 1
+
+
+def test_a_server_that_answers_half_its_requests_with_503_still_completes(
+        make_openai_server: Callable[..., OpenAIServer], tmp_path: Path) -> None:
+    write_data(tmp_path / "data", TASKS)
+    server = make_openai_server(responder=arith_reply, fault_rates={"http503": 0.5}, fault_seed=11)
+    r = cli(*run_args(server.base_url, tmp_path, "--tasks", "aime24,math500", "--n", "4", "--max-retries", "20", "--json"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads(r.stdout)
+    assert summary["complete"] is True and summary["timing"]["generated"] == 60 and summary["timing"]["failed"] == 0
+    faulted = server.count_requests() - server.count_requests(faulted=False)
+    assert summary["timing"]["errors"] == faulted and 0.3 < faulted / server.count_requests() < 0.7

@@ -46,12 +46,11 @@ def mlflow_history(uri: str, experiment: str = "reasoneval") -> tuple[Any, dict[
                  for k in run.data.metrics}
 
 
-def wandb_history(wandb_dir: Path) -> tuple[list[str], list[dict[str, Any]]]:
-    """Run names and history rows of the offline runs under wandb_dir: the `.wandb` file is a log of W&B's
-    `Record` protobufs in 32 KiB blocks of (crc32, length, type) chunks after a 7-byte header."""
+def wandb_records(wandb_dir: Path) -> Iterator[Any]:
+    """The `Record` protobufs of the offline runs under wandb_dir: the `.wandb` file is a log of W&B's records in
+    32 KiB blocks of (crc32, length, type) chunks after a 7-byte header."""
     from wandb.proto import wandb_internal_pb2 as pb
 
-    names, rows = [], []
     for path in sorted(glob.glob(str(wandb_dir / "wandb" / "offline-run-*" / "*.wandb"))):
         data = Path(path).read_bytes()
         assert data[:4] == b":W&B"
@@ -69,11 +68,39 @@ def wandb_history(wandb_dir: Path) -> tuple[list[str], list[dict[str, Any]]]:
                 record = pb.Record()
                 record.ParseFromString(chunk)
                 chunk = b""
-                if record.HasField("run"):
-                    names.append(record.run.display_name)
-                if record.HasField("history"):
-                    rows.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item})
+                yield record
+
+
+def wandb_history(wandb_dir: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """Run names and history rows of the offline runs under wandb_dir."""
+    names, rows = [], []
+    for record in wandb_records(wandb_dir):
+        if record.HasField("run"):
+            names.append(record.run.display_name)
+        if record.HasField("history"):
+            rows.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item})
     return names, rows
+
+
+def wandb_config(wandb_dir: Path) -> dict[str, Any]:
+    """The config the offline runs under wandb_dir recorded (the last value of each key)."""
+    out: dict[str, Any] = {}
+    for record in wandb_records(wandb_dir):
+        if record.HasField("config"):
+            out.update({i.key: json.loads(i.value_json) for i in record.config.update})
+    return out
+
+
+def tensorboard_hparams(log_dir: Path) -> dict[str, Any]:
+    """The newest HParams record in the event files under log_dir (TensorBoard's own loader and protos)."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    records = [(e.wall_time, v.metadata.plugin_data.content) for path in sorted(log_dir.glob("events.out.tfevents.*"))
+               for e in EventFileLoader(str(path)).Load() for v in e.summary.value
+               if v.tag == "_hparams_/session_start_info"]
+    info = plugin_data_pb2.HParamsPluginData.FromString(max(records)[1]).session_start_info
+    return {k: getattr(v, v.WhichOneof("kind")) for k, v in info.hparams.items()}
 
 
 @pytest.fixture
@@ -149,6 +176,53 @@ def test_run_logs_every_task_once_to_each_backend(make_openai_server: Any, tmp_p
         assert tb[key] == [(0, pytest.approx(value, rel=1e-6))], key  # TensorBoard keeps float32
         assert ml[key.replace("@", "_at_").replace(",", "_")] == [(0, pytest.approx(value, rel=1e-12))], key
         assert rows[0][key] == pytest.approx(value, rel=1e-12), key
+
+
+def test_the_step_is_the_served_models_and_each_backend_records_the_settings(
+        make_openai_server: Any, tmp_path: Path, offline_wandb: Path) -> None:
+    """`--model` left out: the server's only model, `run7/checkpoint-300`, was evaluated, so its figures go at step 300
+    (they went to step 0: the step was read from the absent --model); and the run's settings are each backend's
+    run-level record, read back with its own reader (they were not logged at all)."""
+    from reasoneval.cli.main import main
+
+    write_data_dir(tmp_path / "data")
+    server = make_openai_server(model="run7/checkpoint-300", script={"": "\\boxed{4}"})
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = [a for a in base_args(server, tmp_path, "--tasks", "aime24,math500", "--n", "3", "--temperature", "0.7",
+                                 "--top-p", "0.9", "--max-tokens", "512", "--seed", "7", "--log-to", "tensorboard,mlflow,wandb",
+                                 "--mlflow-tracking-uri", uri, "--tensorboard-dir", str(tmp_path / "tb"),
+                                 "--log-run-name", "eval")
+            if a not in ("--model", "test-model")]
+    assert main(args) == 0
+    (run_dir,) = (tmp_path / "results" / "run7--checkpoint-300").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    tb = tensorboard_scalars(tmp_path / "tb" / "eval")
+    run, ml = mlflow_history(uri)
+    _, rows = wandb_history(offline_wandb)
+    assert tb["aime24/pass@1"] == [(300, pytest.approx(summary["tasks"]["aime24"]["mean"]))]
+    assert ml["aime24/pass_at_1"] == [(300, pytest.approx(summary["tasks"]["aime24"]["mean"]))]
+    assert rows[0]["checkpoint_step"] == 300
+    want = {"n": 3, "temperature": 0.7, "top_p": 0.9, "max_tokens": 512, "seed": 7, "prompt_style": "default",
+            "engine": "openai", "api": "chat", "task_version/aime24": "1", "task_version/math500": "1",
+            "model": "run7/checkpoint-300"}
+    hp = tensorboard_hparams(tmp_path / "tb" / "eval")
+    params = run.data.params
+    config = wandb_config(offline_wandb)
+    for key, value in want.items():
+        assert hp[key] == pytest.approx(value) if isinstance(value, float) else hp[key] == value, key
+        assert params[key] == str(value), key
+        assert config[key] == value, key
+    assert hp["reasoneval_version"] == params["reasoneval_version"] == config["reasoneval_version"] != ""
+
+
+def test_a_sweep_records_a_jobs_other_settings_under_its_step() -> None:
+    from reasoneval.report.dashboards import Dashboards
+
+    d = Dashboards()
+    key = ("mlflow", "jobs")
+    assert d._new_params(key, {"n": 4, "temperature": 0.6}, 100) == {"n": 4, "temperature": 0.6}
+    assert d._new_params(key, {"n": 4, "temperature": 0.6}, 200) == {}  # recorded already
+    assert d._new_params(key, {"n": 16, "temperature": 0.6}, 300) == {"n.step_300": 16}  # a job with another K
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

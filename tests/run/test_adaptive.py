@@ -24,16 +24,16 @@ def _outcome(key: str, correct: list[bool], crossfit_: bool = False) -> ProblemO
                           indices=list(range(k)), crossfit=crossfit_)
 
 
-def test_unequal_samples_each_problem_weighs_the_same_and_pass_at_k_keeps_to_problems_that_have_k() -> None:
+def test_unequal_samples_each_problem_weighs_the_same_and_pass_at_k_stops_at_the_fewest() -> None:
     a = _outcome("a", [True] * 2)  # 2 samples, 100%
     b = _outcome("b", [True] + [False] * 7)  # 8 samples, 12.5%
     m = task_metrics([a, b], 8)
     assert m.mean == pytest.approx((1.0 + 0.125) / 2)  # not 3/10 pooled
     assert m.stderr == pytest.approx(np.std([1.0, 0.125], ddof=1) / np.sqrt(2))
     assert m.stderr_resample == pytest.approx(float(stderr_resample(np.array([1.0, 0.125]), np.array([2, 8]))))
-    # pass@4 only from the problem with >= 4 samples
-    assert m.pass_at_k[4] == pytest.approx(float(pass_at_k_matrix(np.array([8]), np.array([1]), 8)[0, 3]))
-    assert m.maj_at_k[2] is not None and m.maj_at_k[4] == 0.0  # maj@4 of b alone: the wrong class wins
+    # pass@k and maj@k over both problems: only for k <= 2, a's samples (pass@4 of b alone would be a subset's)
+    assert list(m.pass_at_k) == [1, 2] and list(m.maj_at_k) == [1, 2] and m.samples_per_problem == (2, 8)
+    assert m.pass_at_k[2] == pytest.approx((1.0 + float(pass_at_k_matrix(np.array([8]), np.array([1]), 8)[0, 1])) / 2)
     by_level = breakdown([a, b], {"a": {"level": 1}, "b": {"level": 1}}, "level")
     assert by_level["1"].mean == pytest.approx(m.mean)
 
@@ -78,7 +78,9 @@ def test_the_table_and_report_show_the_target_and_the_histogram(tmp_path: Path, 
                      "--concurrency", "4", "--no-progress", "--grading-workers", "1"])
     assert code == 0
     out = capsys.readouterr().out
-    assert "aime24: target SE 4 points met" in out and "uniform K = " in out
+    assert "aime24: target re-run SE 4 points met: re-run SE " in out and "uniform K = " in out
+    # the SE the target is about, told apart from the table's ± (which also counts which problems were drawn)
+    assert "the table's ± " in out
     run_dir = next((tmp_path / "r").rglob("summary.json")).parent
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["adaptive"]["aime24"]["met"] and summary["config"]["adaptive"]["target_se"] == 4.0
@@ -120,7 +122,7 @@ def test_a_uniform_run_extended_by_target_se_keeps_its_samples_and_a_budget_caps
 
 
 @pytest.mark.parametrize(("extra", "pattern"), [
-    (["--target-se", "0"], "--target-se must be positive"),
+    (["--target-se", "0"], "--target-se is the re-run SE to reach, in points of accuracy, above 0 and below 25"),
     (["--target-se", "1", "--max-n", "0"], "--max-n must be at least 1"),
     (["--target-se", "1", "--budget-samples", "0"], "--budget-samples must be at least 1"),
     (["--target-se", "1", "--greedy"], "--target-se needs sampling"),

@@ -82,12 +82,12 @@ def test_old_spellings_still_work_and_say_the_new_one(caplog: pytest.LogCaptureF
     logger = logging.getLogger("reasoneval")
     logger.addHandler(caplog.handler)
     try:
-        cfg = config_from_args(_run_parser().parse_args(["--question-key", "q"]))
+        cfg = config_from_args(_run_parser().parse_args(["--data", "d.jsonl", "--question-key", "q"]))
     finally:
         logger.removeHandler(caplog.handler)
     assert cfg.problem_key == "q"
     assert "--question-key is an old spelling of --problem-key" in caplog.text
-    assert config_from_args(_run_parser().parse_args(["--problem-key", "q"])).problem_key == "q"
+    assert config_from_args(_run_parser().parse_args(["--data", "d.jsonl", "--problem-key", "q"])).problem_key == "q"
     assert rename_old_keys(EvalConfig, {"question_key": "q"}, "jobs.yaml") == {"problem_key": "q"}
 
 

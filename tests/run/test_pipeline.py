@@ -328,9 +328,9 @@ def test_progress_degrades_to_log_lines_off_a_terminal(make_openai_server: Any, 
     args = [a for a in base_args(server, tmp_path, "--tasks", "aime24", "--n", "2") if a != "--no-progress"]
     r = cli(*args)
     assert r.returncode == 0, r.stderr
-    assert "generated 6/6 samples" in r.stderr and "tok/s" in r.stderr
+    assert "samples 6/6 done: 6 generated, 0 failed" in r.stderr and "tok/s" in r.stderr
     run_log = next((tmp_path / "results" / "test-model").glob("*/run.log")).read_text()
-    assert "generated 6/6 samples" in run_log
+    assert "samples 6/6 done: 6 generated, 0 failed" in run_log
 
 
 def test_tasks_command_lists_sizes_sources_and_local_data(tmp_path: Path, data: Path) -> None:

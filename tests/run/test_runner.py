@@ -9,7 +9,7 @@ import pytest
 
 from reasoneval.engines.base import EngineError, EngineInfo
 from reasoneval.engines.openai import OpenAIEngine
-from reasoneval.errors import EngineDown
+from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request, SamplingParams
 from reasoneval.results.store import SampleStore
 from reasoneval.run.runner import RetryPolicy, ServerDown, generate
@@ -69,13 +69,61 @@ def test_retries_recover_every_sample_exactly_once(make_openai_server: Any, tmp_
     assert stats.requests == server.count_requests()
 
 
-def test_non_retryable_error_is_journaled_as_failed(make_openai_server: Any, tmp_path: Path) -> None:
-    server = make_openai_server()
-    server.fail_next(1, "context_length")  # a 400 without a usable prompt size is not retried forever
-    stats = run_gen(server, tmp_path, requests(5), concurrency=1)
+def test_a_prompt_longer_than_the_context_fails_only_its_samples(make_openai_server: Any, tmp_path: Path) -> None:
+    server = make_openai_server(max_model_len=12)  # "problem 3" and its role markers: 6 tokens; longer ones do not fit
+    reqs = requests(10)
+    for i in (2, 7):  # problem 2: a prompt of 40 words
+        reqs[i] = Request(task="t", problem_key="k2", problem_id="p2", index=i // 5, seed=i, params=SamplingParams(max_tokens=4),
+                          messages=({"role": "user", "content": "problem 2 " + "word " * 40},))
+    stats = run_gen(server, tmp_path, reqs, concurrency=1)
     st = SampleStore(tmp_path).scan()
-    assert stats.done + stats.failed == 5
-    assert len(st.ok) + len(st.failed) == 5
+    assert stats.done == 8 and stats.failed == 2 and {k[1] for k in st.failed} == {"k2"}
+
+
+def test_a_refusal_no_retry_fixes_stops_at_the_first_response(make_openai_server: Any, tmp_path: Path) -> None:
+    """A 400 the server will give every request (OpenAI's "max_tokens is too large"): one line with the server's
+    message and what to change, after one request, not one warning per sample."""
+    server = make_openai_server(fault_rates={"max_tokens_too_large": 1.0})
+    with pytest.raises(UserError) as e:
+        run_gen(server, tmp_path, requests(20, max_tokens=32768), concurrency=1)
+    assert str(e.value).startswith("the server refused t/p0 sample 0, max_tokens 32768: HTTP 400: max_tokens is too "
+                                   "large: 32768. This model supports at most 4096 completion tokens")
+    assert "lower --max-tokens" in str(e.value) and "\n" not in str(e.value)
+    assert server.count_requests() == 1 and not SampleStore(tmp_path).scan().failed
+
+
+BREAKER = RetryPolicy(max_retries=8, backoff_base_s=0.05, backoff_cap_s=0.1, breaker_after=5, breaker_window_s=0.5,
+                      breaker_burst=1000)
+
+
+def test_the_breaker_stops_a_server_that_answers_every_request_with_an_error(make_openai_server: Any,
+                                                                             tmp_path: Path) -> None:
+    server = make_openai_server(fault_rates={"http500": 1.0})
+    t0 = time.monotonic()
+    with pytest.raises(EngineDown) as e:
+        run_gen(server, tmp_path, requests(50), concurrency=4, policy=BREAKER)
+    assert time.monotonic() - t0 < 3  # the window (0.5 s), not 50 samples x 9 attempts
+    assert "answered" in str(e.value) and "HTTP 500: Internal server error (injected fault)" in str(e.value)
+    assert "(the last was t/p" in str(e.value) and server.count_requests() < 60
+
+
+def test_the_breaker_waits_while_the_server_holds_requests(make_openai_server: Any, tmp_path: Path) -> None:
+    """Most requests fail at once and keep failing past the breaker's window, but the ones the server takes are
+    answered after longer than that: the server is generating, so the run goes on and completes."""
+    server = make_openai_server(delay_s=2.0)
+    server.fail_next(30, "http500", contains="problem 1")  # ~1.5 s of failures, past the window, while 4 are held
+    policy = RetryPolicy(max_retries=60, backoff_base_s=0.05, backoff_cap_s=0.05, breaker_after=3, breaker_window_s=0.5,
+                         breaker_burst=1000)
+    stats = run_gen(server, tmp_path, requests(5), concurrency=5, policy=policy)
+    assert stats.done == 5 and stats.failed == 0 and stats.errors == 30
+
+
+def test_a_burst_of_failures_on_every_slot_trips_the_breaker_at_once(make_openai_server: Any, tmp_path: Path) -> None:
+    server = make_openai_server(fault_rates={"http500": 1.0})
+    policy = RetryPolicy(max_retries=0, backoff_base_s=0.01, breaker_after=5, breaker_window_s=60, breaker_burst=4)
+    with pytest.raises(EngineDown, match="answered 12 requests in a row with an error"):  # 4 + 2 x concurrency
+        run_gen(server, tmp_path, requests(200), concurrency=4, policy=policy)
+    assert server.count_requests() < 30
 
 
 def test_context_limit_lowers_max_tokens_once(make_openai_server: Any, tmp_path: Path) -> None:

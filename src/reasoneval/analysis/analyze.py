@@ -151,7 +151,8 @@ def analyze_run(run_dir: Path | str, *, target: float | None = None, draws: int 
         trows = rows.get(t, [])
         n, c = _counts(trows)
         ses, spread = [], []
-        for k in maj_ks(result.n):
+        # k up to the fewest samples a problem has (like pass@k: a k-subset of a problem needs k samples)
+        for k in maj_ks(int(n.min())) if len(n) else []:
             closed = m.se_vs_k.get(k)
             ses.append(SERow(k=k, stderr=closed.stderr if closed else None,
                              stderr_subsampled=subsampled_stderr(n, c, k, draws, rng),

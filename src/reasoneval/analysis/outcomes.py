@@ -52,12 +52,13 @@ def results_path(run_dir: Path) -> Path:
     return path
 
 
-def iter_problem_rows(run_dir: Path, columns: Sequence[str] = OUTCOME_COLUMNS, batch_size: int = 256
-                      ) -> Iterator[dict[str, object]]:
+def iter_problem_rows(run_dir: Path, columns: Sequence[str] = OUTCOME_COLUMNS, batch_size: int = 256,
+                      path: Path | None = None) -> Iterator[dict[str, object]]:
     """results.parquet rows as dicts, one row group at a time (the writer bounds a row group to ~8 MB of
     responses), so memory stays bounded whatever the run's size. (`iter_batches` reads ahead: 570 MB
-    peak on a 1.7 GB run, against 130 MB this way; bench/html_report.py.)"""
-    path = results_path(run_dir)
+    peak on a 1.7 GB run, against 130 MB this way; bench/html_report.py.) path: another results file than the
+    run directory's (a view's, or one not yet moved into place)."""
+    path = path or results_path(run_dir)
     pf = pq.ParquetFile(path)
     results_version(pf.schema_arrow.metadata, path)
     have = set(pf.schema_arrow.names)

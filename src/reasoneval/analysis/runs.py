@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from reasoneval.errors import UserError
+from reasoneval.report.dashboards import Checkpoint, model_checkpoint
+from reasoneval.report.figures import sample_range, top_k
 from reasoneval.report.text import pct_se
 from reasoneval.results.schema import CONFIG_FILE, SUMMARY_FILE, RunResult, load_run
+from reasoneval.results.scope import VIEWS_DIR
 
 log = logging.getLogger("reasoneval")
 
@@ -66,15 +69,26 @@ def list_runs(root: Path, model: str | None = None, task: str | None = None) -> 
     return sorted(rows, key=lambda x: (x.result.model, x.date, x.result.run_id))
 
 
+def views_of(run_dir: Path) -> list[str]:
+    """The names of a run's views (narrower commands' results, results/scope.py), oldest first."""
+    d = Path(run_dir) / VIEWS_DIR
+    found = [v for v in d.iterdir() if (v / SUMMARY_FILE).exists()] if d.is_dir() else []
+    return [v.name for v in sorted(found, key=lambda v: ((v / SUMMARY_FILE).stat().st_mtime, v.name))]
+
+
 def table_rows(rows: list[RunRow]) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
-    """Header and cells for the table / Markdown, plus flat records for CSV (one column per figure)."""
+    """Header and cells for the table / Markdown, plus flat records for CSV (one column per figure). Each row is
+    a run's headline (summary.json: its widest complete evaluation); `views` names its narrower commands' tables."""
     tasks = list(dict.fromkeys(t for r in rows for t in r.result.tasks))
-    head = ["model", "identity", "run id", "K", *[f"{t} pass@1 ± SE (%)" for t in tasks], "complete", "date", "dir"]
+    head = ["model", "identity", "run id", "K", *[f"{t} pass@1 ± SE (%)" for t in tasks], "complete", "date", "views",
+            "dir"]
     cells, records = [], []
     for row in rows:
         r = row.result
-        line = [r.model, row.identity, r.run_id, str(r.n)]
-        rec: dict[str, Any] = {"model": r.model, "identity": row.identity, "run_id": r.run_id, "n": r.n}
+        lo, hi = sample_range(r)
+        samples = str(hi) if lo == hi else f"{lo}–{hi}"
+        line = [r.model, row.identity, r.run_id, samples]
+        rec: dict[str, Any] = {"model": r.model, "identity": row.identity, "run_id": r.run_id, "n": samples}
         for t in tasks:
             m = r.tasks.get(t)
             if m is None or m.mean is None:
@@ -83,8 +97,9 @@ def table_rows(rows: list[RunRow]) -> tuple[list[str], list[list[str]], list[dic
                 continue
             line.append(pct_se(m.mean, m.stderr))
             rec[f"{t}_pass1"], rec[f"{t}_stderr"] = m.mean, "" if m.stderr is None else m.stderr
-        line += ["yes" if r.complete else "no", row.date, str(r.run_dir)]
-        rec.update(complete=r.complete, date=row.date, run_dir=str(r.run_dir))
+        views = ", ".join(views_of(r.run_dir))
+        line += ["yes" if r.complete else "no", row.date, views, str(r.run_dir)]
+        rec.update(complete=r.complete, date=row.date, views=views, run_dir=str(r.run_dir))
         cells.append(line)
         records.append(rec)
     return head, cells, records
@@ -118,7 +133,7 @@ def checkpoint_metrics(result: RunResult) -> dict[str, tuple[float | None, float
         out[f"{t}/pass@1"] = (m.mean, m.stderr)
         for name, g in m.extra.items():
             out[f"{t}/{lmeval_name(name)}"] = (g.mean, g.stderr)
-        K = result.n
+        K = top_k(m)  # the largest k every problem of the task has (report.figures)
         if K > 1:
             out[f"{t}/pass@{K}"] = (m.pass_at_k.get(K), None)
             out[f"{t}/maj@{K}"] = (m.maj_at_k.get(K), None)
@@ -127,33 +142,38 @@ def checkpoint_metrics(result: RunResult) -> dict[str, tuple[float | None, float
     return out
 
 
-def checkpoint_table(items: list[tuple[str, int | None, RunResult]], metric: str | None = None
+def checkpoint_table(items: list[tuple[Checkpoint, RunResult]], metric: str | None = None
                      ) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
-    """(checkpoint name, training step, result) -> one row per checkpoint (its runs merged: a battery's
-    runs of one checkpoint with different settings), ordered by step then name, one column per (task,
-    metric): Markdown cells "value ± SE" as lm-eval prints them (fractions, 4 decimals); CSV records with
-    the value and a `<metric>_stderr` column, full precision. A figure two runs of a checkpoint both have
-    comes from the later run given. metric: only the columns whose metric (after `<task>/`) matches this glob."""
-    groups: dict[tuple[str, int | None], list[RunResult]] = {}
-    for name, step, result in items:
-        groups.setdefault((name, step), []).append(result)
-    keys = sorted(groups, key=lambda k: (k[1] is None, k[1] if k[1] is not None else 0, k[0]))
+    """(checkpoint, result) -> one row per checkpoint of a training run (its runs merged: a battery's runs of one
+    checkpoint with different settings; two training runs' checkpoints of one name are two rows), ordered by
+    training run, step, name; one column per (task, metric): Markdown cells "value ± SE" as lm-eval prints them
+    (fractions, 4 decimals); CSV records with the value and a `<metric>_stderr` column, full precision. A
+    "training run" column comes first when a checkpoint has one (a model path's folder). A figure two runs of a
+    checkpoint both have comes from the later run given. metric: only the columns whose metric (after `<task>/`)
+    matches this glob."""
+    groups: dict[Checkpoint, list[RunResult]] = {}
+    for point, result in items:
+        groups.setdefault(point, []).append(result)
+    keys = sorted(groups, key=lambda k: (k.training_run, k.step is None, k.step if k.step is not None else 0, k.name))
     figures = [{c: v for r in groups[k] for c, v in checkpoint_metrics(r).items()} for k in keys]
     columns = [c for c in dict.fromkeys(c for f in figures for c in f)
                if metric is None or fnmatch.fnmatch(c.split("/", 1)[1], metric)]
     with_se = {c for f in figures for c, (_, se) in f.items() if se is not None}
-    head = ["checkpoint", "step", *columns]
+    runs_column = any(k.training_run for k in keys)
+    head = [*(["training run"] if runs_column else []), "checkpoint", "step", *columns]
     cells, records = [], []
-    for (name, step), f in zip(keys, figures):
-        line = [name, "" if step is None else str(step)]
-        rec: dict[str, Any] = {"checkpoint": name, "step": "" if step is None else step}
+    for point, f in zip(keys, figures):
+        step = "" if point.step is None else str(point.step)
+        line = [*([point.training_run] if runs_column else []), point.name, step]
+        rec: dict[str, Any] = {**({"training_run": point.training_run} if runs_column else {}), "checkpoint": point.name,
+                               "step": "" if point.step is None else point.step}
         for c in columns:
             value, se = f.get(c, (None, None))
             line.append("" if value is None else f"{value:.4f}" + ("" if se is None else f" ± {se:.4f}"))
             rec[c] = "" if value is None else value
             if c in with_se:
                 rec[_stderr_name(c)] = "" if se is None else se
-        runs = groups[(name, step)]
+        runs = groups[point]
         rec.update(run_id=";".join(r.run_id for r in runs), complete=all(r.complete for r in runs),
                    run_dir=";".join(str(r.run_dir) for r in runs))
         cells.append(line)
@@ -167,12 +187,6 @@ def _stderr_name(column: str) -> str:
     return f"{metric}_stderr{comma}{filt}"
 
 
-def checkpoint_items(rows: list[RunRow]) -> list[tuple[str, int | None, RunResult]]:
-    """Each run as a checkpoint: its model's last path part, and the step in that name."""
-    from reasoneval.report.dashboards import checkpoint_step
-
-    out = []
-    for row in rows:
-        model = row.result.model
-        out.append((Path(model.rstrip("/")).name or model, checkpoint_step(model), row.result))
-    return out
+def checkpoint_items(rows: list[RunRow]) -> list[tuple[Checkpoint, RunResult]]:
+    """Each run as the checkpoint it evaluated (dashboards.model_checkpoint): its training run, name and step."""
+    return [(model_checkpoint(row.result.config), row.result) for row in rows]

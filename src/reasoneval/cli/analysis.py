@@ -11,8 +11,19 @@ from typing import Any
 from reasoneval.report.text import csv_text, markdown_table, pct, print_table
 
 
+def _one_format(a: argparse.Namespace, *names: str) -> None:
+    """Output formats are alternatives: two given would print one and ignore the other."""
+    from reasoneval.errors import UserError
+
+    chosen = [n for n in names if getattr(a, n, False)]
+    if len(chosen) > 1:
+        raise UserError(f"{' and '.join('--' + n for n in chosen)} are alternatives (one output format): give one")
+
+
 def _cmd_compare(a: argparse.Namespace) -> int:
     from reasoneval.analysis.compare import compare_runs
+
+    _one_format(a, "json", "markdown")
     from reasoneval.report.compare import compare_markdown, render_compare_table
 
     c = compare_runs(a.run_dirs)
@@ -41,8 +52,16 @@ def analysis_rows(an: Any) -> tuple[list[str], list[list[str]], list[str], list[
 
 
 def _cmd_analyze(a: argparse.Namespace) -> int:
-    from reasoneval.analysis.analyze import analyze_run
+    import math
 
+    from reasoneval.analysis.analyze import analyze_run
+    from reasoneval.errors import UserError
+
+    _one_format(a, "json", "markdown")
+    if a.target_se is not None and not (math.isfinite(a.target_se) and 0 < a.target_se < 0.5):
+        hint = f"; for {a.target_se:g} points give {a.target_se / 100:g}" if 0.5 <= a.target_se < 50 else ""
+        raise UserError(f"analyze --target-se is a fraction of 1 (0.01 = 1 point; `run --target-se` takes points), above "
+                        f"0 and below 0.5 (the largest SE an accuracy can have): got {a.target_se:g}{hint}")
     an = analyze_run(a.run_dir, target=a.target_se, draws=a.draws, seed=a.seed)
     if a.json:
         print(json.dumps(an.to_json_dict(), indent=2))
@@ -59,9 +78,10 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
         if t.target is None:
             continue
         tg = t.target
-        total = (f"{tg.k_for_stderr} samples per problem" if tg.k_for_stderr is not None else
-                 f"not reachable with {t.num_problems} problems (about {tg.problems_needed} needed)")
-        print(f"{t.task}: SE {100 * tg.target:.2f} points needs {total}; "
+        total = (f"needs {tg.k_for_stderr} samples per problem" if tg.k_for_stderr is not None else
+                 f"is not reachable with {t.num_problems} problems, whatever the samples (about {tg.problems_needed} "
+                 "problems needed)")
+        print(f"{t.task}: SE {100 * tg.target:.2f} points {total}; "
               f"sampling noise alone (SE resample) {tg.k_for_resample} samples per problem "
               f"({tg.k_for_resample * t.num_problems} samples), `run --target-se {100 * tg.target:g}` about "
               f"{tg.adaptive_samples} samples")
@@ -70,6 +90,12 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
 
 def _cmd_runs(a: argparse.Namespace) -> int:
     from reasoneval.analysis.runs import list_runs, table_rows
+    from reasoneval.errors import UserError
+
+    _one_format(a, "csv", "markdown")
+    if a.metric and not a.by_checkpoint:
+        raise UserError("--metric picks the columns of --by-checkpoint's table; the runs table has none: add "
+                        "--by-checkpoint or drop --metric")
 
     rows = list_runs(Path(a.dir), model=a.model, task=a.task)
     head, cells, records = table_rows(rows)
@@ -78,7 +104,7 @@ def _cmd_runs(a: argparse.Namespace) -> int:
         from reasoneval.analysis.runs import checkpoint_items, checkpoint_table
 
         head, cells, records = checkpoint_table(checkpoint_items(rows), metric=a.metric)
-        left = 2
+        left = head.index("step") + 1  # the text columns: training run, checkpoint, step
     if a.csv:
         print(csv_text(records), end="")
     elif a.markdown:
@@ -87,11 +113,24 @@ def _cmd_runs(a: argparse.Namespace) -> int:
         print(f"no runs under {a.dir}" + (" matching the filters" if a.model or a.task else ""), file=sys.stderr)
     else:
         print_table(head, cells, f"runs under {a.dir}", left=left)
+        print("Each row is a run's headline: its widest complete evaluation (summary.json). A narrower command "
+              "(--limit, --n, --tasks) is a view beside it (`views`, in RUN_DIR/views/); docs/reporting.md.",
+              file=sys.stderr)
     return 0
 
 
 def _cmd_export(a: argparse.Namespace) -> int:
     from reasoneval.analysis.export import ExportFilter, export_run
+    from reasoneval.errors import UserError
+
+    if a.output and a.format and Path(a.output).suffix in (".jsonl", ".json", ".parquet") and \
+            Path(a.output).suffix.lstrip(".") not in (a.format, "json" if a.format == "jsonl" else a.format):
+        raise UserError(f"-o {a.output} names a {Path(a.output).suffix} file but --format is {a.format}: give one of them")
+    if a.max_per_problem is not None and a.max_per_problem < 1:
+        raise UserError(f"--max-per-problem must be at least 1 (got {a.max_per_problem})")
+    if a.min_tokens is not None and a.max_tokens is not None and a.min_tokens > a.max_tokens:
+        raise UserError(f"--min-response-tokens {a.min_tokens} is above --max-response-tokens {a.max_tokens}: no "
+                        "response could pass")
 
     out = a.output or str(Path(a.run_dir) / ("export." + (a.format or "jsonl")))
     counts = export_run(a.run_dir, out, ExportFilter(correct_only=a.correct_only, max_per_problem=a.max_per_problem,

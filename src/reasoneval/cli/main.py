@@ -29,10 +29,16 @@ def _cmd_report(a: argparse.Namespace) -> int:
     from reasoneval.run.pipeline import score_run
 
     tasks = _csv(a.tasks) or None
-    from reasoneval.report.dashboards import check_backends, checkpoint_step, dashboard_options, log_once
+    from reasoneval.report.dashboards import LOG_ARGS, check_backends, dashboard_options, log_once, model_checkpoint
 
     log_to, log_args = dashboard_options(a)
     check_backends(log_to, log_args)
+    if a.step is not None and not log_to:
+        raise UserError("--step is the training step results are logged at with --log-to; without --log-to it does "
+                        "nothing: add --log-to NAME or drop --step")
+    if log_args and not log_to:
+        raise UserError(f"{', '.join(LOG_ARGS[k][0] for k in log_args)} are settings of --log-to, which is not "
+                        "asked for: add --log-to NAME or drop them")
     summary = score_run(a.run_dir, n=a.n, tasks=tasks, workers=a.grading_workers, grading_timeout=a.grading_timeout,
                         print_table=not a.json)
     if a.json:
@@ -47,9 +53,12 @@ def _cmd_report(a: argparse.Namespace) -> int:
     if log_to:
         from pathlib import Path
 
-        step = a.step if a.step is not None else checkpoint_step(summary.model)
+        from reasoneval.results.schema import load_run
+
+        headline = load_run(summary.run_dir) if summary.view else summary  # the dashboards show the run's headline
+        step = a.step if a.step is not None else model_checkpoint(headline.config).step
         log_once(EvalConfig(log_to=log_to, log_args=log_args, output_dir=str(Path(a.run_dir).resolve().parents[1])),
-                 summary, step)
+                 headline, step)
     if not summary.complete:
         raise RunIncomplete(summary)
     return 0
@@ -186,6 +195,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"reasoneval: error: {e}", file=sys.stderr)
         return e.exit_code
+    except OSError as e:  # a disk that is full or read-only, outside the run's own writes (which say more)
+        if a.debug:
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"reasoneval: error: {where}{e.strerror or e}; the files it was writing are as they were: free space "
+              "(or make it writable) and run the command again", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("reasoneval: interrupted; finished samples are kept, re-run the same command to resume",
               file=sys.stderr)

@@ -39,8 +39,24 @@ def add_score_parser(sub: Any, fmt: Any) -> None:
 
 
 def _cmd_score(a: argparse.Namespace) -> int:
-    from reasoneval.errors import RunIncomplete
-    from reasoneval.run.imported import score
+    from pathlib import Path
+
+    from reasoneval.errors import RunIncomplete, UserError
+    from reasoneval.run.imported import JOINED_TASKS, score
+    from reasoneval.run.options import given_flags
+
+    file_only = {"--task": a.task, "--output-dir": a.output_dir, "--problem-key": a.problem_key_name,
+                 "--answer-key": a.answer_key, "--response-key": a.response_key, "--data-dir": a.data_dir,
+                 "--scorer": a.scorer if "scorer" in given_flags(a) else None}
+    given = [flag for flag, v in file_only.items() if v is not None]
+    if Path(a.path).is_dir() and given:
+        raise UserError(f"{', '.join(given)} describe a file of generations; {a.path} is a run directory, graded with "
+                        "its own tasks and scoring: drop them")
+    joined = a.task in JOINED_TASKS or a.scorer in ("code", "ifeval")
+    ignored = [flag for flag in ("--problem-key", "--answer-key") if file_only[flag] is not None]
+    if joined and ignored:
+        raise UserError(f"{', '.join(ignored)} name a file's own problems and answers; rows of {a.task or a.scorer} "
+                        "are joined to the task's problems by id, which bring their own: drop them")
 
     s = score(a.path, n=a.n, output_dir=a.output_dir, task=a.task, scorer=a.scorer,
               problem_key_name=a.problem_key_name, answer_key=a.answer_key, response_key=a.response_key,

@@ -27,7 +27,8 @@ class EngineError(Exception):
     def __init__(self, message: str, *, retryable: bool, context_limit: int | None = None,
                  prompt_tokens: int | None = None, retry_after: float | None = None,
                  fatal: bool = False, connection: bool = False, engine_failure: bool = False,
-                 incident: str | None = None) -> None:
+                 incident: str | None = None, status: int | None = None, answered: bool = False,
+                 permanent: bool = False, hint: str | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.context_limit = context_limit
@@ -48,6 +49,22 @@ class EngineError(Exception):
         # Engine failures with the same incident are one failure (one worker death fails every request
         # of its batch); None: each counts on its own.
         self.incident = incident
+        # The server answered, with an error status (`status`: its HTTP status) or a reply that is no answer
+        # (malformed JSON, no choices): a server that answers every request so stops the run through the
+        # runner's breaker (run/runner.py), not after every sample has used up its retries.
+        self.status = status
+        self.answered = answered or status is not None
+        # A refusal no retry can fix (a 4xx: a parameter the server rejects, a max_tokens over its context, a bad
+        # key): the run stops at the first one, with the server's message and `hint`, what to change.
+        self.permanent = permanent
+        self.hint = hint
+
+    def fields(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (an EngineError crossing a process, e.g. from a Ray replica)."""
+        return {"retryable": self.retryable, "context_limit": self.context_limit, "prompt_tokens": self.prompt_tokens,
+                "retry_after": self.retry_after, "fatal": self.fatal, "connection": self.connection,
+                "engine_failure": self.engine_failure, "incident": self.incident, "status": self.status,
+                "answered": self.answered, "permanent": self.permanent, "hint": self.hint}
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,22 @@ _PROMPT_TOKENS = re.compile(
     re.I,
 )
 _RETRYABLE_STATUS = {408, 409, 425, 429}
-_FATAL_STATUS = {401, 403, 404}
+
+
+def refusal_hint(status: int, message: str) -> str:
+    """What to change when the server refuses a request with a 4xx that no retry fixes."""
+    text = message.lower()
+    if status in (401, 403):
+        return "set the API key in OPENAI_API_KEY (or the variable --api-key-env names)"
+    if status == 404:
+        return "check --model (the served name), --base-url and --api (chat or completions: the server may lack one)"
+    if status == 413:
+        return "the request is too large for the server: a shorter prompt (--num-fewshot, --system-prompt)"
+    if any(w in text for w in ("max_tokens", "max_completion_tokens", "context", "too many tokens", "too long")):
+        return ("lower --max-tokens (or give the server a longer context, e.g. vLLM's --max-model-len, "
+                "--engine-arg max_model_len=N with --engine launch)")
+    return ("check the request's settings: --extra-body, --top-k, --min-p, --stop and --api are sent as given, "
+            "and a server may not take one of them")
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -158,7 +173,7 @@ class OpenAIEngine:
     def parse_reply(self, data: Any, latency_s: float) -> Completion:
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise EngineError("server returned no choices", retryable=True)
+            raise EngineError("server returned no choices", retryable=True, answered=True)
         choice = choices[0]
         reasoning = None
         if self.api == "chat":
@@ -170,7 +185,7 @@ class OpenAIEngine:
         if text is None:
             text = ""
         if not isinstance(text, str):
-            raise EngineError("server returned a non-text answer", retryable=True)
+            raise EngineError("server returned a non-text answer", retryable=True, answered=True)
         usage = data.get("usage") or {}
         return Completion(
             text=text,
@@ -203,13 +218,6 @@ class OpenAIEngine:
         if status != 200:
             text = body.decode("utf-8", "replace")
             message = f"HTTP {status}: {_error_message(text)}"
-            if status == 400:
-                m = _CONTEXT_LIMIT.search(text)
-                if m:
-                    pm = _PROMPT_TOKENS.search(text)
-                    prompt_tokens = next((int(g) for g in pm.groups() if g), None) if pm else None
-                    raise EngineError(message, retryable=False, context_limit=int(m.group(1)),
-                                      prompt_tokens=prompt_tokens)
             if status in _RETRYABLE_STATUS or status >= 500:
                 ra = None
                 if retry_after:
@@ -217,13 +225,20 @@ class OpenAIEngine:
                         ra = float(retry_after)
                     except ValueError:
                         ra = None
-                raise EngineError(message, retryable=True, retry_after=ra)
-            raise EngineError(message, retryable=False, fatal=status in _FATAL_STATUS)
+                raise EngineError(message, retryable=True, retry_after=ra, status=status)
+            hint = refusal_hint(status, message)
+            m = _CONTEXT_LIMIT.search(text) if status == 400 else None
+            if m:
+                pm = _PROMPT_TOKENS.search(text)
+                prompt_tokens = next((int(g) for g in pm.groups() if g), None) if pm else None
+                raise EngineError(message, retryable=False, context_limit=int(m.group(1)), prompt_tokens=prompt_tokens,
+                                  status=status, permanent=True, hint=hint)
+            raise EngineError(message, retryable=False, status=status, permanent=True, hint=hint)
         try:
             data = json.loads(body)
         except ValueError:
             raise EngineError(f"server returned malformed JSON: {_short(body.decode('utf-8', 'replace'), 120)}",
-                              retryable=True) from None
+                              retryable=True, answered=True) from None
         return self.parse_reply(data, latency)
 
 

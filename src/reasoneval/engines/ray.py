@@ -163,9 +163,7 @@ class Replica:
         try:
             completion: Completion = await self._engine.generate(request)
         except EngineError as e:
-            return "error", {"message": str(e), "retryable": e.retryable, "context_limit": e.context_limit,
-                             "prompt_tokens": e.prompt_tokens, "retry_after": e.retry_after, "fatal": e.fatal,
-                             "connection": e.connection, "engine_failure": e.engine_failure,
+            return "error", {"message": str(e), **e.fields(),
                              "incident": f"replica {self.index}: {e.incident}" if e.incident else None}
         return "ok", completion
 

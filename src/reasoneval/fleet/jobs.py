@@ -155,10 +155,20 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
     options = _absolute_paths(options, base)
     options.setdefault("output_dir", str(base / "results"))
     options.update(progress=False, print_table=False)
+    # The entry's keys, and the defaults' where the entry does not choose the sampling itself (a job with its own
+    # target_se overrides the defaults' n, and is no contradiction).
+    mode = {"n", "target_se", "greedy", "temperature", "top_p"}
+    own_mode = bool(mode & {str(k).replace("-", "_") for k in entry})
+    given = {str(k).replace("-", "_") for k in entry} | {str(k).replace("-", "_") for k in defaults
+                                                         if not (own_mode and str(k).replace("-", "_") in mode)}
     try:
         cfg = EvalConfig(**options)
         cfg.validate()
     except TypeError as e:
+        raise UserError(f"{where}: {e}") from None
+    try:
+        cfg.check_given(given & fields)
+    except UserError as e:
         raise UserError(f"{where}: {e}") from None
     name = str(merged.get("name") or Path(str(cfg.model)).name or cfg.model)
     try:

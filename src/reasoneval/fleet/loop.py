@@ -64,25 +64,31 @@ def generate_job(cfg: Any, prior_run_dir: str | None, crash_log: str | None = No
     gpu_ids = [str(g) for g in ray.get_gpu_ids()]
     expected = SampleStore(Path(prior_run_dir)).scan().lengths if prior_run_dir else None
 
-    async def go() -> tuple[Path, int]:
+    async def go() -> tuple[Path, Any, int]:
         tasks = load_tasks(cfg)
         async with started_engine(cfg) as (engine, info):
-            run_dir, _, stats = await generate_run(cfg, tasks, engine, info, expected=expected)
-        return run_dir, stats.done
+            run_dir, command, stats = await generate_run(cfg, tasks, engine, info, expected=expected)
+        return run_dir, command, stats.done
 
     t0 = time.time()
-    run_dir, generated = asyncio.run(go())
+    run_dir, command, generated = asyncio.run(go())
     return {"run_dir": str(run_dir), "gpu_ids": gpu_ids, "pid": os.getpid(), "generated": generated,
-            "started": t0, "finished": time.time()}
+            "started": t0, "finished": time.time(), "command": command.to_json_dict()}
 
 
-def _score(job: Job, run_dir: str, tasks: list[str] | None, workers: int | None, dashboards: Any) -> bool:
+def _score(job: Job, run_dir: str, command: Mapping[str, Any] | None, workers: int | None, dashboards: Any) -> bool:
+    """Score what the job generated (its tasks, problems and K: results/scope.py; the run's headline follows the
+    rule, so jobs of one model sharing a run directory add their tasks to it) and log the run's headline."""
+    from reasoneval.results.schema import RunConfig, load_run
+    from reasoneval.results.scope import headline_scope
     from reasoneval.run.pipeline import score_run
 
     cfg = job.config
-    result = score_run(Path(run_dir), n=cfg.samples_per_problem(), tasks=tasks, workers=workers,
-                       grading_timeout=cfg.grading_timeout, print_table=False)
-    dashboards.log(cfg, result, job.step)  # never raises: a failing dashboard warns once
+    asked = RunConfig.from_json_dict(command) if command else None
+    result = score_run(Path(run_dir), n=None if asked else cfg.samples_per_problem(),
+                       scope=headline_scope(asked, {}) if asked else None, adaptive=asked.adaptive if asked else None,
+                       workers=workers, grading_timeout=cfg.grading_timeout, print_table=False)
+    dashboards.log(cfg, load_run(result.run_dir) if result.view else result, job.step)  # never raises
     return bool(result.complete)
 
 
@@ -90,15 +96,6 @@ def _run_key(job: Job) -> tuple[str, str]:
     """Jobs of one model write one run directory (its tasks accumulate there, as with `reasoneval run`):
     they must not generate at the same time (the store has one writer)."""
     return str(job.config.model), str(job.config.output_dir)
-
-
-def _job_tasks(job: Job) -> list[str] | None:
-    """The job's task names (groups expanded); None for user data (its name comes from the file)."""
-    from reasoneval.tasks import resolve_task_names
-
-    if job.config.data:
-        return None
-    return resolve_task_names(list(job.config.tasks)) if job.config.tasks else ["arith"]
 
 
 # ---- the loop ----------------------------------------------------------------------------------
@@ -162,14 +159,6 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = 2, gra
                                      job.config, prior, crash_logs.get(job.name))
             inflight[ref] = job
 
-    def scored_tasks(job: Job, run_dir: str) -> list[str] | None:
-        # A run directory shared by jobs of one model: score every task of those jobs that generated there.
-        sharing = [j for j in jobs if j is job or (j.name in state and state[j.name].run_dir == run_dir)]
-        names = [_job_tasks(j) for j in sharing]
-        if any(n is None for n in names):
-            return None
-        return list(dict.fromkeys(t for n in names for t in n or []))
-
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-score")
     try:
         submit()
@@ -191,8 +180,7 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = 2, gra
                     continue
                 entry.state, entry.run_dir, entry.gpu_ids = "scoring", out["run_dir"], out["gpu_ids"]
                 entry.generated, entry.wall_s = out["generated"], round(out["finished"] - out["started"], 3)
-                fut = pool.submit(_score, job, out["run_dir"], scored_tasks(job, out["run_dir"]), grading_workers,
-                                  dashboards)
+                fut = pool.submit(_score, job, out["run_dir"], out.get("command"), grading_workers, dashboards)
                 scoring[fut] = job
             if ready:
                 submit()

@@ -6,10 +6,13 @@ and printed; rendered with reasoneval.report.text like every other table.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
+from reasoneval.atomic import FileSet
 from reasoneval.errors import UserError
 from reasoneval.fleet.jobs import Job
 from reasoneval.fleet.state import SweepState, read_state, state_path
@@ -54,30 +57,48 @@ def status_rows(jobs: Sequence[Job], state: SweepState) -> tuple[list[str], list
     return ["job", "state", *tasks], rows
 
 
-def write_status(jobs_path: Path, header: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[Path, Path]:
+def write_status(jobs_path: Path, header: Sequence[str], rows: Sequence[Sequence[str]],
+                 files: FileSet | None = None) -> tuple[Path, Path]:
+    """`<JOBS>.status.csv` and `.md`, now or at `files`' commit (with the checkpoint tables: all or none)."""
     from reasoneval.report.text import markdown_table
 
     csv_path = jobs_path.with_name(jobs_path.name + ".status.csv")
     md_path = jobs_path.with_name(jobs_path.name + ".status.md")
-    with open(csv_path, "w", newline="", encoding="utf-8") as f:
-        csv.writer(f).writerows([header, *rows])
-    md_path.write_text("pass@1 (%) ± SE per task\n\n" + markdown_table(header, rows, left=2), encoding="utf-8")
+    buf = io.StringIO()
+    csv.writer(buf).writerows([header, *rows])
+    with _files(files) as out:
+        out.write_text(csv_path, buf.getvalue())
+        out.write_text(md_path, "pass@1 (%) ± SE per task\n\n" + markdown_table(header, rows, left=2))
     return csv_path, md_path
 
 
-def write_checkpoint_table(path: Path, jobs: Sequence[Job], state: SweepState) -> tuple[Path, Path]:
+def write_checkpoint_table(path: Path, jobs: Sequence[Job], state: SweepState,
+                           files: FileSet | None = None) -> tuple[Path, Path]:
     """`<path>.checkpoints.csv` and `.md`: the scored jobs by training step x (task, metric), lm-eval's metric
     names (analysis.runs.checkpoint_table; the same as `reasoneval runs --by-checkpoint`)."""
     from reasoneval.analysis.runs import checkpoint_table
+    from reasoneval.report.dashboards import Checkpoint
     from reasoneval.report.text import csv_text, markdown_table
 
     results = _results(jobs, state)
-    head, cells, records = checkpoint_table([(j.name, j.step, results[j.name]) for j in jobs if j.name in results])
+    head, cells, records = checkpoint_table([(Checkpoint("", j.name, j.step), results[j.name]) for j in jobs
+                                             if j.name in results])
     csv_path = path.with_name(path.name + ".checkpoints.csv")
     md_path = path.with_name(path.name + ".checkpoints.md")
-    csv_path.write_text(csv_text(records) if records else ",".join(head) + "\n", encoding="utf-8")
-    md_path.write_text(markdown_table(head, cells, left=2), encoding="utf-8")
+    with _files(files) as out:
+        out.write_text(csv_path, csv_text(records) if records else ",".join(head) + "\n")
+        out.write_text(md_path, markdown_table(head, cells, left=2))
     return csv_path, md_path
+
+
+@contextlib.contextmanager
+def _files(files: FileSet | None) -> Iterator[FileSet]:
+    """The caller's FileSet (it commits), or one of our own committed here."""
+    if files is not None:
+        yield files
+        return
+    with FileSet() as own:
+        yield own
 
 
 def print_status(header: Sequence[str], rows: Sequence[Sequence[str]], title: str) -> None:
@@ -90,8 +111,9 @@ def show_status(jobs_path: Path, jobs: Sequence[Job]) -> bool:
     """Print the table and write it beside the jobs file; True when every job is done."""
     state = read_state(state_path(jobs_path))
     header, rows = status_rows(jobs, state)
-    write_status(jobs_path, header, rows)
-    write_checkpoint_table(jobs_path, jobs, state)
+    with FileSet() as files:  # the four tables change together, or (a failure) not at all
+        write_status(jobs_path, header, rows, files)
+        write_checkpoint_table(jobs_path, jobs, state, files)
     print_status(header, rows, f"sweep {jobs_path.name}")
     return all(state[j.name].state == "done" if j.name in state else False for j in jobs)
 

@@ -94,6 +94,14 @@ class TaskMetrics(JsonRecord):
     # name (e.g. lm-eval's "strict-match", "flexible-extract", "exact_match"); see extra_metrics;
     # and the scorer's own named figures (IFEval's instruction-level accuracy), see value_metrics.
     extra: dict[str, GroupMetrics] = json_field(default_factory=dict, omit_empty=True)
+    # (fewest, most) samples a problem with samples has, where that is not num_samples for every one of them
+    # (an adaptive run, a file with uneven rows, failed samples); None: each has num_samples. pass@k and maj@k are
+    # defined for k <= the fewest only (`defined_k`).
+    samples_per_problem: tuple[int, int] | None = json_field(default=None, omit_none=True)
+
+    def sample_range(self) -> tuple[int, int]:
+        """(fewest, most) samples a problem has (num_samples, num_samples when every problem has K)."""
+        return self.samples_per_problem or (self.num_samples, self.num_samples)
 
 
 def _check(outcomes: Sequence[ProblemOutcome], K: int) -> None:
@@ -111,6 +119,13 @@ def _check(outcomes: Sequence[ProblemOutcome], K: int) -> None:
             raise UserError(
                 f"problem {o.task}/{o.problem_key} has {n} samples but K={K}: pass only samples with index < K"
             )
+
+
+def defined_k(outcomes: Sequence[ProblemOutcome]) -> int:
+    """The largest k pass@k and maj@k are defined for over these problems: the fewest samples a problem with
+    samples has (0 when none has any). Above it a figure would cover only the problems that reached k, a subset
+    whose value is not the pool's (an adaptive run's hard problems, a file's longer rows)."""
+    return min((len(o.correct) for o in outcomes if len(o.correct) > 0), default=0)
 
 
 def finite_or_none(x: float | np.floating | np.ndarray | None) -> float | None:
@@ -283,19 +298,19 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
     else:
         se_resample = float(stderr_resample(p, n_eff))
 
+    # pass@k and maj@k over every problem with samples, so only for k <= the fewest any has (defined_k).
+    k_max = defined_k(scored)
     pass_k: dict[str, float | None] = {}
     pass_k_se: dict[str, float | None] = {}
-    mat = pass_at_k_matrix(n, c, K) if q else np.full((0, K), np.nan)
-    for k in range(1, K + 1):
+    mat = pass_at_k_matrix(n, c, k_max) if k_max else np.full((0, 0), np.nan)
+    for k in range(1, k_max + 1):
         col = mat[:, k - 1]
-        col = col[~np.isnan(col)]  # problems with fewer than k samples are left out
-        pass_k[str(k)] = finite_or_none(col.mean()) if len(col) else None
+        pass_k[str(k)] = finite_or_none(col.mean())
         pass_k_se[str(k)] = _se(col)
 
     maj: dict[str, float | None] = {}
-    for k in maj_ks(K):
-        vals = [maj_at_k(o.classes, o.correct_classes, k) for o in scored if len(o.classes) >= k]
-        maj[str(k)] = finite_or_none(np.mean(vals)) if vals else None
+    for k in maj_ks(k_max) if k_max else []:
+        maj[str(k)] = finite_or_none(np.mean([maj_at_k(o.classes, o.correct_classes, k) for o in scored]))
 
     tokens = np.array(
         [t for o in outcomes for t in o.completion_tokens if t is not None], dtype=np.float64
@@ -324,6 +339,7 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
         truncation_rate=truncated / total if total else None,
         no_answer_rate=no_answer / total if total else None,
         extra={**extra_metrics(outcomes), **value_metrics(outcomes)},
+        samples_per_problem=(int(n.min()), int(n.max())) if q and not (n.min() == n.max() == K) else None,
     )
 
 
@@ -379,7 +395,8 @@ def value_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, GroupMetrics]
 
 
 def aggregate_metrics(by_task: Mapping[str, Sequence[ProblemOutcome]], K: int) -> TaskMetrics:
-    """Metrics over all tasks: micro (every problem pooled, same fields as a task) plus macro_mean."""
+    """Metrics over all tasks: micro (every problem pooled, same fields as a task) plus macro_mean. pass@k and
+    maj@k of the pool are defined for the k every task has (defined_k of the pooled problems)."""
     pooled = [o for outcomes in by_task.values() for o in outcomes]
     task_means = []
     for outcomes in by_task.values():
@@ -437,20 +454,21 @@ def se_vs_k(outcomes: Sequence[ProblemOutcome], K: int) -> dict[int, SEAtK]:
 
     For each k: the expected `stderr` had only k of the samples been used, averaged over all size-k
     subsamples of each problem (exact, no resampling: a subsample mean adds variance
-    p_hat (1-p_hat) (n-k) / (k (n-1)) to p_hat), and `stderr_resample` for k fresh samples.
+    p_hat (1-p_hat) (n-k) / (k (n-1)) to p_hat), and `stderr_resample` for k fresh samples. Only for k up to
+    the fewest samples a problem has (defined_k), like pass@k: a subsample of k needs k samples.
     """
     _check(outcomes, K)
     scored = [o for o in outcomes if len(o.correct) > 0]
     q = len(scored)
     out: dict[int, SEAtK] = {}
     if q == 0:
-        return {k: SEAtK(stderr=None, stderr_resample=None) for k in maj_ks(K)}
+        return {}
     n = np.array([len(o.correct) for o in scored], dtype=np.float64)
     p = np.array([sum(bool(x) for x in o.correct) for o in scored], dtype=np.float64) / n
     s2 = float(np.var(p, ddof=1)) if q >= 2 else math.nan
     var1 = _per_sample_var(p, n)
-    for k in maj_ks(K):
-        kk = np.minimum(n, k)  # a problem with fewer than k samples uses all it has
+    for k in maj_ks(defined_k(scored)):
+        kk = np.minimum(n, k)
         extra = np.where(n >= 2, p * (1 - p) * (n - kk) / (kk * np.maximum(n - 1, 1)), 0.0)
         se = math.sqrt((s2 + float(extra.mean())) / q) if q >= 2 else None
         out[k] = SEAtK(stderr=finite_or_none(se), stderr_resample=finite_or_none(math.sqrt(float(np.sum(var1 / kk))) / q))

@@ -20,9 +20,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from reasoneval.analysis.outcomes import OUTCOME_COLUMNS, iter_problem_rows
-from reasoneval.atomic import atomic_write_text
-from reasoneval.metrics import TaskMetrics, maj_ks
+from reasoneval.analysis.outcomes import OUTCOME_COLUMNS, RESULTS_FILE, iter_problem_rows
+from reasoneval.atomic import FileSet, atomic_write_text
+from reasoneval.metrics import TaskMetrics
+from reasoneval.report.figures import adaptive_lines, k_note, pass_ks, rows, sample_range, samples_label, view_line
 from reasoneval.report.svg import esc, histogram, interval_plot, line_plot
 from reasoneval.report.text import pct, pct_se
 from reasoneval.results.schema import RunResult
@@ -158,25 +159,26 @@ def _majority(extracted: Sequence[str | None]) -> str | None:
 
 
 def _metrics_table(result: RunResult) -> str:
-    ks = [k for k in maj_ks(result.n)]
+    ks = pass_ks(result)
+    majs = ks
     head = (["task", "problems", "pass@1 ± SE (%)", "95% CI"] + [f"pass@{k}" for k in ks if k > 1]
-            + [f"maj@{k}" for k in ks] + ["mean tokens", "truncated %", "no answer %", "missing"])
-    rows = list(result.tasks.items())
-    if len(result.tasks) > 1:
-        rows.append(("all (micro)", result.aggregate))
+            + [f"maj@{k}" for k in majs] + ["mean tokens", "truncated %", "no answer %", "missing"])
 
     def cells(name: str, m: TaskMetrics) -> list[str]:
         pm = pct_se(m.mean, m.stderr)
         ci = "-" if m.ci95 is None else f"[{pct(m.ci95[0])}, {pct(m.ci95[1])}]"
         return ([name, str(m.num_problems), pm, ci] + [pct(m.pass_at_k.get(k)) for k in ks if k > 1]
-                + [pct(m.maj_at_k.get(k)) for k in ks]
+                + [pct(m.maj_at_k.get(k)) for k in majs]
                 + ["-" if m.tokens.mean is None else f"{m.tokens.mean:.0f}", pct(m.truncation_rate),
                    pct(m.no_answer_rate), str(m.num_missing)])
 
     out = ['<table id="metrics"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
-    for name, m in rows:
+    for name, m in rows(result):
         out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells(name, m)) + "</tr>")
     out.append("</tbody></table>")
+    note = k_note(result)
+    if note:
+        out.append(f'<p class="muted" id="k-note">{esc(note)}</p>')
     if result.aggregate.macro_mean is not None and len(result.tasks) > 1:
         out.append(f"<p>macro mean over tasks: {pct(result.aggregate.macro_mean)}%</p>")
     return "".join(out)
@@ -196,17 +198,15 @@ def _breakdowns(result: RunResult) -> str:
     return "".join(out) or "<p class=muted>no subject or level in this data</p>"
 
 
-def adaptive_lines(result: RunResult) -> list[str]:
-    """One line per task of a --target-se run: the target, whether it was met, what was spent against uniform K."""
-    out = []
-    for t, a in (result.adaptive or {}).items():
-        se = "?" if a.get("se") is None else f"{a['se']:.2f}"
-        met = "met" if a.get("met") else f"NOT met ({a.get('stopped') or 'run stopped early'})"
-        uniform = (f"; uniform K = {a['uniform_k']} for the same SE: {a['uniform_samples']} samples "
-                   f"({a['samples'] / a['uniform_samples']:.2f}x)" if a.get("uniform_samples") else "")
-        out.append(f"{t}: target SE {a['target_se']:g} points {met}: SE {se}; {a['samples']} samples, "
-                   f"{a['n_min']}-{a['n_max']} per problem{uniform}; pass@k, maj@k for k <= {a['pass_at_k_max']}")
-    return out
+def _samples_text(result: RunResult) -> str:
+    lo, hi = sample_range(result)
+    label = samples_label(lo, hi)
+    return f"{label} samples per problem" if lo == hi else f"{label} (samples)"
+
+
+def _view_text(result: RunResult) -> str:
+    line = view_line(result)
+    return f'<p class="bad" id="view">{esc(line)}</p>' if line else ""
 
 
 def _adaptive(result: RunResult, n_per_problem: list[int]) -> str:
@@ -235,19 +235,24 @@ def _plots(result: RunResult, lengths: list[int], truncated: list[int]) -> str:
             + "</div>")
 
 
-def write_run_html(result: RunResult, path: Path | None = None, inline_limit: int = INLINE_LIMIT) -> Path:
-    """Write the run's report.html (and report_files/ when the samples are too large to inline)."""
-    path = Path(path) if path else result.run_dir / REPORT_FILE
+def write_run_html(result: RunResult, path: Path | None = None, inline_limit: int = INLINE_LIMIT, *,
+                   files: FileSet | None = None, parquet: Path | None = None) -> Path:
+    """Write the run's report.html (and report_files/ when the samples are too large to inline): now, or through
+    `files` (moved into place at its commit, with the results.parquet it reads, `parquet`, written beside)."""
+    path = Path(path) if path else result.files_dir / REPORT_FILE
     sidecar = path.parent / SIDECAR_DIR
-    if sidecar.exists():
+    if files is not None:
+        sidecar = files.temp_dir(sidecar)
+    elif sidecar.exists():
         shutil.rmtree(sidecar)
+    parquet = parquet or result.files_dir / RESULTS_FILE
     problems: list[dict[str, Any]] = []
     lengths: list[int] = []
     truncated: list[int] = []
     packed: dict[int, str] | None = {}
     packed_bytes = 0
     cols = (*OUTCOME_COLUMNS, "problem", "responses", "grade_status", "seeds")
-    for i, d in enumerate(iter_problem_rows(result.run_dir, cols, batch_size=1)):  # rows can be 100s of MB
+    for i, d in enumerate(iter_problem_rows(result.run_dir, cols, batch_size=1, path=parquet)):  # rows: 100s of MB
         correct = [bool(c) for c in d["correct"]]  # type: ignore[attr-defined]
         toks = [t for t in d["completion_tokens"] if t is not None]  # type: ignore[attr-defined]
         for t, fr in zip(d["completion_tokens"], d["finish_reasons"]):  # type: ignore[call-overload]
@@ -281,9 +286,9 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
 <body data-sidecar="{SIDECAR_DIR}">
 <h1>{esc(result.model)}</h1>
-<p>run <code>{esc(result.run_id)}</code> · K = {result.n} samples per problem · engine {esc(cfg.engine)} ·
+<p>run <code>{esc(result.run_id)}</code> · <span id="samples">{esc(_samples_text(result))}</span> · engine {esc(cfg.engine)} ·
 {"complete" if result.complete else "<b class=bad>incomplete</b>"} · created {esc(cfg.created or "?")} ·
-updated {esc(cfg.updated or "?")}</p>
+updated {esc(cfg.updated or "?")}</p>{_view_text(result)}
 <details><summary>settings and versions</summary><pre>{esc(settings)}</pre></details>
 <h2>Metrics</h2>{_metrics_table(result)}
 {_adaptive(result, [p["n"] for p in problems])}
@@ -301,7 +306,10 @@ updated {esc(cfg.updated or "?")}</p>
 <script>{SCRIPT}</script>
 </body></html>
 """
-    atomic_write_text(path, body)
+    if files is not None:
+        files.write_text(path, body)
+    else:
+        atomic_write_text(path, body)
     return path
 
 

@@ -9,7 +9,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from reasoneval.atomic import replace_synced, temp_path
 from reasoneval.results.schema import RESULTS_VERSION, RESULTS_VERSION_KEY
 from reasoneval.scoring.stream import ScoredProblem
 
@@ -37,10 +36,11 @@ SCHEMA = pa.schema([
 
 
 class ResultsWriter:
+    """Writes `path` (a temporary of atomic.FileSet: the caller moves it into place with the other files)."""
+
     def __init__(self, path: Path, batch_rows: int = 256) -> None:
         self.path = Path(path)
-        self.tmp = temp_path(self.path)
-        self._writer = pq.ParquetWriter(self.tmp, SCHEMA, compression="zstd")
+        self._writer = pq.ParquetWriter(self.path, SCHEMA, compression="zstd")
         self._rows: list[dict[str, Any]] = []
         self.batch_rows = batch_rows
 
@@ -69,6 +69,7 @@ class ResultsWriter:
             self._rows = []
 
     def close(self) -> None:
-        self._flush()
-        self._writer.close()
-        replace_synced(self.tmp, self.path)
+        try:
+            self._flush()
+        finally:
+            self._writer.close()

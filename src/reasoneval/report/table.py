@@ -6,25 +6,25 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from reasoneval.metrics import TaskMetrics, maj_ks
-from reasoneval.report.html_page import adaptive_lines
+from reasoneval.metrics import TaskMetrics
+from reasoneval.report.figures import adaptive_lines, k_note, maj_columns, pass_ks, sample_range, samples_label, view_line
 from reasoneval.report.text import console_for_tables, pct, pct_se
 from reasoneval.results.schema import RunResult
 from reasoneval.scoring.lmeval import LMEVAL_GROUPS, MATH_SUBTASKS
 
 
-def _row(name: str, m: TaskMetrics, ks: list[int], K: int) -> list[str]:
+def _row(name: str, m: TaskMetrics, ks: list[int], majs: list[int]) -> list[str]:
     tokens = m.tokens.mean
     return ([name, str(m.num_problems), pct_se(m.mean, m.stderr)]
             + [pct(m.pass_at_k.get(k)) for k in ks]
-            + ([pct(m.maj_at_k.get(K))] if K > 1 else [])
+            + [pct(m.maj_at_k.get(k)) for k in majs]
             + ["-" if tokens is None else f"{tokens:.0f}", pct(m.truncation_rate)])
 
 
-def _extra_rows(name: str, m: TaskMetrics, ks: list[int], K: int) -> list[list[str]]:
+def _extra_rows(name: str, m: TaskMetrics, width: int) -> list[list[str]]:
     """One row per extra metric (lm-eval's strict-match, ..., IFEval's inst_strict, ...): its figure ± SE in the
     first figure column."""
-    blank = [""] * (len(ks) + (1 if K > 1 else 0) + 2)
+    blank = [""] * width
     return [[escape(f"  {name} [{metric}]"), str(g.num_problems), pct_se(g.mean, g.stderr), *blank]
             for metric, g in m.extra.items()]
 
@@ -35,36 +35,39 @@ def _greedy(result: RunResult) -> bool:
 
 
 def render_table(result: RunResult, console: Console | None = None) -> Table:
-    K = result.n
-    ks = [k for k in maj_ks(K) if k > 1]
-    mode = "greedy" if _greedy(result) else f"K={K}"
+    ks = [k for k in pass_ks(result) if k > 1]
+    majs = maj_columns(result)
+    lo, hi = sample_range(result)
+    mode = "greedy" if _greedy(result) else samples_label(lo, hi).replace(" = ", "=")
     if result.adaptive:
-        mode = "adaptive: --target-se"
-    table = Table(title=f"{result.model}  (run {result.run_id}, {mode})", title_justify="left")
+        mode = f"adaptive: --target-se, {samples_label(lo, hi)}"
+    table = Table(title=f"{result.model}  (run {result.run_id}, {mode}{', view ' + result.view if result.view else ''})",
+                  title_justify="left")
     table.add_column("task", no_wrap=True)
     table.add_column("#problems", justify="right")
-    # K = 1 (greedy): one answer per problem, so pass@1 is plain accuracy and maj@1 adds nothing.
-    table.add_column("pass@1 ± SE (%)" if K > 1 else "accuracy ± SE (%)", justify="right")
+    # One sample per problem (greedy): pass@1 is plain accuracy and maj@1 adds nothing.
+    table.add_column("pass@1 ± SE (%)" if hi > 1 else "accuracy ± SE (%)", justify="right")
     for k in ks:
         table.add_column(f"pass@{k}", justify="right")
-    if K > 1:
-        table.add_column(f"maj@{K}", justify="right")
+    for k in majs:
+        table.add_column(f"maj@{k}", justify="right")
     table.add_column("mean tokens", justify="right")
     table.add_column("trunc %", justify="right")
     for name, m in result.tasks.items():
-        table.add_row(*_row(name, m, ks, K))
-        for row in _extra_rows(name, m, ks, K):
+        table.add_row(*_row(name, m, ks, majs))
+        for row in _extra_rows(name, m, len(ks) + len(majs) + 2):
             table.add_row(*row, style="dim")
     if len(result.tasks) > 1:
         agg = result.aggregate
         table.add_section()
-        table.add_row(*_row("all (micro)", agg, ks, K))
+        table.add_row(*_row("all (micro)", agg, ks, majs))
         if agg.macro_mean is not None:
-            table.add_row("all (macro)", "", pct(agg.macro_mean), *([""] * (len(ks) + (3 if K > 1 else 2))))
+            table.add_row("all (macro)", "", pct(agg.macro_mean), *([""] * (len(ks) + len(majs) + 2)))
     console = console if console is not None else console_for_tables()
     console.print(table)
-    for line in adaptive_lines(result):
-        console.print(line)
+    for line in [k_note(result), *adaptive_lines(result), view_line(result)]:
+        if line:
+            console.print(line, soft_wrap=True, markup=False)
     for name, m in result.tasks.items():
         sub = lmeval_subject_table(name, m)
         if sub is not None:

@@ -69,9 +69,11 @@ class RunConfig(JsonRecord):
     settings: RunSettings = field(default_factory=lambda: RunSettings(model=""))
     # "openai" | "local" | "launch" | "vllm" | ... | "score" (an imported file of generations)
     engine: str = ""
+    # What the run's headline covers (results/scope.py): its samples per problem (K; the largest where tasks
+    # differ, each task's then in task_n), its tasks, and each task's problem keys in order. For a view's
+    # summary.json (views/<name>/), what the view covers.
     n: int = 1
     tasks: list[str] = field(default_factory=list)
-    # task -> the problem keys the last `run` covered, in order (limits `report` to them)
     problem_keys: dict[str, list[str]] = field(default_factory=dict)
     # task -> how its responses are scored
     scoring: dict[str, TaskScoring] = field(default_factory=dict)
@@ -91,8 +93,11 @@ class RunConfig(JsonRecord):
     created: str | None = None
     updated: str | None = None
     last_generation: GenerationTiming | None = None
-    # run --target-se: {"target_se": points, "max_n", "budget_samples", "stopped": {task: why}}; None: uniform K
+    # run --target-se: {"target_se": points, "max_n", "budget_samples", "stopped": {task: why}, "tasks": the
+    # adaptive ones (none: all)}; None: uniform K
     adaptive: dict[str, Any] | None = None
+    # task -> its samples per problem, where the headline's tasks differ (a K extension of one task); else empty
+    task_n: dict[str, int] = json_field(default_factory=dict, omit_empty=True)
 
     @property
     def model(self) -> str:
@@ -137,6 +142,16 @@ class RunResult(JsonRecord):
     # pass_at_k_max (pass@k and maj@k are reported for k <= n_min only), uniform_k and uniform_samples (what
     # uniform K reaching the same SE would cost). None: a uniform run.
     adaptive: dict[str, Any] | None = json_field(default=None, omit_none=True)
+    # A narrower command's result, not the run's headline (results/scope.py): the name of its folder under
+    # views/ in the run directory. None: the headline (summary.json in the run directory).
+    view: str | None = json_field(default=None, omit_none=True)
+
+    @property
+    def files_dir(self) -> Path:
+        """Where this result's summary.json, results.parquet and report.html are."""
+        from reasoneval.results.scope import VIEWS_DIR
+
+        return self.run_dir / VIEWS_DIR / self.view if self.view else self.run_dir
 
     @classmethod
     def from_json_dict(cls, d: Mapping[str, Any], run_dir: Path | None = None,

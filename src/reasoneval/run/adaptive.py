@@ -14,7 +14,6 @@ samples are the ones `--n` would have drawn, and a later smaller --target-se add
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import math
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from reasoneval.metrics import ProblemOutcome, TaskMetrics
+from reasoneval.metrics import ProblemOutcome
 from reasoneval.metrics.summary import beta_prior, posterior_variance, problem_estimates, stderr_resample_adaptive
 from reasoneval.records import Problem, Request, SampleRecord
 from reasoneval.run.plan import LoadedTask
@@ -189,12 +188,3 @@ def adaptive_summary(outcomes: Sequence[ProblemOutcome], settings: Mapping[str, 
             "n_histogram": {str(k): int(v) for k, v in enumerate(hist) if v},
             "pass_at_k_max": int(n.min()) if len(n) else 0, "uniform_k": uniform_k,
             "uniform_samples": uniform_k * len(outcomes) if uniform_k is not None else None}
-
-
-def only_k_up_to(m: TaskMetrics, k_max: int) -> TaskMetrics:
-    """pass@k and maj@k for k <= k_max only: above the smallest n_i they would cover a subset of problems."""
-    keep = max(1, k_max)
-    return dataclasses.replace(m, pass_at_k={k: v for k, v in m.pass_at_k.items() if k <= keep},
-                               pass_at_k_stderr={k: v for k, v in m.pass_at_k_stderr.items() if k <= keep},
-                               maj_at_k={k: v for k, v in m.maj_at_k.items() if k <= keep},
-                               se_vs_k={k: v for k, v in m.se_vs_k.items() if k <= keep})

@@ -14,14 +14,18 @@ IFEval responses (`{"prompt", "response"}`) and lm-evaluation-harness logs of th
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
+import os
+import shutil
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
-from reasoneval.results.schema import RunConfig, RunResult, write_config
+from reasoneval.results.schema import RunConfig, RunResult, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems
 from reasoneval.run.identity import RunSettings
 from reasoneval.scoring import SCORERS, TaskScoring
@@ -71,32 +75,33 @@ def _responses(value: Any, where: str) -> list[str]:
 
 
 def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, problem_key_name: str | None,
-                       answer_key: str | None, response_key: str | None) -> int:
-    """Write `out_dir` as a run directory holding the file's problems and responses; returns K."""
+                       answer_key: str | None, response_key: str | None, run_id: str | None = None,
+                       n: int | None = None) -> int:
+    """Write `out_dir` (a new, empty folder: `score` swaps it in once it is graded) as a run directory holding
+    the file's problems and responses; returns K, the most responses a row has. run_id: the run's (default: the
+    folder's name); n: the samples per problem its headline uses (default K)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     problems: list[Problem] = []
     K = 0
     with SampleStore(out_dir) as store:
-        if store.path.stat().st_size if store.path.exists() else 0:
-            store.path.write_bytes(b"")  # re-import from scratch: the file is the source of truth
         seen: set[str] = set()
-        for n, (where, row) in enumerate(iter_rows(str(path))[0]):
+        for line, (where, row) in enumerate(iter_rows(str(path))[0]):
             if "doc" in row and "resps" in row and isinstance(row["doc"], dict):  # lm-evaluation-harness
                 doc = row["doc"]
                 q = _pick(doc, problem_key_name, PROBLEM_KEYS, "problem", where)
                 a = row.get("target") if answer_key is None and row.get("target") is not None else \
                     _pick(doc, answer_key, ANSWER_KEYS, "answer", where)
                 resp = row["resps"] if response_key is None else _pick(row, response_key, (), "response", where)
-                pid = str(row.get("doc_id", n))
+                pid = str(row.get("doc_id", line))
             else:
                 q = _pick(row, problem_key_name, PROBLEM_KEYS, "problem", where)
                 a = _pick(row, answer_key, ANSWER_KEYS, "answer", where)
                 resp = _pick(row, response_key, RESPONSE_KEYS, "response", where)
-                pid = str(row.get("id", row.get("idx", n)))
+                pid = str(row.get("id", row.get("idx", line)))
             question, answer = _as_text(q), _as_text(a)
             key = problem_key(question, answer)
             if key in seen:
-                key = problem_key(question + f"\x1f{n}", answer)  # the same problem twice stays two rows
+                key = problem_key(question + f"\x1f{line}", answer)  # the same problem twice stays two rows
             seen.add(key)
             p = Problem(task=task, id=pid, problem=question, answer=answer, key=key)
             problems.append(p)
@@ -107,11 +112,10 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
                                           status="ok", text=text))
     if not problems:
         raise UserError(f"{path} holds no rows")
-    (out_dir / "problems.jsonl").unlink(missing_ok=True)
     add_problems(out_dir, problems)
     write_config(out_dir, RunConfig(
-        run_id=out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path), n=K, tasks=[task],
-        problem_keys={task: [p.key for p in problems]}, scoring={task: TaskScoring(scorer)},
+        run_id=run_id or out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path),
+        n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]}, scoring={task: TaskScoring(scorer)},
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
     return K
 
@@ -153,9 +157,10 @@ def _join_id(task: str, row: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def import_task_generations(path: Path, out_dir: Path, *, task: str, response_key: str | None,
-                            data_dir: str | None) -> int:
-    """Write `out_dir` as a run directory of `task` (its own problems and scoring) holding the file's responses,
-    each row joined to its problem by id; returns K. A row naming no problem of the task is a one-line error."""
+                            data_dir: str | None, run_id: str | None = None, n: int | None = None) -> int:
+    """Write `out_dir` (a new, empty folder) as a run directory of `task` (its own problems and scoring) holding the
+    file's responses, each row joined to its problem by id; returns K. A row naming no problem of the task is a
+    one-line error."""
     from reasoneval.tasks.loading import load_task
 
     spec, all_problems = load_task(task, data_dir=Path(data_dir) if data_dir else None)
@@ -194,18 +199,15 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_ke
     problems = [p for p in all_problems if p.key in texts]  # the task's order
     K = max(len(t) for t in texts.values())
     with SampleStore(out_dir) as store:
-        if store.path.exists() and store.path.stat().st_size:
-            store.path.write_bytes(b"")  # re-import from scratch: the file is the source of truth
         for p in problems:
             for j, text in enumerate(texts[p.key]):
                 store.append(SampleRecord(task=task, problem_key=p.key, problem_id=p.id, index=j, seed=-1,
                                           status="ok", text=text))
-    (out_dir / "problems.jsonl").unlink(missing_ok=True)
     add_problems(out_dir, problems)
     write_config(out_dir, RunConfig(
-        run_id=out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path), n=K, tasks=[task],
-        problem_keys={task: [p.key for p in problems]}, scoring={task: spec.scoring.with_style_pattern(None)},
-        created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
+        run_id=run_id or out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path),
+        n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]},
+        scoring={task: spec.scoring.with_style_pattern(None)}, created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
     return K
 
 
@@ -215,10 +217,70 @@ def _first_row(path: Path) -> Mapping[str, Any] | None:
     return None
 
 
+# The graders' caches a re-import keeps (keyed by answer and reference, or by program and tests: still valid).
+CACHE_FILES = ("grades.jsonl", "code_runs.jsonl")
+
+
+@contextlib.contextmanager
+def _replacing(out: Path) -> Iterator[Path]:
+    """A new folder to build `out` in; on success it replaces `out` whole, on an error `out` stays as it was.
+
+    `out` must be absent, empty, or an earlier import (config.json from `score`): it is replaced, never merged."""
+    if out.exists() and any(out.iterdir()):
+        try:
+            engine = load_config(out).engine
+        except UserError:
+            engine = None
+        if engine != "score":
+            raise UserError(f"{out} exists and is not a folder `reasoneval score` made from a file: pass another "
+                            "--output-dir (it would be replaced)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = out.with_name(f".{out.name}.{os.getpid()}.new")
+    old = out.with_name(f".{out.name}.{os.getpid()}.old")
+    for d in (stage, old):
+        shutil.rmtree(d, ignore_errors=True)
+    stage.mkdir()
+    lock = SampleStore(out).open() if out.exists() else None  # no other writer meanwhile
+    try:
+        for name in CACHE_FILES:
+            if (out / name).exists():
+                shutil.copy2(out / name, stage / name)
+        yield stage
+        if out.exists():
+            os.replace(out, old)
+        os.replace(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    finally:
+        if lock is not None:
+            lock.close()
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def check_task_label(task: str | None) -> None:
+    """`--task` names a file's problems when it is no task; one that is a task's name misspelt is an error."""
+    if task is None or task in JOINED_TASKS:
+        return
+    from reasoneval.tasks.catalog import nearest
+    from reasoneval.tasks.registry import TASKS
+
+    known = TASKS.names()
+    # a label may be any name: only one a letter or two off a task's (humanevl) is taken for a misspelling
+    close = nearest(task, [*known, *JOINED_TASKS], cutoff=0.85) if task not in known else ""
+    if close:
+        raise UserError(f"--task {task!r} is no task{close} (a file of your own problems may take any other name "
+                        "as its label)")
+
+
 def score(path: str, *, n: int | None = None, output_dir: str | None = None, task: str | None = None,
           scorer: str = "math", problem_key_name: str | None = None, answer_key: str | None = None,
           response_key: str | None = None, workers: int | None = None, grading_timeout: float = 5.0,
           print_table: bool = True, data_dir: str | None = None) -> RunResult:
+    """Grade a run directory again (its headline), or a file of generations: the file becomes a run directory
+    (FILE.reasoneval, or output_dir) made afresh and graded, which replaces the earlier one only once it is whole,
+    so a file that cannot be read or graded leaves the earlier results as they were. Problems may have different
+    numbers of responses: pass@k and maj@k are then reported for k up to the fewest (report.figures)."""
     from reasoneval.run.pipeline import score_run
 
     src = Path(path)
@@ -226,12 +288,23 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
         raise UserError(f"{path} does not exist")
     if src.is_dir():
         return score_run(src, n=n, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
+    if n is not None and n < 1:
+        raise UserError(f"--n must be at least 1 (got {n})")
     out = Path(output_dir) if output_dir else src.with_name(src.name + ".reasoneval")
     SCORERS.get(scorer)  # an unknown scorer fails before anything is written
+    check_task_label(task)
     joined = joined_task(task, scorer, _first_row(src) if task not in JOINED_TASKS else None)
-    if joined is not None:
-        K = import_task_generations(src, out, task=joined, response_key=response_key, data_dir=data_dir)
-        return score_run(out, n=n or K, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
-    K = import_generations(src, out, task=task or src.stem, scorer=scorer, problem_key_name=problem_key_name,
-                           answer_key=answer_key, response_key=response_key)
-    return score_run(out, n=n or K, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
+    with _replacing(out) as stage:
+        if joined is not None:
+            import_task_generations(src, stage, task=joined, response_key=response_key, data_dir=data_dir,
+                                    run_id=out.name, n=n)
+        else:
+            import_generations(src, stage, task=task or src.stem, scorer=scorer, problem_key_name=problem_key_name,
+                               answer_key=answer_key, response_key=response_key, run_id=out.name, n=n)
+        result = score_run(stage, workers=workers, grading_timeout=grading_timeout, print_table=False)
+    result = dataclasses.replace(result, run_dir=out)
+    if print_table:
+        from reasoneval.report import render_table
+
+        render_table(result)
+    return result

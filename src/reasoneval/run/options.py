@@ -18,9 +18,10 @@ import argparse
 import dataclasses
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from reasoneval.engines.base import CommonOptions
 from reasoneval.errors import UserError
@@ -95,6 +96,22 @@ def _warn_old_spelling(option_string: str | None, aliases: Sequence[str], flag: 
         log.warning("%s is an old spelling of %s; it still works, but use %s", option_string, flag, flag)
 
 
+GIVEN = "_given"  # the namespace attribute holding the fields whose flags the command line gave
+
+
+def given_flags(ns: argparse.Namespace) -> set[str]:
+    """The fields (dests) whose flags were on the command line, not left at their defaults."""
+    return set(getattr(ns, GIVEN, None) or ())
+
+
+def _mark_given(namespace: Any, dest: str) -> None:
+    given = getattr(namespace, GIVEN, None)
+    if given is None:
+        given = set()
+        setattr(namespace, GIVEN, given)
+    given.add(dest)
+
+
 class _Store(argparse.Action):
     """Stores the value; a flag given by an old spelling (`aliases`) logs the new one."""
 
@@ -104,6 +121,7 @@ class _Store(argparse.Action):
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
         _warn_old_spelling(option_string, self.aliases, self.option_strings[0])
+        _mark_given(namespace, self.dest)
         setattr(namespace, self.dest, values)
 
 
@@ -113,6 +131,7 @@ class _StoreConst(_Store):
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
         _warn_old_spelling(option_string, self.aliases, self.option_strings[0])
+        _mark_given(namespace, self.dest)
         setattr(namespace, self.dest, self.const)
 
 
@@ -125,6 +144,7 @@ class _Append(_Store):
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
         _warn_old_spelling(option_string, self.aliases, self.option_strings[0])
+        _mark_given(namespace, self.dest)
         items = list(getattr(namespace, self.dest, None) or ())
         if self.split:
             items.extend(x.strip() for x in str(values).split(",") if x.strip())
@@ -522,8 +542,10 @@ class EvalConfig:
             (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),
             (self.grading_timeout > 0, f"--grading-timeout must be positive (got {self.grading_timeout})"),
             (self.schedule in SCHEDULES, f"--schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})"),
-            (self.target_se is None or self.target_se > 0,
-             f"--target-se must be positive, in points of accuracy (e.g. 0.5; got {self.target_se})"),
+            (self.target_se is None or (math.isfinite(self.target_se) and 0 < self.target_se < MAX_TARGET_SE),
+             f"--target-se is the re-run SE to reach, in points of accuracy, above 0 and below {MAX_TARGET_SE:g} (the "
+             f"first round of 4 samples per problem already reaches {MAX_TARGET_SE:g}, whatever the answers); "
+             f"e.g. 0.5 (got {self.target_se})"),
             (self.max_n >= 1, f"--max-n must be at least 1 (got {self.max_n})"),
             (self.budget_samples is None or self.budget_samples >= 1,
              f"--budget-samples must be at least 1 (got {self.budget_samples})"),
@@ -544,6 +566,49 @@ class EvalConfig:
             from reasoneval.report.dashboards import check_backends
 
             check_backends(self.log_to, self.log_args)
+
+    def check_given(self, given: Collection[str]) -> None:
+        """The options that were given (`given`: field names, as a command line, a jobs file or evaluate() named
+        them) that this configuration would ignore, or that contradict another: a one-line error, or a warning
+        where the rest of the command stands as asked."""
+        def flags(*names: str) -> str:
+            return ", ".join(flag_of(_FIELDS[n]) for n in names)
+
+        if self.target_se is not None and "n" in given:
+            raise UserError("--n sets how many samples each problem gets; --target-se samples each problem until the "
+                            "SE target instead: give one of them (--max-n bounds the samples per problem of --target-se)")
+        adaptive_only = [n for n in ("max_n", "budget_samples") if n in given]
+        if self.target_se is None and adaptive_only:
+            raise UserError(f"{flags(*adaptive_only)} only apply with --target-se (adaptive sampling); with a fixed "
+                            "--n every problem gets n samples: drop it or add --target-se")
+        overridden = [n for n in ("temperature", "top_p", "n") if n in given]
+        if self.greedy and overridden:
+            raise UserError(f"--greedy sets --temperature 0 --top-p 1 --n 1, so {flags(*overridden)} would be "
+                            "ignored: drop one of them")
+        data_only = [n for n in ("problem_key", "answer_key", "id_key", "split") if n in given]
+        if data_only and not self.data:
+            raise UserError(f"{flags(*data_only)} say which fields of a --data file to read; the catalog tasks "
+                            "(--tasks) have their own: drop them or give --data")
+        engine = self.engine_name()
+        server_only = [n for n in ("base_url", "api_key_env") if n in given]
+        if server_only and engine not in ("openai", "ray"):
+            raise UserError(f"{flags(*server_only)} are for a server the openai engine talks to; --engine {engine} "
+                            "does not use them: drop them or the --engine")
+        if "data_dir" in given and self.data and not self.tasks and self.prompt_style is None and self.num_fewshot is None:
+            log.warning("--data-dir is where catalog tasks' files are read from; with --data alone it is not read")
+        if "style_stop" in given and self.prompt_style is None and self.num_fewshot is None:
+            log.warning("--no-style-stop has no effect without a few-shot prompt (--num-fewshot or --prompt-style): "
+                        "zero-shot prompts send no stop sequences of their own")
+        from reasoneval.report.dashboards import LOG_ARGS
+
+        # A jobs file's log_args are left over, not ignored by mistake, when the command turned logging off (log_to: []).
+        for key in self.log_args if self.log_to or "log_to" not in given else ():
+            backend = key.split("_")[0]
+            if key in LOG_ARGS and ((backend in ("tensorboard", "mlflow", "wandb") and backend not in self.log_to)
+                                    or not self.log_to):
+                want = f"--log-to {backend}" if backend in ("tensorboard", "mlflow", "wandb") else "--log-to"
+                raise UserError(f"{LOG_ARGS[key][0]} is a setting of {want}, which is not asked for: add {want} "
+                                "or drop it")
 
     def samples_per_problem(self) -> int:
         """The sample-index bound scoring uses: --n, or 2 x --max-n for an adaptive run (at most max_n samples
@@ -572,10 +637,18 @@ class EvalConfig:
                              timeout_s=self.timeout, concurrency=self.concurrency, log_dir=self.output_dir)
 
 
+_FIELDS = {f.name: f for f in dataclasses.fields(EvalConfig)}
+# A setting run --target-se bounds the re-run SE below: 4 first-round samples of a Bernoulli answer have an SD of
+# at most 0.5 / sqrt(4) = 25 points, so a target there is met before any allocation (plan_adaptive.FIRST_ROUND).
+MAX_TARGET_SE = 25.0
+
+
 def config_from_args(ns: argparse.Namespace, cls: type = EvalConfig) -> Any:
-    """The EvalConfig (or subclass) that parsed `run` flags say, engine flags included."""
+    """The EvalConfig (or subclass) that parsed `run` flags say, engine flags included; flags it would ignore, or
+    that contradict each other, are a one-line error (EvalConfig.check_given)."""
     cfg = cls(**options_from_args(cls, ns))
     cfg.engine_args = {**cfg.engine_args, **engine_flag_values(ns, cfg.engine_name())}
+    cfg.check_given(given_flags(ns))
     return cfg
 
 
@@ -592,5 +665,5 @@ GRADING_OPTIONS = ("grading_workers", "grading_timeout")
 StoreWithOldSpellings = _Store
 
 __all__ = ["CliOption", "EvalConfig", "GRADING_OPTIONS", "StoreWithOldSpellings", "add_field", "add_options",
-           "add_run_options", "check_values", "config_from_args", "default_engine", "engine_flag_values", "engine_flags",
+           "add_run_options", "check_values", "config_from_args", "given_flags", "default_engine", "engine_flag_values", "engine_flags",
            "field_default", "flag_of", "json_object", "known_keys", "options_from_args", "rename_old_keys", "run_option"]

@@ -21,15 +21,28 @@ from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 from rich.console import Console
 
+from reasoneval.analysis.outcomes import RESULTS_FILE
+from reasoneval.atomic import FileSet
 from reasoneval.engines import Engine, EngineInfo, capabilities, check_supported, create_engine
 from reasoneval.errors import RunIncomplete, UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
 from reasoneval.prompts import Exemplar, PromptConfig
+from reasoneval.records import Problem
 from reasoneval.report import ResultsWriter, render_table, write_summary
 from reasoneval.report.html_page import write_run_html
-from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, load_config, write_config
+from reasoneval.results.schema import (
+    CONFIG_FILE,
+    SUMMARY_FILE,
+    GenerationTiming,
+    RunConfig,
+    RunResult,
+    load_config,
+    load_run,
+    write_config,
+)
+from reasoneval.results.scope import Scope, TaskScope, choose_headline, headline_scope, task_complete, view_name, with_scope
 from reasoneval.results.store import SampleStore, add_problems, read_problems
-from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings, adaptive_summary, only_k_up_to
+from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings, adaptive_summary
 from reasoneval.run.identity import RunSettings, run_dir_for
 from reasoneval.run.options import EvalConfig, rename_old_keys
 from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_maker
@@ -131,6 +144,9 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                            system_prompt=cfg.system_prompt, prompt_template=prompt.template, sampling=sampling,
                            seed=cfg.seed, prompt_style=prompt.identity())
     run_dir = run_dir_for(Path(cfg.output_dir), settings)
+    # A run's config.json changes only when a command finishes generating (a failure leaves it as it was); a new run
+    # writes it at once, so a run that never finishes is still a run directory `report` can read.
+    new_run = not (run_dir / CONFIG_FILE).exists()
     with SampleStore(run_dir) as store, run_log(run_dir):
         engine.attach_run(run_dir)
         add_problems(run_dir, [p for t in tasks for p in t.problems])
@@ -138,7 +154,6 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         adaptive = cfg.target_se is not None
         the_plan = plan(tasks, n=0 if adaptive else cfg.n, seed=cfg.seed, sampling=sampling, api=cfg.api,
                         prompt=prompt, done=status.ok, expected={**(expected or {}), **status.lengths})
-        old = _previous_config(run_dir)
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         engine_name = cfg.engine_name()
         config = RunConfig(
@@ -149,13 +164,23 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
                                "source": t.spec.source, "version": t.spec.version} for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
-            created=old.created if old is not None and old.created else now, updated=now,
+            created=now, updated=now,
             adaptive={"target_se": cfg.target_se, "max_n": cfg.max_n, "budget_samples": cfg.budget_samples,
                       "stopped": {}} if adaptive else None)
-        write_config(run_dir, config)
-        log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
-                 run_dir, info.model, len(tasks), the_plan.total, the_plan.total - len(the_plan.requests),
-                 len(the_plan.requests))
+        if new_run:
+            write_config(run_dir, config)
+        if adaptive:
+            log.info("run %s: %s, %d tasks, %d samples already in the store; sampling each task until its re-run SE "
+                     "is at most %g points", run_dir, info.model, len(tasks), len(status.ok), cfg.target_se)
+            for t in tasks:  # 4 samples of each problem give a re-run SE of at most 25/sqrt(Q) points
+                if cfg.target_se is not None and cfg.target_se >= 25 / len(t.problems) ** 0.5:
+                    log.warning("%s: --target-se %g is met by the first round of %d samples per problem whatever the "
+                                "answers (%d problems: re-run SE at most %.2f points then); a lower target samples more",
+                                t.name, cfg.target_se, FIRST_ROUND, len(t.problems), 25 / len(t.problems) ** 0.5)
+        else:
+            log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
+                     run_dir, info.model, len(tasks), the_plan.total, the_plan.total - len(the_plan.requests),
+                     len(the_plan.requests))
         concurrency = min(cfg.concurrency, info.max_concurrency or cfg.concurrency)
         stats = GenerationStats()
         sampler = None
@@ -179,13 +204,30 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                     config = dataclasses.replace(config, adaptive={**(config.adaptive or {}),
                                                                    "stopped": dict(sampler.stopped)})
         except BaseException:
-            # Record what was done, but never hide why the run stopped (a full disk fails this write too).
-            with contextlib.suppress(OSError):
-                write_config(run_dir, dataclasses.replace(config, last_generation=timing_of(stats)))
+            # A new run records what was done, but never hides why it stopped (a full disk fails this write too).
+            if new_run:
+                with contextlib.suppress(OSError, UserError):
+                    write_config(run_dir, dataclasses.replace(config, last_generation=timing_of(stats)))
             raise
         config = dataclasses.replace(config, last_generation=timing_of(stats))
-        write_config(run_dir, config)
+        write_config(run_dir, on_disk(run_dir, config))
+        if stats.requests:
+            log.info("generation: %d samples generated, %d failed after their retries; %d requests, %d errors, %d "
+                     "retries, %.1f s", stats.done, stats.failed, stats.requests, stats.errors, stats.retries,
+                     stats.wall_s)
     return run_dir, config, stats
+
+
+def on_disk(run_dir: Path, command: RunConfig) -> RunConfig:
+    """config.json while a command generates: the command's settings, engine and timing, and the run's headline as
+    it is (results/scope.py: only scoring may change it), or the command's scope when the run has none yet. Read
+    just before each write: a sweep's driver may be scoring an earlier job of the same run meanwhile."""
+    old = _previous_config(run_dir)
+    if old is None or not old.tasks:
+        return command
+    return dataclasses.replace(command, tasks=old.tasks, problem_keys=old.problem_keys, n=old.n, task_n=old.task_n,
+                               adaptive=old.adaptive, limit=old.limit, created=old.created or command.created,
+                               scoring={**old.scoring, **command.scoring}, datasets={**old.datasets, **command.datasets})
 
 
 def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: PromptConfig, run_dir: Path,
@@ -244,20 +286,27 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     options = rename_old_keys(type(config) if config else EvalConfig, options, "evaluate()")
     cfg = dataclasses.replace(config, **options) if config else EvalConfig(**options)
     cfg.validate()
+    cfg.check_given(set(options))
     tasks = load_tasks(cfg)
+    if cfg.lmeval_metrics and not any(t.spec.scoring.extra for t in tasks):
+        log.warning("--lmeval-metrics has no effect here: none of %s has lm-eval's columns",
+                    ", ".join(t.name for t in tasks))
     try:
         async with started_engine(cfg) as (engine, info):
-            run_dir, _, _ = await generate_run(cfg, tasks, engine, info, Console(stderr=True))
+            run_dir, command, _ = await generate_run(cfg, tasks, engine, info, Console(stderr=True))
     except OSError as e:
         raise _disk_error(e, cfg.output_dir) from None
     result = await asyncio.get_running_loop().run_in_executor(None, lambda: score_run(
-        run_dir, n=cfg.samples_per_problem(), tasks=[t.name for t in tasks], workers=cfg.grading_workers,
+        run_dir, scope=headline_scope(command, {}), adaptive=command.adaptive, workers=cfg.grading_workers,
         grading_timeout=cfg.grading_timeout, print_table=cfg.print_table))
     if cfg.log_to:
-        from reasoneval.report.dashboards import checkpoint_step, log_once
+        from reasoneval.report.dashboards import log_once, model_checkpoint
 
-        step = checkpoint_step(str(cfg.engine_args.get("model_path") or cfg.model or ""))
-        await asyncio.get_running_loop().run_in_executor(None, log_once, cfg, result, step)
+        # The dashboards show the run's headline (this result, or the wider one a narrower command left in place),
+        # at the training step of the model the server evaluated.
+        headline = load_run(run_dir) if result.view else result
+        await asyncio.get_running_loop().run_in_executor(None, log_once, cfg, headline,
+                                                         model_checkpoint(headline.config).step)
     if not result.complete:
         raise RunIncomplete(result)
     return result
@@ -285,75 +334,145 @@ def _loop_running() -> bool:
 
 def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | None = None,
               workers: int | None = None, grading_timeout: float = 5.0, print_table: bool = True,
-              write: bool = True) -> RunResult:
-    """Score a run directory's store; write summary.json, results.parquet and the table. No request is sent.
+              write: bool = True, scope: Scope | None = None, adaptive: Mapping[str, Any] | None = None) -> RunResult:
+    """Score a run directory's store for one command and print its table; no request is sent. Returns the
+    command's result.
 
-    n: use sample indices < n (default: the run's K). tasks: only these (default: the run's last tasks,
-    limited to the problems its last run covered).
+    What the command covers (results/scope.py): `scope` (run: its tasks, problems and K, with `adaptive`, its
+    --target-se settings), else the run's headline, narrowed to `tasks` and with sample indices < `n` when
+    given. With `write`, the run's headline (summary.json, results.parquet, report.html, config.json) becomes
+    this result when it is the widest complete evaluation (`choose_headline`); a narrower command writes its
+    result as a view under views/<name>/ and leaves the headline as it was. Every file changes together or not
+    at all (atomic.FileSet): a command that fails leaves them as they were.
     """
     run_dir = Path(run_dir)
     config = load_config(run_dir)
-    K = n or config.n
-    if K < 1:
-        raise UserError(f"--n must be at least 1 (got {K})")
     all_problems = read_problems(run_dir)
-    present = list(dict.fromkeys(p.task for p in all_problems))
-    if tasks is not None:
-        unknown = [t for t in tasks if t not in present]
-        if unknown:
-            raise UserError(f"{run_dir} has no samples of task(s) {', '.join(unknown)}; it has: "
-                            + ", ".join(sorted(present)))
-    names = list(tasks) if tasks is not None else (config.tasks or present)
-    keys = config.problem_keys if names == config.tasks else {}
-    order = {t: i for i, t in enumerate(names)}
-    problems = sorted((p for p in all_problems if p.task in order and (p.task not in keys or p.key in keys[p.task])),
-                      key=lambda p: order[p.task])  # stable: file order within a task
-    if not problems:
-        raise UserError(f"{run_dir} holds no problems to report on (check --tasks)")
+    known: dict[str, list[str]] = {}
+    for p in all_problems:
+        known.setdefault(p.task, []).append(p.key)
+    headline = headline_scope(config, known)
+    if scope is None:
+        scope = _asked_scope(run_dir, config, headline, known, n, tasks)
     try:
-        with ScoringContext(workers=workers, timeout_s=grading_timeout, cache_dir=run_dir) as context:
-            scorers = {t: create_scorer(config.scoring.get(t) or TaskScoring(), context) for t in names}
-            extra = {t: {name: create_scorer(s, context) for name, s in (config.scoring.get(t) or TaskScoring()).extra.items()}
-                     for t in names}
-            writer = ResultsWriter(run_dir / "results.parquet") if write else None
-            try:
-                outcomes = score_store(run_dir, problems, K, scorers, _parquet_sink(writer) if writer else None, extra)
-            finally:
-                if writer is not None:
-                    writer.close()
-        metadata = {(p.task, p.key): p.metadata for p in problems}
-        adaptive = None
-        if config.adaptive is not None:
-            # No fixed K: problems differ in n_i by design; metrics over k go up to the smallest n_i.
-            outcomes = {t: [dataclasses.replace(o, num_missing=0, crossfit=True) for o in os_]
-                        for t, os_ in outcomes.items()}
-            adaptive = {t: adaptive_summary(os_, config.adaptive, t) for t, os_ in outcomes.items()}
-            K = max((len(o.correct) for os_ in outcomes.values() for o in os_), default=1) or 1
-        per_task = {}
-        for t, os_ in outcomes.items():
-            meta = {o.problem_key: metadata[(t, o.problem_key)] for o in os_}
-            fields = {f: breakdown(os_, meta, f) for f in BREAKDOWN_FIELDS}
-            # The lm-eval columns per subject too (lm-eval's minerva_math reports one subtask per subject).
-            for name in (config.scoring.get(t) or TaskScoring()).extra:
-                fields[f"subject [{name}]"] = breakdown(os_, meta, "subject", metric=name)
-            per_task[t] = dataclasses.replace(task_metrics(os_, K), breakdown={f: b for f, b in fields.items() if b},
-                                              se_vs_k=se_vs_k(os_, K))
-            if adaptive is not None:
-                per_task[t] = only_k_up_to(per_task[t], adaptive[t]["pass_at_k_max"])
-        result = RunResult(
-            model=config.model, run_id=config.run_id, run_dir=run_dir, config=config, n=K, tasks=per_task,
-            aggregate=aggregate_metrics(outcomes, K), timing=config.last_generation or GenerationTiming(),
-            complete=all(o.num_missing == 0 for os_ in outcomes.values() for o in os_)
-            and (adaptive is None or all(a["stopped"] is not None for a in adaptive.values())), adaptive=adaptive,
-            scorers={s.name: s.version for s in [*scorers.values(), *(e for d in extra.values() for e in d.values())]})
-        if write:
-            write_summary(result)
-            write_run_html(result)
+        with ScoringContext(workers=workers, timeout_s=grading_timeout, cache_dir=run_dir) as context, FileSet() as files:
+            result, parquet = _evaluate(run_dir, config, scope, adaptive, all_problems, context, files if write else None)
+            if write:
+                complete = {t: task_complete(result, t) for t in scope}
+                was_complete = _headline_complete(run_dir)
+                chosen = choose_headline(headline, was_complete, scope, complete)
+                if chosen != scope:  # narrower, or only part of a wider headline: this command's view
+                    result = dataclasses.replace(result, view=view_name(scope, chosen))
+                _stage(result, parquet, files)
+                top_config = with_scope(config, chosen, adaptive)
+                # Score the headline again when it changed (it takes some of this command's tasks), when it was not
+                # complete (or never scored), or when a task of it is adaptive (it holds every sample drawn below
+                # 2 x --max-n): samples of it may have arrived since. A complete uniform one cannot change.
+                stale = not all(was_complete.get(t, False) and not s.adaptive for t, s in chosen.items())
+                if chosen != scope and (chosen != headline or stale):
+                    top, top_parquet = _evaluate(run_dir, top_config, chosen, top_config.adaptive, all_problems, context,
+                                                 files)
+                    _stage(top, top_parquet, files)
+                if chosen != headline or top_config.adaptive != config.adaptive:
+                    files.write_json(run_dir / CONFIG_FILE, top_config.to_json_dict())
     except OSError as e:
         raise _disk_error(e, run_dir) from None
     if print_table:
         render_table(result)
     return result
+
+
+def _asked_scope(run_dir: Path, config: RunConfig, headline: Scope, known: Mapping[str, Sequence[str]],
+                 n: int | None, tasks: Sequence[str] | None) -> Scope:
+    """`report` / `score` of a run directory: the headline's tasks (or `tasks`: the headline's problems of each,
+    or every problem the store has of a task the headline lacks), with sample indices < n when given."""
+    if n is not None and n < 1:
+        raise UserError(f"--n must be at least 1 (got {n})")
+    if tasks is not None:
+        unknown = [t for t in tasks if t not in known]
+        if unknown:
+            raise UserError(f"{run_dir} has no samples of task(s) {', '.join(unknown)}; it has: "
+                            + ", ".join(sorted(known)))
+    names = list(tasks) if tasks is not None else (list(headline) or list(known))
+    out: Scope = {}
+    for t in names:
+        h = headline.get(t)
+        problems = h.problems if h is not None else tuple(known.get(t, ()))
+        out[t] = TaskScope(problems, n or (h.n if h is not None else config.n), h is not None and h.adaptive)
+    return out
+
+
+def _headline_complete(run_dir: Path) -> dict[str, bool]:
+    """Which tasks of the headline on disk are complete (none when it was never scored or cannot be read)."""
+    if not (run_dir / SUMMARY_FILE).exists():
+        return {}
+    try:
+        result = load_run(run_dir)
+    except UserError:
+        return {}
+    return {t: task_complete(result, t) for t in result.tasks}
+
+
+def _stage(result: RunResult, parquet: Path | None, files: FileSet) -> None:
+    """The result's summary.json, report.html and results.parquet, moved into its folder at the commit."""
+    if parquet is None:
+        return
+    write_summary(result, files)
+    write_run_html(result, files=files, parquet=parquet)
+    files.adopt(parquet, result.files_dir / RESULTS_FILE)
+
+
+def _evaluate(run_dir: Path, config: RunConfig, scope: Scope, adaptive_settings: Mapping[str, Any] | None,
+              all_problems: Sequence[Problem], context: ScoringContext, files: FileSet | None
+              ) -> tuple[RunResult, Path | None]:
+    """Score `scope`'s samples: its result, and (with `files`) its results.parquet, written to a temporary."""
+    position = {(t, k): i for t, s in scope.items() for i, k in enumerate(s.problems)}
+    order = {t: i for i, t in enumerate(scope)}
+    problems = sorted((p for p in all_problems if (p.task, p.key) in position),
+                      key=lambda p: (order[p.task], position[(p.task, p.key)]))
+    if not problems:
+        raise UserError(f"{run_dir} holds no problems to report on (check --tasks)")
+    names = list(scope)
+    scorers = {t: create_scorer(config.scoring.get(t) or TaskScoring(), context) for t in names}
+    extra = {t: {name: create_scorer(s, context) for name, s in (config.scoring.get(t) or TaskScoring()).extra.items()}
+             for t in names}
+    parquet = files.scratch(run_dir / RESULTS_FILE) if files is not None else None
+    writer = ResultsWriter(parquet) if parquet is not None else None
+    try:
+        outcomes = score_store(run_dir, problems, {t: s.n for t, s in scope.items()}, scorers,
+                               _parquet_sink(writer) if writer else None, extra)
+    finally:
+        if writer is not None:
+            writer.close()
+    settings = adaptive_settings if adaptive_settings is not None else config.adaptive
+    adaptive = {}
+    for t, os_ in outcomes.items():
+        if scope[t].adaptive:
+            # No fixed K: problems differ in n_i by design; metrics over k go up to the smallest n_i.
+            outcomes[t] = [dataclasses.replace(o, num_missing=0, crossfit=True) for o in os_]
+            adaptive[t] = adaptive_summary(outcomes[t], settings or {}, t)
+        elif config.engine == "score":
+            # A file of generations: each problem has the responses its rows gave, none is missing.
+            outcomes[t] = [dataclasses.replace(o, num_missing=0) for o in os_]
+    metadata = {(p.task, p.key): p.metadata for p in problems}
+    per_task, bound = {}, {}
+    for t, os_ in outcomes.items():
+        bound[t] = (max((len(o.correct) for o in os_), default=1) or 1) if t in adaptive else scope[t].n
+        meta = {o.problem_key: metadata[(t, o.problem_key)] for o in os_}
+        fields = {f: breakdown(os_, meta, f) for f in BREAKDOWN_FIELDS}
+        # The lm-eval columns per subject too (lm-eval's minerva_math reports one subtask per subject).
+        for name in (config.scoring.get(t) or TaskScoring()).extra:
+            fields[f"subject [{name}]"] = breakdown(os_, meta, "subject", metric=name)
+        per_task[t] = dataclasses.replace(task_metrics(os_, bound[t]), breakdown={f: b for f, b in fields.items() if b},
+                                          se_vs_k=se_vs_k(os_, bound[t]))
+    K = max(bound.values(), default=1)
+    result = RunResult(
+        model=config.model, run_id=config.run_id, run_dir=run_dir, config=with_scope(config, scope, adaptive_settings),
+        n=K, tasks=per_task, aggregate=aggregate_metrics(outcomes, K), timing=config.last_generation or GenerationTiming(),
+        complete=all(o.num_missing == 0 for os_ in outcomes.values() for o in os_)
+        and all(a["stopped"] is not None for a in adaptive.values()), adaptive=adaptive or None,
+        scorers={s.name: s.version for s in [*scorers.values(), *(e for d in extra.values() for e in d.values())]})
+    return result, parquet
 
 
 def _parquet_sink(writer: ResultsWriter) -> ChunkSink:

@@ -32,7 +32,7 @@ class ProgressReporter:
     def __enter__(self) -> ProgressReporter:
         if self.live:
             self._progress = Progress(
-                TextColumn("[bold]generating"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("[bold]samples done"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[info]}"), TimeRemainingColumn(),
                 console=self.console, transient=False, refresh_per_second=4)
             self._progress.start()
@@ -47,7 +47,7 @@ class ProgressReporter:
     def describe(s: GenerationStats) -> str:
         tps = s.output_tokens / s.wall_s if s.wall_s > 0 else 0.0
         return (f"in flight {s.in_flight} | {tps:,.0f} tok/s | retries {s.retries} | errors {s.errors}"
-                + (f" | failed {s.failed}" if s.failed else ""))
+                + (f" | FAILED {s.failed} samples" if s.failed else ""))
 
     def update(self, s: GenerationStats) -> None:
         finished = s.done + s.failed
@@ -59,8 +59,9 @@ class ProgressReporter:
         if now - self._last_log >= self.interval_s or finished == self.total:
             self._last_log = now
             eta = (s.wall_s / finished * (self.total - finished)) if finished else float("nan")
-            log.info("generated %d/%d samples | %s | ETA %s", finished, self.total, self.describe(s),
-                     "?" if eta != eta else f"{eta:,.0f} s")
+            # A sample that failed (after its retries) is done with, not generated: the two counts apart.
+            log.info("samples %d/%d done: %d generated, %d failed | %s | ETA %s", finished, self.total, s.done,
+                     s.failed, self.describe(s), "?" if eta != eta else f"{eta:,.0f} s")
 
 
 def setup_logging(debug: bool = False) -> None:

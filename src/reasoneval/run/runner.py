@@ -35,6 +35,13 @@ class RetryPolicy:
     # This many failures of the engine itself (a worker or server died; one death that fails every
     # request in its batch counts once) with no sample finished in between stop the run.
     engine_down_after: int = 3
+    # The breaker (`Breaker`): a server that answers but fails every request stops the run after this many
+    # failed answers in a row with none succeeding, for at least `breaker_window_s` (502/503/504 alone, a server
+    # restarting behind a proxy: `unavailable_window_s`), or at once after `breaker_burst` + 2 x concurrency.
+    breaker_after: int = 5
+    breaker_window_s: float = 5.0
+    unavailable_window_s: float = 60.0
+    breaker_burst: int = 8
 
     def delay(self, retry: int, rng: random.Random, retry_after: float | None = None) -> float:
         d = rng.uniform(0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** (retry - 1)))
@@ -88,14 +95,73 @@ class _EngineHealth:
                              "the same command to resume")
 
 
+_UNAVAILABLE = {502, 503, 504}
+
+
+class Breaker:
+    """Stops a run whose server answers every request with an error (it cannot serve), instead of retrying each
+    of its samples until every one has failed.
+
+    It counts the failed answers (an error status other than 429, a reply that is no answer) since the last
+    success. It trips when there are at least `breaker_after` of them and none succeeded for `breaker_window_s`
+    (`unavailable_window_s` when all were 502/503/504), or when there are `breaker_burst` + 2 x concurrency of
+    them (a server that fails every request at once fills every slot with failures), provided no request has been
+    open that long meanwhile: a request the server holds for longer than its failures take is being generated,
+    so a server with 50% 503s and answers that take minutes is not stopped. Rate limits (429) neither count
+    nor reset. Connection errors have their own rule (ServerDown)."""
+
+    def __init__(self, policy: RetryPolicy, concurrency: int) -> None:
+        self.policy = policy
+        self.burst = policy.breaker_burst + 2 * concurrency
+        self.streak = 0
+        self.since = 0.0
+        self.unavailable_only = True
+        self.open: dict[int, float] = {}  # attempt -> when it was sent
+
+    def succeeded(self) -> None:
+        self.streak = 0
+
+    def failed(self, e: EngineError, req: Request) -> None:
+        """Count a failed answer; raise EngineDown when the run must stop."""
+        if not e.answered or e.status == 429:
+            return
+        now = time.monotonic()
+        if self.streak == 0:
+            self.since, self.unavailable_only = now, True
+        self.streak += 1
+        self.unavailable_only &= e.status in _UNAVAILABLE
+        window = self.policy.unavailable_window_s if self.unavailable_only else self.policy.breaker_window_s
+        elapsed = now - self.since
+        if self.streak < self.policy.breaker_after or not (elapsed >= window or
+                                                           (self.streak >= self.burst and not self.unavailable_only)):
+            return
+        if any(now - t >= min(elapsed, window) for t in self.open.values()):
+            return  # a request is being generated: the server serves some
+        raise EngineDown(f"the server answered {self.streak} requests in a row with an error and none succeeded for "
+                         f"{elapsed:.0f} s, so the run stopped: {_one_line(e)} (the last was {_describe(req)}). Finished "
+                         "samples are kept: fix the server and re-run the same command to resume")
+
+
+def _describe(req: Request) -> str:
+    return f"{req.task}/{req.problem_id} sample {req.index}, max_tokens {req.params.max_tokens}"
+
+
+def _refused(e: EngineError, req: Request) -> UserError:
+    return UserError(f"the server refused {_describe(req)}: {_one_line(e)}; {e.hint or 'check the request settings'}. "
+                     "No retry can fix that, so the run stopped; finished samples are kept: change it and re-run the "
+                     "same command to resume")
+
+
 def _one_line(e: BaseException) -> str:
     return " | ".join(part.strip() for part in str(e).splitlines() if part.strip())
 
 
 async def _generate_one(engine: Engine, req: Request, policy: RetryPolicy, stats: GenerationStats,
                         rng: random.Random, max_model_len: int | None,
-                        health: _EngineHealth | None = None) -> tuple[Completion | None, EngineError | None, int]:
-    """Returns (completion, last error, attempts). Raises EngineDown when the engine cannot serve."""
+                        health: _EngineHealth | None = None, breaker: Breaker | None = None,
+                        ) -> tuple[Completion | None, EngineError | None, int]:
+    """Returns (completion, last error, attempts). Raises EngineDown when the engine cannot serve, UserError when
+    the server refuses the request in a way no retry fixes."""
     attempts = 0
     retries_left = policy.max_retries
     lowered = False
@@ -105,7 +171,7 @@ async def _generate_one(engine: Engine, req: Request, policy: RetryPolicy, stats
         attempts += 1
         stats.requests += 1
         try:
-            return await engine.generate(req), None, attempts
+            completion = await _attempt(engine, req, breaker)
         except EngineError as e:
             stats.errors += 1
             if e.engine_failure and health is not None:
@@ -122,11 +188,34 @@ async def _generate_one(engine: Engine, req: Request, policy: RetryPolicy, stats
                     log.info("%s/%s#%d: lowering max_tokens to %d to fit the %d-token context", req.task,
                              req.problem_id, req.index, fit, e.context_limit)
                     continue
+            if breaker is not None:
+                breaker.failed(e, req)
+            # A refusal no retry fixes stops the run, except a prompt that alone exceeds the context: only that
+            # problem's samples fail (the others fit).
+            if e.permanent and not (e.context_limit and e.prompt_tokens is not None
+                                    and e.prompt_tokens >= e.context_limit):
+                raise _refused(e, req) from None
             if not e.retryable or retries_left <= 0:
                 return None, e, attempts
             retries_left -= 1
             stats.retries += 1
             await asyncio.sleep(policy.delay(policy.max_retries - retries_left, rng, e.retry_after))
+            continue
+        if breaker is not None:
+            breaker.succeeded()
+        return completion, None, attempts
+
+
+async def _attempt(engine: Engine, req: Request, breaker: Breaker | None) -> Completion:
+    """One request to the engine, counted open by the breaker while the engine has it."""
+    key = object()
+    if breaker is not None:
+        breaker.open[id(key)] = time.monotonic()
+    try:
+        return await engine.generate(req)
+    finally:
+        if breaker is not None:
+            breaker.open.pop(id(key), None)
 
 
 async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, store: SampleStore, *, concurrency: int,
@@ -155,6 +244,7 @@ async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, s
     consecutive_down = 0
     fatal: list[BaseException] = []
     health = _EngineHealth(policy)
+    breaker = Breaker(policy, concurrency)
     workers: list[asyncio.Task[None]] = []
 
     def stop_others() -> None:
@@ -170,8 +260,8 @@ async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, s
         nonlocal consecutive_down
         try:
             completion, err, attempts = await _generate_one(engine, req, policy, stats, rng, max_model_len,
-                                                            health)
-        except (EngineError, EngineDown) as e:
+                                                            health, breaker)
+        except (EngineError, UserError) as e:
             if not fatal:
                 fatal.append(e)
             stop_others()

@@ -45,15 +45,20 @@ class ScoredProblem:
 ChunkSink = Callable[[Sequence[ScoredProblem], int], None]
 
 
-def _index_samples(run_dir: Path, wanted: set[tuple[str, str]], K: int) -> dict[tuple[str, str], dict[int, int]]:
-    """(task, key) -> {sample index: byte offset of its ok line}, for indices < K."""
+def _bound(K: int | Mapping[str, int], task: str) -> int:
+    return K if isinstance(K, int) else K[task]
+
+
+def _index_samples(run_dir: Path, wanted: set[tuple[str, str]], K: int | Mapping[str, int]
+                   ) -> dict[tuple[str, str], dict[int, int]]:
+    """(task, key) -> {sample index: byte offset of its ok line}, for indices < K (the task's K)."""
     index: dict[tuple[str, str], dict[int, int]] = {}
     for offset, d in iter_samples(run_dir / SAMPLES_FILE, with_offsets=True):
         if d.get("status") != "ok":
             continue
         pk = (d.get("task"), d.get("problem_key"))
         i = d.get("index")
-        if pk not in wanted or not isinstance(i, int) or i >= K:
+        if pk not in wanted or not isinstance(i, int) or i >= _bound(K, str(pk[0])):
             continue
         index.setdefault(pk, {}).setdefault(i, offset)
     return index
@@ -64,10 +69,11 @@ def _read_at(f: IO[bytes], offset: int) -> SampleRecord:
     return SampleRecord.from_json_dict(json.loads(f.readline()))
 
 
-def score_store(run_dir: Path, problems: Sequence[Problem], K: int, scorers: Mapping[str, Scorer],
+def score_store(run_dir: Path, problems: Sequence[Problem], K: int | Mapping[str, int], scorers: Mapping[str, Scorer],
                 sink: ChunkSink | None = None,
                 extra: Mapping[str, Mapping[str, Scorer]] | None = None) -> dict[str, list[ProblemOutcome]]:
-    """Score samples 0..K-1 of each problem with its task's scorer; per task, one outcome per problem.
+    """Score samples 0..K-1 of each problem with its task's scorer; per task, one outcome per problem. K: one
+    bound for every task, or each task's.
 
     extra: per task, further scorers by metric name (TaskScoring.extra); their verdicts go in
     `ProblemOutcome.extra`."""
@@ -134,7 +140,7 @@ def _cluster_guarded(scorer: Scorer, groups: Sequence[tuple[Problem, Sequence[st
         return cluster_by_text(groups)
 
 
-def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int, scorers: Mapping[str, Scorer],
+def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int | Mapping[str, int], scorers: Mapping[str, Scorer],
                  extra: Mapping[str, Mapping[str, Scorer]]) -> list[ScoredProblem]:
     # One batch per task (each task has its scorer), so the scorer's workers see its whole share at once.
     by_task: dict[str, list[int]] = {}
@@ -170,7 +176,7 @@ def _score_chunk(chunk: Sequence[tuple[Problem, list[SampleRecord]]], K: int, sc
             correct_classes=frozenset(c for c, s in zip(cl, sc) if c is not None and s.correct),
             completion_tokens=[r.completion_tokens for r in recs],
             finish_reasons=[r.finish_reason for r in recs],
-            num_missing=max(0, K - len(recs)), indices=[r.index for r in recs],
+            num_missing=max(0, _bound(K, p.task) - len(recs)), indices=[r.index for r in recs],
             extra={name: [s.correct for s in e] for name, e in ex.items()},
             # named figures only where the scorer gives them (IFEval); math's flags are already in `correct`
             values=[s.value if isinstance(s.value, Mapping) else {} for s in sc]

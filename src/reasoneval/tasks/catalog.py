@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Sequence
 
 from reasoneval.errors import UserError
@@ -99,6 +100,12 @@ LMEVAL_NAMES: dict[str, str] = {
 }
 
 
+def nearest(name: str, known: Sequence[str], cutoff: float = 0.6) -> str:
+    """"; did you mean humaneval?" for a name close to a known one (difflib's ratio >= cutoff); "" otherwise."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 def resolve_task_names(names: Sequence[str]) -> list[str]:
     """Expand groups and comma lists, drop duplicates keeping the first occurrence."""
     out: list[str] = []
@@ -112,8 +119,8 @@ def resolve_task_names(names: Sequence[str]) -> list[str]:
                 expanded = (name,)
             else:
                 groups = ", ".join(f"{g} ({'+'.join(m)})" for g, m in GROUPS.items())
-                raise UserError(f"unknown task {name!r}; known tasks: {', '.join(TASKS.names())}; "
-                                f"groups: {groups}")
+                raise UserError(f"unknown task {name!r}{nearest(name, [*TASKS.names(), *GROUPS])}; known tasks: "
+                                f"{', '.join(TASKS.names())}; groups: {groups}")
             for t in expanded:
                 if t not in out:
                     out.append(t)

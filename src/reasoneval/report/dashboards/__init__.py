@@ -26,9 +26,12 @@ log = logging.getLogger("reasoneval")
 
 
 class Session(Protocol):
-    """One open dashboard run: figures go in at a step (None: the backend's own counter), then close."""
+    """One open dashboard run: figures go in at a step (None: the backend's own counter), the run's settings as
+    the backend's run-level record (MLflow params, W&B config, TensorBoard hparams), then close."""
 
     def log(self, metrics: Mapping[str, float], step: int | None, info: Mapping[str, str]) -> None: ...
+
+    def log_params(self, params: Mapping[str, str | float | int], step: int | None) -> None: ...
 
     def close(self) -> None: ...
 
@@ -117,6 +120,70 @@ def checkpoint_step(name: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """A model as a point of a training run: the run's folder (the path before the checkpoint's own name, ""
+    when there is none), the checkpoint's name, and the training step in it (None when the name has none).
+    `/ckpt/run7/checkpoint-100` is ("/ckpt/run7", "checkpoint-100", 100); `run8/checkpoint-100` is another."""
+
+    training_run: str
+    name: str
+    step: int | None
+
+
+def checkpoint_of(model: str) -> Checkpoint:
+    path = str(model).rstrip("/")
+    parent, _, name = path.rpartition("/")
+    return Checkpoint(parent, name or path, checkpoint_step(path))
+
+
+def model_checkpoint(config: Any) -> Checkpoint:
+    """The checkpoint a run (a results.schema.RunConfig) evaluated: the first of the checkpoint the engine
+    loaded (--model-path), the model the server served (--model, or the server's only model when --model was
+    left out) and the server's own identity of it (vLLM's root: the checkpoint path) that names a training
+    step; else the model as served."""
+    candidates = [str(c) for c in ((config.engine_config or {}).get("model_path"), config.settings.model,
+                                   config.settings.model_identity) if c]
+    for c in candidates:
+        if checkpoint_step(c) is not None:
+            return checkpoint_of(c)
+    return checkpoint_of(candidates[0] if candidates else "")
+
+
+def run_settings(result: Any) -> dict[str, str | float | int]:
+    """What a curve's points were measured with, for the dashboards' run-level record: K (or the adaptive target),
+    sampling, seed, prompt style and shots, engine, API, each task's version, reasoneval's version."""
+    cfg = result.config
+    s = cfg.settings
+    out: dict[str, str | float | int] = {"model": str(result.model)}
+    if result.adaptive:
+        a = cfg.adaptive or {}
+        out.update(target_se=float(a.get("target_se") or 0), max_n=int(a.get("max_n") or 0))
+    else:
+        out["n"] = int(result.n)
+        for task, n in (cfg.task_n or {}).items():  # a headline whose tasks have different K
+            out[f"n/{task}"] = int(n)
+    if s.sampling is not None:
+        out.update(temperature=float(s.sampling.temperature), top_p=float(s.sampling.top_p),
+                   max_tokens=int(s.sampling.max_tokens))
+        for name in ("top_k", "min_p"):
+            if getattr(s.sampling, name) is not None:
+                out[name] = getattr(s.sampling, name)
+    if s.seed is not None:
+        out["seed"] = int(s.seed)
+    style = s.prompt_style or {}
+    out["prompt_style"] = str(style.get("style") or "default")
+    if style.get("num_fewshot") is not None:
+        out["num_fewshot"] = int(style["num_fewshot"])
+    if s.api:
+        out["api"] = str(s.api)
+    out["engine"] = str(cfg.engine)
+    for task in result.tasks:
+        out[f"task_version/{task}"] = str(cfg.task_version(task) or "1")
+    out["reasoneval_version"] = str((cfg.versions or {}).get("reasoneval") or "")
+    return out
+
+
 def task_metrics(task: str, m: Any) -> dict[str, float]:
     """One task's figures (a metrics.TaskMetrics), as fractions, named `<task>/<metric>`."""
     out: dict[str, float] = {}
@@ -171,6 +238,7 @@ class Dashboards:
     def __init__(self, run_name: str | None = None) -> None:
         self.run_name = run_name
         self._sessions: dict[tuple[Any, ...], Session] = {}
+        self._params: dict[tuple[Any, ...], dict[str, str | float | int]] = {}  # what each session recorded
         self._failed: set[str] = set()
 
     def log(self, cfg: Any, result: Any, step: int | None = None) -> None:
@@ -181,6 +249,7 @@ class Dashboards:
         metrics = result_metrics(result)
         info = {"model": str(result.model), "run_id": str(result.run_id), "run_dir": str(result.run_dir),
                 "complete": str(bool(result.complete)).lower()}
+        settings = run_settings(result)
         args = dict(cfg.log_args or {})
         for name in names:
             if name in self._failed:
@@ -195,6 +264,7 @@ class Dashboards:
                     session = module.open_session(args, run_name, Path(cfg.output_dir))
                     self._sessions[key] = session
                 session.log(metrics, step, info)
+                session.log_params(self._new_params(key, settings, step), step)
             except Exception as e:  # any failure of the backend: the results are already on disk
                 self._failed.add(name)
                 self._sessions.pop(key, None)
@@ -202,6 +272,22 @@ class Dashboards:
                 log.warning("--log-to %s failed, nothing more goes there this run (%s); %s. The results are in %s: "
                             "`reasoneval report %s --log-to %s` logs them again", name, cause, backend.fix,
                             result.run_dir, result.run_dir, name)
+
+    def _new_params(self, key: tuple[Any, ...], settings: Mapping[str, str | float | int], step: int | None
+                    ) -> dict[str, str | float | int]:
+        """The settings this dashboard run has not recorded yet. A run-level record holds one value per name
+        (MLflow refuses to change a param): a later checkpoint of a sweep whose setting differs (a job with
+        another K) records it as `<name>.step_<step>`."""
+        done = self._params.setdefault(key, {})
+        out: dict[str, str | float | int] = {}
+        for name, value in settings.items():
+            if name not in done:
+                out[name] = done[name] = value
+            elif done[name] != value:
+                alt = f"{name}.step_{step if step is not None else 'none'}"
+                if done.get(alt) != value:
+                    out[alt] = done[alt] = value
+        return out
 
     def close(self) -> None:
         for (name, *_), session in list(self._sessions.items()):
@@ -238,5 +324,6 @@ def dashboard_options(a: Any) -> tuple[list[str], dict[str, Any]]:
     return backend_names(a.log_to), {k: getattr(a, k) for k in LOG_ARGS if getattr(a, k, None) is not None}
 
 
-__all__ = ["DASHBOARDS", "LOG_ARGS", "Dashboards", "add_dashboard_args", "check_backends", "checkpoint_step",
-           "dashboard_options", "lmeval_name", "log_once", "result_metrics", "task_metrics"]
+__all__ = ["DASHBOARDS", "LOG_ARGS", "Checkpoint", "Dashboards", "add_dashboard_args", "check_backends", "checkpoint_of",
+           "checkpoint_step", "dashboard_options", "lmeval_name", "log_once", "model_checkpoint", "result_metrics",
+           "run_settings", "task_metrics"]

@@ -36,6 +36,13 @@ class MLflowSession:
         for i in range(0, len(items), 1000):  # log_batch takes at most 1000 metrics
             self.client.log_batch(self.run_id, metrics=items[i:i + 1000], tags=tags if i == 0 else [])
 
+    def log_params(self, params: Mapping[str, str | float | int], step: int | None) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(mlflow_key(k), str(v)) for k, v in params.items()]
+        for i in range(0, len(items), 100):  # log_batch takes at most 100 params
+            self.client.log_batch(self.run_id, params=items[i:i + 100])
+
     def close(self) -> None:
         self.client.set_terminated(self.run_id)
 

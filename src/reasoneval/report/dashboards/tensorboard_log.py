@@ -19,6 +19,7 @@ class TensorBoardSession:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir = log_dir
         self.writer = EventFileWriter(str(log_dir))
+        self.params: dict[str, str | float | int] = {}
 
     def log(self, metrics: Mapping[str, float], step: int | None, info: Mapping[str, str]) -> None:
         from tensorboard.compat.proto import event_pb2, summary_pb2
@@ -26,6 +27,18 @@ class TensorBoardSession:
         values = [summary_pb2.Summary.Value(tag=k, simple_value=v) for k, v in metrics.items()]
         self.writer.add_event(event_pb2.Event(wall_time=time.time(), step=step or 0,
                                               summary=summary_pb2.Summary(value=values)))
+        self.writer.flush()
+
+    def log_params(self, params: Mapping[str, str | float | int], step: int | None) -> None:
+        """The settings as the HParams plugin's record of this run (every one so far: a reader keeps the last)."""
+        if not params:
+            return
+        from tensorboard.compat.proto import event_pb2
+        from tensorboard.plugins.hparams import summary_v2
+
+        self.params.update(params)
+        self.writer.add_event(event_pb2.Event(wall_time=time.time(), step=step or 0,
+                                              summary=summary_v2.hparams_pb(dict(self.params))))
         self.writer.flush()
 
     def close(self) -> None:

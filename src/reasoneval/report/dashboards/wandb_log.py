@@ -28,6 +28,10 @@ class WandbSession:
         self.run.config.update({f"reasoneval/{k}": v for k, v in info.items()}, allow_val_change=True)
         self.run.log({**({STEP_METRIC: step} if step is not None else {}), **metrics})
 
+    def log_params(self, params: Mapping[str, str | float | int], step: int | None) -> None:
+        if params:
+            self.run.config.update(dict(params), allow_val_change=True)
+
     def close(self) -> None:
         self.run.finish()
 
