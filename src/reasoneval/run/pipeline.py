@@ -29,11 +29,21 @@ from reasoneval.report import ResultsWriter, render_table, write_summary
 from reasoneval.report.html_page import write_run_html
 from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems, read_problems
-from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings, adaptive_summary, only_k_up_to
+from reasoneval.run.adaptive import (
+    DESIGN,
+    AdaptiveSampler,
+    AdaptiveSettings,
+    adaptive_summary,
+    history_entry,
+    history_for,
+    only_k_up_to,
+    plan_se_of,
+    with_estimates,
+)
 from reasoneval.run.identity import RunSettings, run_dir_for
 from reasoneval.run.options import EvalConfig, rename_old_keys
 from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_maker
-from reasoneval.run.plan_adaptive import FIRST_ROUND
+from reasoneval.run.plan_adaptive import PILOT
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
@@ -141,8 +151,14 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         old = _previous_config(run_dir)
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         engine_name = cfg.engine_name()
+        history = None
+        if adaptive:
+            assert cfg.target_se is not None
+            entry = history_entry(cfg.target_se, cfg.max_n, cfg.budget_samples, {t.name: len(t.problems) for t in tasks})
+            history = history_for(old, entry, run_dir)
         config = RunConfig(
-            run_id=settings.run_id, settings=settings, engine=engine_name, n=cfg.samples_per_problem(),
+            run_id=settings.run_id, settings=settings, engine=engine_name,
+            n=max([cfg.samples_per_problem()] + [2 * int(e.get("max_n") or e.get("n") or 0) for e in history or []]),
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
             scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if engine_name == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
@@ -150,8 +166,8 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                                "source": t.spec.source, "version": t.spec.version} for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
             created=old.created if old is not None and old.created else now, updated=now,
-            adaptive={"target_se": cfg.target_se, "max_n": cfg.max_n, "budget_samples": cfg.budget_samples,
-                      "stopped": {}} if adaptive else None)
+            adaptive={"design": DESIGN, "target_se": cfg.target_se, "max_n": cfg.max_n,
+                      "budget_samples": cfg.budget_samples, "history": history, "stopped": {}} if adaptive else None)
         write_config(run_dir, config)
         log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
                  run_dir, info.model, len(tasks), the_plan.total, the_plan.total - len(the_plan.requests),
@@ -162,11 +178,11 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         try:
             with contextlib.ExitStack() as scoring:
                 if adaptive:
-                    sampler = _adaptive_sampler(cfg, tasks, prompt, run_dir, concurrency,
+                    sampler = _adaptive_sampler(cfg, tasks, prompt, run_dir, history or [],
                                                 scoring.enter_context(ScoringContext(
                                                     workers=cfg.grading_workers, timeout_s=cfg.grading_timeout,
                                                     cache_dir=run_dir)))
-                first = len(the_plan.requests) or (FIRST_ROUND * sum(len(t.problems) for t in tasks) if adaptive else 0)
+                first = len(the_plan.requests) or (PILOT * sum(len(t.problems) for t in tasks) if adaptive else 0)
                 with ProgressReporter(first, enabled=cfg.progress, console=console) as progress:
                     await generate(engine, the_plan.queue(cast(Schedule, cfg.schedule)), store,
                                    concurrency=concurrency,
@@ -189,13 +205,13 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
 
 
 def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: PromptConfig, run_dir: Path,
-                      concurrency: int, context: ScoringContext) -> AdaptiveSampler:
+                      history: Sequence[Mapping[str, Any]], context: ScoringContext) -> AdaptiveSampler:
     """run --target-se: the sampler that feeds the runner, with the store's finished samples counted."""
     make = request_maker(tasks, seed=cfg.seed, sampling=cfg.sampling(), api=cfg.api, prompt=prompt)
     scorers = {t.name: create_scorer(task_scoring(t, prompt, cfg.lmeval_metrics), context) for t in tasks}
     assert cfg.target_se is not None
-    sampler = AdaptiveSampler(tasks, AdaptiveSettings(cfg.target_se, cfg.max_n, cfg.budget_samples), make, scorers,
-                              min_round=concurrency)
+    settings = AdaptiveSettings(cfg.target_se, cfg.max_n, cfg.budget_samples, tuple(history))
+    sampler = AdaptiveSampler(tasks, settings, make, scorers)
     sampler.load(run_dir)
     return sampler
 
@@ -325,9 +341,9 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
         adaptive = None
         if config.adaptive is not None:
             # No fixed K: problems differ in n_i by design; metrics over k go up to the smallest n_i.
-            outcomes = {t: [dataclasses.replace(o, num_missing=0, crossfit=True) for o in os_]
-                        for t, os_ in outcomes.items()}
-            adaptive = {t: adaptive_summary(os_, config.adaptive, t) for t, os_ in outcomes.items()}
+            outcomes = with_estimates(outcomes, config.adaptive)
+            planned = plan_se_of(outcomes, config.adaptive)
+            adaptive = {t: adaptive_summary(os_, config.adaptive, t, planned.get(t)) for t, os_ in outcomes.items()}
             K = max((len(o.correct) for os_ in outcomes.values() for o in os_), default=1) or 1
         per_task = {}
         for t, os_ in outcomes.items():
