@@ -17,7 +17,7 @@ from scipy import stats
 from reasoneval.analysis import compare_runs
 from reasoneval.cli.main import main
 from reasoneval.errors import UserError
-from tests.analysis.runs import make_run
+from tests.analysis.runs import TASK, make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,31 +102,53 @@ def test_simulation_calibrates_the_test() -> None:
     assert r.stdout.count(" ok") == 8
 
 
-def test_an_adaptive_run_is_compared_on_its_crossfit_estimates(make_openai_server: Any, tmp_path: Path) -> None:
-    """run --target-se gives problems unequal streams; compare pairs the cross-fit estimate its summary's mean
-    uses (mean of the even- and odd-indexed samples' rates), not the pooled c/n."""
+def test_an_adaptive_run_is_compared_on_its_two_stage_estimates(make_openai_server: Any, tmp_path: Path) -> None:
+    """run --target-se gives problems different sample counts, chosen from their pilots; compare pairs the
+    two-stage estimate its summary's mean uses (plan_adaptive.task_estimates), not the pooled c/n."""
     from reasoneval.analysis.outcomes import read_problem_rows
+    from reasoneval.results.schema import load_config
+    from reasoneval.run.plan_adaptive import task_estimates
 
-    def acc_c(i: int, j: int) -> bool:  # rates differ between a problem's even and odd samples
-        return (3 * j + i) % 4 == 0 or (j % 2 == 1 and i % 3 == 0)
+    def acc_c(i: int, j: int) -> bool:  # 5 never solved, 5 always, 2 in between (at another rate after the pilot)
+        return i > 6 or (4 < i < 7 and (j % 2 == 0 if j < 4 else j % 3 == 0))
 
-    a = make_run(make_openai_server, tmp_path / "a", "model-a", acc_c, q=12, n=34, target_se=4.0, max_n=16,
+    a = make_run(make_openai_server, tmp_path / "a", "model-a", acc_c, q=12, n=34, target_se=2.0, max_n=34,
                  concurrency=4)
     b = make_run(make_openai_server, tmp_path / "b", "model-b", acc_b, q=12, n=4)
-    rows = {r.problem_key: r for r in read_problem_rows(a)}
+    rows = read_problem_rows(a)
     rows_b = {r.problem_key: r for r in read_problem_rows(b)}
+    adaptive = load_config(a).adaptive or {}
+    est = task_estimates([dict(zip(r.sample_indices, r.correct)) for r in rows], adaptive["history"], TASK).estimate
+    two_stage = {r.problem_key: float(e) for r, e in zip(rows, est)}
+    pooled = {r.problem_key: r.num_correct / r.n for r in rows}
+    assert len({r.n for r in rows}) > 1 and any(abs(two_stage[k] - pooled[k]) > 1e-9 for k in pooled)
+    [t] = compare_runs([a, b]).tasks
+    d = np.array([rows_b[k].num_correct / rows_b[k].n - two_stage[k] for k in pooled])
+    assert t.versus[0].diff == pytest.approx(d.mean()) and t.versus[0].stderr == pytest.approx(d.std(ddof=1) / math.sqrt(12))
+    assert t.pass1[0][0] == pytest.approx(np.mean(list(two_stage.values())))  # the summary's mean: the same estimates
+    # the other way round (the adaptive run second) reads it the same way
+    [u] = compare_runs([b, a]).tasks
+    assert u.versus[0].diff == pytest.approx(-d.mean())
+
+
+def test_an_adaptive_run_of_the_earlier_design_is_compared_on_its_crossfit_estimates(tmp_path: Path) -> None:
+    """tests/fixtures/runs/adaptive_crossfit (made before the two-stage design): compare reads the cross-fit
+    estimate its summary's mean uses (mean of the even- and odd-indexed samples' rates), not c/n."""
+    import shutil
+
+    from reasoneval.analysis.outcomes import read_problem_rows
+
+    fixture = ROOT / "tests" / "fixtures" / "runs" / "adaptive_crossfit"
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(fixture, a)
+    shutil.copytree(fixture, b)
 
     def rate(r: Any, s: int) -> float:
         got = [x for j, x in zip(r.sample_indices, r.correct) if j % 2 == s]
         return sum(got) / len(got)
 
-    crossfit = {k: (rate(r, 0) + rate(r, 1)) / 2 for k, r in rows.items()}
-    pooled = {k: r.num_correct / r.n for k, r in rows.items()}
-    assert any(abs(crossfit[k] - pooled[k]) > 1e-9 for k in rows)  # unequal streams: the two estimates differ
+    rows = read_problem_rows(a)
+    crossfit = np.mean([(rate(r, 0) + rate(r, 1)) / 2 for r in rows])
     [t] = compare_runs([a, b]).tasks
-    d = np.array([rows_b[k].num_correct / rows_b[k].n - crossfit[k] for k in rows])
-    assert t.versus[0].diff == pytest.approx(d.mean()) and t.versus[0].stderr == pytest.approx(d.std(ddof=1) / math.sqrt(12))
-    assert t.pass1[0][0] == pytest.approx(np.mean(list(crossfit.values())))  # the summary's mean: the same estimates
-    # the other way round (the adaptive run second) reads it the same way
-    [u] = compare_runs([b, a]).tasks
-    assert u.versus[0].diff == pytest.approx(-d.mean())
+    assert t.versus[0].diff == 0 and t.pass1[0][0] == pytest.approx(crossfit)
+    assert crossfit != pytest.approx(sum(r.num_correct for r in rows) / sum(r.n for r in rows), abs=1e-6)

@@ -6,6 +6,7 @@ answers, on the synthetic data of tests/fixtures/hub; how: tests/fixtures/runs/R
   arith (6 problems), math500, aime24 (2 each), 4 samples each.
 - pre_layout: written just before the issue-23 refactor (commit 12dc819; schema 2); arith (6 problems),
   math500, gsm8k, mbpp, ifeval (2 each) with the lm-eval columns, 4 samples each, the code verdicts cached.
+- adaptive_crossfit: a `run --target-se` of the cross-fit design (commit d2d4a3d), before the two-stage one.
 Their summary.json is the one the old code wrote. `v0_1_0.summary_reported.json` is what `report` of the
 commit that moved the layout (a9aa693) wrote for the v0_1_0 copy (schema 2, newer figures added).
 """
@@ -129,3 +130,40 @@ def test_config_and_summary_round_trip_byte_for_byte(name: str) -> None:
     assert json_text(load_run(RUNS / name).to_json_dict()) == (RUNS / name / SUMMARY_FILE).read_text()
     lines = (RUNS / name / "problems.jsonl").read_text().splitlines()
     assert [json.dumps(problem_to_dict(p), ensure_ascii=False) for p in read_problems(RUNS / name)] == lines
+
+
+def test_an_adaptive_run_of_the_cross_fit_design_reports_as_it_did(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """adaptive_crossfit: a `run --target-se 1.5` of the design before the two-stage one (commit d2d4a3d): its
+    counts followed the cross-fitted streams, so it keeps that estimator (two problems have unequal streams, so
+    the cross-fit mean is not c/n) and its posterior SE. It cannot be extended: a one-line error."""
+    from tests.reliability._helpers import assert_clean_error, cli_inprocess
+
+    original = json.loads((RUNS / "adaptive_crossfit" / SUMMARY_FILE).read_text())
+    run_dir = copy_run("adaptive_crossfit", tmp_path)
+    assert main(["report", str(run_dir), "--grading-workers", "1"]) == 0
+    capsys.readouterr()
+    reported = json.loads((run_dir / SUMMARY_FILE).read_text())
+    assert_contains(figures(reported), figures(original))
+    assert reported["adaptive"] == original["adaptive"]
+    pooled = sum(r.num_correct for r in _rows(run_dir)) / sum(r.n for r in _rows(run_dir))
+    assert original["tasks"]["aime24"]["mean"] != pytest.approx(pooled, abs=1e-6)
+    # the same command with a smaller target, in the same run directory (the fixture's data, model and seed)
+    from tests.fixtures.openai_server import OpenAIServer
+    from tests.reliability._helpers import accuracy_reply, write_data
+
+    write_data(tmp_path / "data", {"aime24": 12})
+    out = tmp_path / "out"
+    shutil.copytree(RUNS / "adaptive_crossfit", out / "test-model" / load_config(run_dir).run_id)
+    with OpenAIServer(responder=accuracy_reply) as server:
+        r = cli_inprocess(["run", "--base-url", server.base_url, "--model", "test-model", "--tasks", "aime24",
+                           "--data-dir", str(tmp_path / "data"), "--output-dir", str(out), "--target-se", "1",
+                           "--concurrency", "4", "--grading-workers", "1", "--no-progress"], capsys)
+        assert not [q for q in server.requests() if q.path.endswith("completions")]
+    assert_clean_error(r, 2, "earlier --target-se rule .* cannot be extended")
+
+
+def _rows(run_dir: Path) -> list[Any]:
+    from reasoneval.analysis.outcomes import read_problem_rows
+
+    return read_problem_rows(run_dir)

@@ -118,7 +118,8 @@ def test_a_uniform_run_extended_by_target_se_keeps_its_samples_and_a_budget_caps
         asked = {q.seed for q in server.requests()}
     assert uniform.run_dir == capped.run_dir and not seeds_before & asked  # the 48 samples are reused, not redone
     a = capped.adaptive["aime24"] if capped.adaptive else {}
-    assert a["stopped"] == "budget" and not a["met"] and a["samples"] == 80 and capped.complete
+    # the 80-sample budget fits the pilot and 2 more per problem, not the 4 more the design asks for otherwise
+    assert a["stopped"] == "budget" and not a["met"] and a["n_min"] >= 6 and 72 <= a["samples"] <= 80 and capped.complete
 
 
 @pytest.mark.parametrize(("extra", "pattern"), [
@@ -136,38 +137,48 @@ def test_bad_adaptive_options_are_one_line_errors(tmp_path: Path, capsys: pytest
     assert_clean_error(r, 2, pattern)
 
 
-def test_a_resumed_sampler_counts_both_streams_even_past_max_n(tmp_path: Path) -> None:
-    """The two streams of a problem can differ in length, so indices reach past --max-n: a resumed run counts
-    them all, asks first for what never finished, and takes each stream's next index."""
-    from reasoneval.records import Problem, Request, SamplingParams
+def test_a_resumed_sampler_completes_the_pilot_then_asks_for_the_plan_at_once(tmp_path: Path) -> None:
+    """A resumed run counts what finished, asks first for the pilot index (0-3) that never finished, waits for
+    every pilot to be scored, then asks for each problem's planned rest in one go at the lowest free indices from
+    4 (a sample an earlier command drew counts toward its total)."""
+    import asyncio
+
+    from reasoneval.records import Problem, Request, SampleRecord, SamplingParams
     from reasoneval.results.store.sample_store import SAMPLES_FILE
     from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings
     from reasoneval.run.plan import LoadedTask
+    from reasoneval.run.plan_adaptive import history_totals, pilot_counts
     from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
     from reasoneval.tasks import TaskSpec
 
-    prob = Problem(task="t", id="p0", problem="What is 2+2?", answer="4", key="k0")
-    done = {0: "4", 2: "4", 4: "5", 6: "4", 8: "4", 10: "4", 1: "5"}  # stream 0: 5/6 right, stream 1: 0/1
+    probs = [Problem(task="t", id=f"p{i}", problem="What is 2+2?", answer="4", key=f"k{i}") for i in range(2)]
+    done = {"k0": {0: "4", 1: "5", 3: "4"}, "k1": {0: "4", 1: "4", 2: "5", 3: "4", 7: "4"}}  # k0's index 2 is lost
     with open(tmp_path / SAMPLES_FILE, "w") as f:
-        for j, ans in done.items():
-            f.write(json.dumps({"task": "t", "problem_key": "k0", "problem_id": "p0", "index": j, "seed": j,
-                                "status": "ok", "text": f"\\boxed{{{ans}}}"}) + "\n")
+        for key, rows in done.items():
+            for j, ans in rows.items():
+                f.write(json.dumps({"task": "t", "problem_key": key, "problem_id": key, "index": j, "seed": j,
+                                    "status": "ok", "text": f"\\boxed{{{ans}}}"}) + "\n")
 
     def make(p: Problem, j: int) -> Request:
         return Request(task=p.task, problem_key=p.key, problem_id=p.id, index=j, seed=j, params=SamplingParams())
 
+    settings = AdaptiveSettings(2.0, max_n=16)
     with ScoringContext(workers=1) as ctx:
-        sampler = AdaptiveSampler([LoadedTask(TaskSpec(name="t", description="t"), [prob])], AdaptiveSettings(0.01, max_n=9),
-                                  make, {"t": create_scorer(TaskScoring(), ctx)}, min_round=4)
+        sampler = AdaptiveSampler([LoadedTask(TaskSpec(name="t", description="t"), probs)], settings, make,
+                                  {"t": create_scorer(TaskScoring(), ctx)})
         sampler.load(tmp_path)
-        st = sampler.state["t"][0]
-        assert (st.n, st.correct, sampler.loaded) == ([6, 1], [5, 0], 7)
-        import asyncio
-
-        rounds = [[r.index for r in asyncio.run(sampler.refill())] for _ in range(3)]
-    # the odd stream first gets its first-round second sample (index 3), then one more (max_n = 9 in all), then
-    # nothing: the two asked for are in flight
-    assert rounds == [[3], [5], []] and sampler.stopped == {}
+        assert [len(s.verdicts) for s in sampler.state["t"]] == [3, 5]
+        first = [(r.problem_key, r.index) for r in asyncio.run(sampler.refill())]
+        waiting = asyncio.run(sampler.refill())  # the pilot sample is in flight: nothing is planned yet
+        sampler.on_sample(SampleRecord(task="t", problem_key="k0", problem_id="k0", index=2, seed=2, status="ok",
+                                       text="\\boxed{4}"))
+        rest = [(r.problem_key, r.index) for r in asyncio.run(sampler.refill())]
+    assert first == [("k0", 2)] and waiting == []
+    ca, cb, _ = pilot_counts([s.verdicts for s in sampler.state["t"]])
+    totals = history_totals(np.bincount(ca + cb, minlength=5).astype(float), settings.entries({"t": 2}))[0][ca + cb]
+    assert [j for k, j in rest if k == "k0"] == list(range(4, int(totals[0])))
+    assert [j for k, j in rest if k == "k1"] == [j for j in range(4, int(totals[1])) if j != 7]  # 7 is there
+    assert sampler.stopped == {}
 
 
 @pytest.mark.usefixtures("ray_cluster")
@@ -185,3 +196,66 @@ def test_the_ray_engine_samples_to_a_target(tmp_path: Path) -> None:
     keys = [(d["problem_key"], d["index"]) for d in map(json.loads, (result.run_dir / "samples.jsonl").open())]
     assert a["stopped"] == "target" and a["met"] and a["se"] < 0.05 and a["samples"] == 40  # the first round, 4 x 10
     assert len(keys) == len(set(keys)) == 40 and sorted({j for _, j in keys}) == [0, 1, 2, 3] and result.complete
+
+
+def test_a_real_run_is_the_simulations_code_on_its_own_outcomes(tmp_path: Path) -> None:
+    """scripts/adaptive_simulation.py --real: reasoneval.evaluate with the bernoulli engine plugin (sample j of
+    problem i right with probability p_i, by its seed) on bimodal-hard at the K = 16 target. Every verdict is the
+    engine's, every problem's sample count is the simulation's planned total for the run's own pilot, and the
+    summary's mean and SE are the simulation's estimator on the run's own outcomes, to 1e-12."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from scripts.adaptive_simulation import issue_profiles, real_path
+
+    p = issue_profiles(np.random.default_rng(2026))["bimodal-hard"]
+    cell, matched = real_path("bimodal-hard", p, 16, 2, tmp_path, seed0=7)
+    assert matched == 2 and cell.runs == 2
+
+
+def test_failed_samples_a_pilot_index_waits_for_the_next_run_a_later_one_is_replaced(tmp_path: Path) -> None:
+    """As in a uniform run, an index that failed is not asked for again in the same process. The pilot is indices
+    0-3, so a task whose pilot lost one cannot be planned until the next run (which asks that index again); a
+    failed sample after the pilot is replaced by the next free index."""
+    import asyncio
+
+    from reasoneval.records import Problem, Request, SampleRecord, SamplingParams
+    from reasoneval.results.store.sample_store import SAMPLES_FILE
+    from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings
+    from reasoneval.run.plan import LoadedTask
+    from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+    from reasoneval.tasks import TaskSpec
+
+    probs = [Problem(task="t", id=f"p{i}", problem="What is 2+2?", answer="4", key=f"k{i}") for i in range(2)]
+    with open(tmp_path / SAMPLES_FILE, "w") as f:
+        for key, indices in {"k0": [0, 1, 2, 3], "k1": [0, 1, 3]}.items():
+            for j in indices:
+                f.write(json.dumps({"task": "t", "problem_key": key, "problem_id": key, "index": j, "seed": j,
+                                    "status": "ok", "text": "\\boxed{4}" if j % 2 else "\\boxed{5}"}) + "\n")
+
+    def make(p: Problem, j: int) -> Request:
+        return Request(task=p.task, problem_key=p.key, problem_id=p.id, index=j, seed=j, params=SamplingParams())
+
+    def failed(key: str, j: int) -> SampleRecord:
+        return SampleRecord(task="t", problem_key=key, problem_id=key, index=j, seed=j, status="failed", error="x")
+
+    def ok(key: str, j: int) -> SampleRecord:
+        return SampleRecord(task="t", problem_key=key, problem_id=key, index=j, seed=j, status="ok", text="\\boxed{4}")
+
+    task = LoadedTask(TaskSpec(name="t", description="t"), probs)
+    with ScoringContext(workers=1) as ctx:
+        scorers = {"t": create_scorer(TaskScoring(), ctx)}
+        first = AdaptiveSampler([task], AdaptiveSettings(2.0, max_n=16), make, scorers)
+        first.load(tmp_path)
+        assert [(r.problem_key, r.index) for r in asyncio.run(first.refill())] == [("k1", 2)]
+        first.on_sample(failed("k1", 2))
+        assert asyncio.run(first.refill()) == [] and first.stopped == {}  # cannot plan in this process
+        second = AdaptiveSampler([task], AdaptiveSettings(2.0, max_n=16), make, scorers)  # the next run
+        second.load(tmp_path)
+        assert [(r.problem_key, r.index) for r in asyncio.run(second.refill())] == [("k1", 2)]
+        second.on_sample(ok("k1", 2))
+        rest = [(r.problem_key, r.index) for r in asyncio.run(second.refill())]
+        lost = next(j for k, j in rest if k == "k0")
+        second.on_sample(failed("k0", lost))
+        again = [(r.problem_key, r.index) for r in asyncio.run(second.refill())]
+    assert again == [("k0", max(j for k, j in rest if k == "k0") + 1)]

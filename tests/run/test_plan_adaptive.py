@@ -1,107 +1,191 @@
-"""The allocation rule of `run --target-se` (reasoneval.run.plan_adaptive) and its simulation check."""
+"""The two-stage design of `run --target-se` (reasoneval.run.plan_adaptive): the plan, the estimator's exact
+unbiasedness (by enumerating every outcome), and the simulation script."""
 
 from __future__ import annotations
 
+import itertools
+import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
+from scipy import stats
 
-from reasoneval.metrics.summary import crossfit, stderr_resample_adaptive
-from reasoneval.run.plan_adaptive import estimated_se, greedy_neyman, next_round, posterior_sd
+from reasoneval.run.plan_adaptive import (
+    MIN_MAIN,
+    PILOT,
+    fit_prior,
+    history_totals,
+    main_floor,
+    pilot_weights,
+    plan_totals,
+    posterior_moments,
+    proxy_totals,
+    task_estimates,
+    two_stage_estimates,
+)
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/run/this file)
 
 
-def test_posterior_sd_never_writes_off_a_problem_seen_all_correct() -> None:
-    sd = posterior_sd(np.array([4, 4, 4]), np.array([4, 3, 2]))
-    assert 0.2 < sd[0] < sd[1] < sd[2] <= 0.5  # 4/4 still gets a share, less than 3/4, less than 2/4
+def _entry(target_points: float, max_n: int = 256, budget: int | None = None) -> dict[str, Any]:
+    return {"target_se": target_points, "max_n": max_n, "budget_samples": budget}
 
 
-def test_first_round_then_nothing_more_once_the_target_is_met() -> None:
-    n = np.zeros((5, 2), dtype=np.int64)
-    r = next_round(n, n, target=0.01, max_n=64)
-    assert r.add.tolist() == [[2, 2]] * 5 and not r.done  # 4 per problem, 2 per stream
-    # all solved 4/4 or failed 0/4: the re-run SE of the finished samples is 0, the target is met
-    c = np.array([[2, 2], [0, 0], [2, 2], [0, 0], [2, 2]])
-    r = next_round(np.full((5, 2), 2), c, target=0.01, max_n=64)
-    assert r.done and r.reason == "target" and r.add.sum() == 0
+def _exact_moments(p: np.ndarray, totals_of: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """E[estimate_i], Var(estimate_i), E[variance estimate_i], Var(Σ estimate), E[samples] by enumerating every
+    pilot outcome of every problem and every count of right answers after it (two_stage_estimates itself)."""
+    q = len(p)
+    e1, e2, ev = np.zeros(q), np.zeros(q), np.zeros(q)
+    esum, esum2, samples = 0.0, 0.0, 0.0
+    half = stats.binom.pmf(np.arange(3)[:, None], 2, p[None, :])  # (3, q)
+    for pilot in itertools.product(range(3), repeat=2 * q):
+        ca, cb = np.array(pilot[:q]), np.array(pilot[q:])
+        prob = float(np.prod(half[ca, np.arange(q)] * half[cb, np.arange(q)]))
+        hist = np.bincount(ca + cb, minlength=PILOT + 1).astype(float)
+        n_main = totals_of(hist[None, :])[0][ca + cb] - PILOT
+        wa, wb = pilot_weights(ca, cb, proxy_totals(hist[None, :], totals_of)[0])
+        m_i, m2_i = np.zeros(q), np.zeros(q)
+        for i in range(q):
+            na, nb = (n_main[i] + 1) // 2, n_main[i] // 2
+            ma, mb = np.meshgrid(np.arange(na + 1), np.arange(nb + 1), indexing="ij")
+            w = stats.binom.pmf(ma, na, p[i]) * stats.binom.pmf(mb, nb, p[i])
+            est, var = two_stage_estimates(ca[i], cb[i], ma, na, mb, nb, wa[i], wb[i])
+            m_i[i], m2_i[i] = float(np.sum(w * est)), float(np.sum(w * est * est))
+            ev[i] += prob * float(np.sum(w * var))
+        e1 += prob * m_i
+        e2 += prob * m2_i
+        # Σ_i estimate_i: independent given the pilot, so E[(Σ)²|pilot] = Σ var_i + (Σ mean_i)²
+        esum += prob * m_i.sum()
+        esum2 += prob * (float(np.sum(m2_i - m_i**2)) + m_i.sum() ** 2)
+        samples += prob * float(np.sum(PILOT + n_main))
+    return e1, e2 - e1**2, ev, esum2 - esum**2, samples
 
 
-def test_the_estimate_is_summary_json_stderr_resample_of_the_crossfit() -> None:
-    n, c = np.array([[2, 2], [4, 4], [8, 7]]), np.array([[1, 0], [2, 2], [8, 6]])
-    p, n_eff = crossfit(n, c)
-    assert p.tolist() == [0.25, 0.5, (1 + 6 / 7) / 2]
-    assert n_eff[1] == 8 and abs(n_eff[2] - 4 / (1 / 8 + 1 / 7)) < 1e-12
-    assert estimated_se(n, c) == stderr_resample_adaptive(n.sum(axis=1), c.sum(axis=1), n_eff)
+@pytest.mark.parametrize("rule", ["plan", "adversarial"])
+def test_the_estimate_and_its_variance_estimate_are_exactly_unbiased(rule: str) -> None:
+    """Every pilot outcome of three problems and every later count, weighted by its probability: the mean of each
+    problem's estimate is its p to 1e-12 and the mean of its variance estimate is its variance, whatever rule
+    decides the counts from the pilot. "plan" is the shipped plan (here reactive: Neyman on a bimodal task);
+    "adversarial" gives a problem many samples exactly when the task's pilot looked good."""
+    p = np.array([0.05, 0.5, 0.97])
+    if rule == "plan":
+        history = [_entry(6.0, max_n=16)]
+
+        def totals_of(h: np.ndarray) -> np.ndarray:
+            return history_totals(h, history)
+        some = totals_of(np.array([[1.0, 0, 1, 0, 1], [3, 0, 0, 0, 0], [0, 0, 3, 0, 0], [0, 1, 1, 1, 0]]))
+        assert len(set(some.ravel())) >= 3  # the plan does react to the pilots here
+    else:
+        def totals_of(h: np.ndarray) -> np.ndarray:
+            right = h @ np.arange(PILOT + 1)
+            return np.where((right[:, None] >= 6) ^ (np.arange(PILOT + 1) % 2 == 0), 12, 6)
+    mean, var, var_hat, var_sum, _ = _exact_moments(p, totals_of)
+    assert np.allclose(mean, p, atol=1e-12, rtol=0)
+    assert np.allclose(var_hat, var, atol=1e-12, rtol=0)
+    # problems are not independent (their counts share the task's plan); the SE counts the diagonal only
+    assert abs(var_sum - var.sum()) < 0.2 * var.sum()
 
 
-def test_each_stream_is_allocated_from_the_other_streams_outcomes() -> None:
-    n = np.array([[4, 4], [4, 4]])
-    c = np.array([[4, 2], [2, 4]])  # problem 0: stream 1 says 50%; problem 1: stream 0 says 50%
-    add = greedy_neyman(n, n, c, 10, max_n=256)
-    assert add[0, 0] > add[0, 1] and add[1, 1] > add[1, 0]
+def test_pooling_the_same_samples_would_be_biased() -> None:
+    """The reason for the weights: c/n over the same counts is biased (a lucky pilot draws fewer samples)."""
+    p = np.array([0.9, 0.9])
+
+    def totals_of(h: np.ndarray) -> np.ndarray:  # 4/4 looks settled: stop at 8; anything else gets 20
+        return np.tile(np.where(np.arange(PILOT + 1) == PILOT, 8, 20), (len(h), 1))
+
+    bias = 0.0
+    for c in range(PILOT + 1):
+        n = totals_of(np.zeros((1, PILOT + 1)))[0][c]
+        bias += stats.binom.pmf(c, PILOT, 0.9) * ((c + (n - PILOT) * 0.9) / n - 0.9)
+    assert bias > 0.005  # half a point per problem
+    mean, _, _, _, _ = _exact_moments(p, totals_of)
+    assert np.allclose(mean, p, atol=1e-12)
 
 
-def test_neyman_gives_uncertain_problems_more() -> None:
-    n = np.full((3, 2), 4)
-    c = np.array([[2, 2], [4, 4], [0, 0]])  # 50%, all right, all wrong
-    add = greedy_neyman(n, n, c, 30, max_n=256).sum(axis=1)
-    assert add.sum() == 30 and add[0] > add[1] and add[0] > add[2] and add[1] + add[2] > 0
+def test_the_prior_takes_point_masses_and_an_outlier() -> None:
+    # 29 problems always right, one never: the posterior variance of 4/4 and 0/4 is about 0
+    mean, _ = posterior_moments(np.array([[1.0, 0, 0, 0, 29]]))
+    assert mean[0, 0] < 1e-3 and mean[0, 4] < 1e-3
+    w = fit_prior(np.array([[1.0, 0, 0, 0, 29]]))[0]
+    from reasoneval.run.plan_adaptive import GRID
+
+    assert w[GRID >= 0.99].sum() > 0.9 and w[GRID <= 0.01].sum() > 0.02
+    # a task of mixed problems: 2/4 carries the most variance, and every count keeps some
+    mean, var = posterior_moments(np.array([[20.0, 10, 10, 10, 20]]))
+    assert mean[0, 2] == mean[0].max() and (mean[0] > 0).all() and (var[0] >= 0).all()
 
 
-def test_max_n_and_budget_stop_the_run_and_say_why() -> None:
-    n, c = np.full((4, 2), 4), np.full((4, 2), 2)
-    r = next_round(n, c, target=0.001, max_n=8)
-    assert r.done and r.reason == "max_n"
-    r = next_round(n, c, target=0.001, max_n=64, budget=0)
-    assert r.done and r.reason == "budget"
-    r = next_round(n, c, target=0.001, max_n=64, budget=5)
-    assert r.add.sum() == 5
+def test_neyman_where_it_pays_uniform_where_it_does_not() -> None:
+    bimodal = plan_totals(np.array([[50.0, 6, 6, 6, 50]]), 0.005, 256)  # most problems settled, a few not
+    spread = plan_totals(np.array([[5.0, 20, 40, 20, 5]]), 0.005, 256)
+    assert bimodal.gamma[0] > 0.8 and bimodal.totals[0, 2] > 3 * bimodal.totals[0, 0]
+    assert spread.gamma[0] == 0.0 and len(set(spread.totals[0])) == 1
+    for plans in (bimodal, spread):
+        assert plans.reason == ["target"] and plans.predicted_se[0] <= 0.005
+        assert plans.totals.min() >= PILOT + MIN_MAIN
 
 
-def test_pending_samples_count_as_drawn() -> None:
-    n, c = np.full((4, 2), 2), np.full((4, 2), 1)
-    free = next_round(n, c, target=0.05, max_n=64)
-    assert free.add.sum() > 0 and not free.done
-    # what is in flight already reaches the projection: wait for it instead of asking for more
-    busy = next_round(n, c, target=0.05, max_n=64, pending=np.full((4, 2), 20))
-    assert busy.add.sum() == 0 and not busy.done
+def test_budget_max_n_and_a_loose_target() -> None:
+    h = np.array([[10.0, 10, 10, 10, 10]])
+    free = plan_totals(h, 0.01, 256)
+    capped = plan_totals(h, 0.01, 256, budget=int(free.totals[0] @ h[0]) // 2)
+    assert capped.reason == ["budget"] and capped.totals[0] @ h[0] <= free.totals[0] @ h[0] // 2
+    tight = plan_totals(h, 0.01, 256, budget=50 * (PILOT + 2))  # the floor comes down to 2 after the pilot
+    assert (tight.totals == PILOT + 2).all()
+    starved = plan_totals(h, 0.01, 256, budget=50 * (PILOT + 2) - 1)
+    assert (starved.totals == PILOT).all()  # not even that fits: the pilot only
+    assert plan_totals(h, 0.001, 20).reason == ["max_n"] and plan_totals(h, 0.001, 20).totals.max() == 20
+    # a target that even problems all at p = 1/2 meet with the pilot: the pilot only
+    assert main_floor(0.2, 50) == 0 and (plan_totals(h, 0.2, 256).totals == PILOT).all()
+    assert main_floor(0.03, 50) == 2 and main_floor(0.01, 50) == MIN_MAIN  # 1/(4 Q S²): 5.6 and 50
 
 
-def test_simulation_small_size_bias_and_coverage() -> None:
-    """scripts/adaptive_simulation.py --fixed-rounds (rounds like a run's) at small size: |bias| within 3 of its
-    standard errors of 0 and coverage near 95% (the full-size figures, 1,000 runs per cell, are in
-    docs/statistics.md)."""
+def test_a_history_keeps_what_earlier_commands_drew() -> None:
+    h = np.array([[10.0, 10, 10, 10, 10]])
+    loose, tight = _entry(2.0), _entry(1.0)
+    both = history_totals(h, [loose, tight])
+    assert (both == np.maximum(history_totals(h, [loose]), history_totals(h, [tight]))).all()
+    assert (history_totals(h, [{"n": 64}, loose]) == 64).all()
+    other_task = {**tight, "tasks": {"math500": {"num_problems": 50, "budget": None}}}
+    assert (history_totals(h, [loose, other_task], task="aime24") == history_totals(h, [loose])).all()
+
+
+def test_task_estimates_use_the_planned_samples_only() -> None:
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0, 1, 30)
+    history = [_entry(4.0, max_n=32)]
+    pilots = [list(rng.random(PILOT) < x) for x in p]
+    hist = np.bincount([sum(x) for x in pilots], minlength=PILOT + 1).astype(float)
+    totals = history_totals(hist, history)[0]
+    outcomes = [dict(enumerate(x + list(rng.random(int(totals[sum(x)]) - PILOT) < q))) for x, q in zip(pilots, p)]
+    est = task_estimates(outcomes, history)
+    more = task_estimates([{**o, **{len(o) + k: True for k in range(5)}} for o in outcomes], history)  # left over
+    assert np.array_equal(est.estimate, more.estimate) and np.array_equal(est.totals, more.totals)
+    assert est.reason == "target" and math.isfinite(est.plan_se)
+    # the pilot is indices 0-3: a problem missing index 2 (failed) is not planned, all get plain fractions
+    holes = [{j: x for j, x in o.items() if not (i == 0 and j == 2)} for i, o in enumerate(outcomes)]
+    short = task_estimates(holes, history)
+    assert np.allclose(short.estimate, [sum(o.values()) / len(o) for o in holes]) and short.reason is None
+
+
+def test_simulation_small_size() -> None:
+    """scripts/adaptive_simulation.py at small size on the issue's profiles (full size: docs/benchmarks.md)."""
     sys.path.insert(0, str(ROOT))
-    from scripts.adaptive_simulation import simulate
+    from scripts.adaptive_simulation import issue_profiles, simulate
 
-    for profile, k in (("aime-like", 16), ("math500-like", 16), ("uniform", 16)):
-        cell = simulate(profile, k, runs=60 if profile != "math500-like" else 30, seed=7, fixed_rounds=True)
-        assert abs(cell.bias_points) < max(0.2, 3 * cell.bias_se_points), cell
-        assert 0.85 <= cell.coverage <= 1.0, cell
-        assert cell.met == 1.0 and cell.samples < cell.uniform_samples, cell
-
-
-def test_simulation_oracle_stop_meets_the_true_se_with_fixed_rounds() -> None:
-    """--fixed-rounds --oracle-stop (the docs' bias attribution): each run stops once the allocation's true re-run
-    SE is at the target, with rounds of Q/8."""
-    sys.path.insert(0, str(ROOT))
-    from scripts.adaptive_simulation import PROFILES, expected_uniform_se, run_adaptive
-
-    rng = np.random.default_rng(3)
-    p = PROFILES["uniform"][0](rng, 40)
-    target = expected_uniform_se(p, 16)
-    n, c, why = run_adaptive(p, target, rng, fixed_rounds=True, oracle_stop=True)
-    n_eff = 4.0 / (1.0 / n[:, 0] + 1.0 / n[:, 1])
-    assert why == "target"
-    assert np.sqrt(np.sum(p * (1 - p) / n_eff)) / len(p) <= target
-    assert (c <= n).all() and n.sum() < 40 * 16 * 1.3
+    rng = np.random.default_rng(5)
+    for name, p in issue_profiles(rng).items():
+        cell = simulate(name, p, 16, 300, rng)
+        assert abs(cell.bias_z) < 4, cell
+        assert 0.88 <= cell.coverage <= 1.0 and 0.8 <= cell.se_ratio <= 1.2, cell
+        assert cell.samples_vs_uniform_run < 1.1, cell
 
 
 def test_simulation_script_runs() -> None:
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "adaptive_simulation.py"), "--runs", "20",
-                        "--profiles", "uniform", "--k", "16"], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(ROOT / "src")}, timeout=120)
-    assert "| uniform | 100 | K = 16 | 20 |" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "adaptive_simulation.py"), "--only-issue", "--runs", "50",
+                        "--k", "16"], capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "src")}, timeout=300)
+    assert "| bimodal-hard | 30 | K = 16 | 50 |" in r.stdout and "worst cells" in r.stdout, r.stdout + r.stderr

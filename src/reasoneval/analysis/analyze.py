@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from scipy import stats
 
 from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
 from reasoneval.metrics import maj_ks
-from reasoneval.metrics.summary import _per_sample_var, beta_prior, posterior_variance
+from reasoneval.metrics.summary import _per_sample_var
 from reasoneval.results.schema import RunResult, load_run
-from reasoneval.run.plan_adaptive import FIRST_ROUND, samples_needed
+from reasoneval.run.options import EvalConfig
+from reasoneval.run.plan_adaptive import PILOT, plan_totals
 from reasoneval.serial import to_json
 
 
@@ -54,8 +56,8 @@ class TargetSE:
     k_for_stderr: int | None  # None: more samples cannot reach it with these problems
     problems_needed: int | None  # with that many problems (and many samples) it would be reachable
     k_for_resample: int
-    # What `run --target-se` would spend for the same re-run SE: Neyman allocation n_i = σ_i Σσ/(Q²S²) with the
-    # run's per-sample SDs (as an adaptive run's stderr_resample estimates them), at least FIRST_ROUND per problem.
+    # What `run --target-se` would spend for the same re-run SE: its plan (plan_adaptive.plan_totals) on the pilot
+    # counts these samples imply, averaged over which PILOT of each problem's samples the pilot would have been.
     adaptive_samples: int | None = None
 
 
@@ -135,11 +137,20 @@ def target_se(n: np.ndarray, c: np.ndarray, target: float) -> TargetSE:
     k_total = max(1, math.ceil(float(np.mean(v)) / room)) if room > 0 else None
     problems = None if k_total is not None else math.ceil(between / target**2) + 1
     k_resample = max(1, math.ceil(float(np.sum(v)) / (q**2 * target**2)))
-    # The per-sample SDs an adaptive run's stderr_resample (and its stopping rule) uses: posterior, fitted prior.
-    sd = np.sqrt(posterior_variance(n, c, beta_prior(n, c)))
-    adaptive = int(np.sum(np.maximum(FIRST_ROUND, np.ceil(samples_needed(sd, target) * sd / max(float(sd.sum()), 1e-12)))))
+    adaptive = adaptive_projection(n, c, target)
     return TargetSE(target=target, k_for_stderr=k_total, problems_needed=problems, k_for_resample=k_resample,
                     adaptive_samples=adaptive)
+
+
+def adaptive_projection(n: np.ndarray, c: np.ndarray, target: float) -> int:
+    """Samples `run --target-se target` (fraction) would spend on these problems: the chance of each pilot count
+    (hypergeometric: PILOT of a problem's n samples, c right; binomial below PILOT samples), their expected
+    histogram planned by plan_adaptive.plan_totals, each problem's expected total."""
+    counts = np.arange(PILOT + 1)
+    chance = np.array([stats.hypergeom.pmf(counts, ni, ci, PILOT) if ni >= PILOT
+                       else stats.binom.pmf(counts, PILOT, ci / max(ni, 1)) for ni, ci in zip(n, c)])
+    totals = plan_totals(chance.sum(axis=0)[None, :], target, EvalConfig().max_n).totals[0]  # --max-n's default
+    return int(round(float(np.sum(chance @ totals))))
 
 
 def analyze_run(run_dir: Path | str, *, target: float | None = None, draws: int = 200, seed: int = 0) -> Analysis:

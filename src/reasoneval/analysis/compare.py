@@ -1,7 +1,7 @@
 """Paired comparison of runs on the problems they share (docs/statistics.md, "Comparing two runs").
 
 Per problem i both runs answered, d_i = p_B,i - p_A,i (each run's own estimate: its fraction of correct samples,
-or for an adaptive run the cross-fit estimate its summary uses).
+or for an adaptive run the estimate its summary uses: two-stage, or cross-fit for a run made before it).
 The mean of d_i is the accuracy difference; its standard error is sd(d) / sqrt(Q). That one figure
 includes both sources of noise: the spread of true differences across problems and the sampling
 noise of each p_hat (Var p_hat_i = p_i (1 - p_i) / n_i): the sample variance of d_i estimates their
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from scipy import stats
@@ -23,6 +23,8 @@ from reasoneval.errors import UserError
 from reasoneval.metrics import pass_at_k_matrix
 from reasoneval.metrics.summary import crossfit_one, finite_or_none
 from reasoneval.results.schema import RunResult, load_run
+from reasoneval.run.adaptive import DESIGN
+from reasoneval.run.plan_adaptive import task_estimates
 from reasoneval.serial import to_json
 
 # A problem "flips" when it is mostly solved (accuracy >= 0.5) in one run and mostly failed in the other.
@@ -121,13 +123,25 @@ def _per_problem_pass_k(rows: Sequence[ProblemRow], k: int) -> np.ndarray:
     return pass_at_k_matrix(n, c, k)[:, k - 1]
 
 
-def _accuracy(row: ProblemRow, adaptive: bool) -> float:
-    """The run's estimate of one problem's accuracy: c/n, or for an adaptive run (`run --target-se`) the cross-fit
-    mean of its even- and odd-indexed samples' rates, as its summary.json's mean uses (c/n there carries the
-    bias of counts that depended on their own outcomes; docs/statistics.md, adaptive sampling)."""
-    if adaptive and row.sample_indices:
+def _accuracy(row: ProblemRow, adaptive: Mapping[str, Any] | None, estimates: Mapping[str, float]) -> float:
+    """The run's estimate of one problem's accuracy: c/n, or for an adaptive run (`run --target-se`) the estimate
+    its summary.json's mean uses (c/n there carries the bias of counts that depended on their own outcomes;
+    docs/statistics.md, adaptive sampling): the two-stage estimate (`estimates`, per problem key, computed over
+    the task), or for a run made before that design the cross-fit mean of its even- and odd-indexed samples."""
+    if adaptive is not None and row.problem_key in estimates:
+        return estimates[row.problem_key]
+    if adaptive is not None and row.sample_indices:
         return crossfit_one(row.sample_indices, row.correct)[0]
     return row.num_correct / row.n
+
+
+def _two_stage(rows: Sequence[ProblemRow], adaptive: Mapping[str, Any] | None, task: str) -> dict[str, float]:
+    """Problem key -> the two-stage estimate, for a run of that design (empty otherwise)."""
+    if adaptive is None or adaptive.get("design") != DESIGN:
+        return {}
+    verdicts = [{int(j): bool(x) for j, x in zip(r.sample_indices, r.correct)} for r in rows]
+    est = task_estimates(verdicts, adaptive.get("history") or [adaptive], task)
+    return {r.problem_key: float(e) for r, e in zip(rows, est.estimate)}
 
 
 def compare_runs(run_dirs: Sequence[Any]) -> Comparison:
@@ -139,7 +153,7 @@ def compare_runs(run_dirs: Sequence[Any]) -> Comparison:
     tasks = [t for t in results[0].tasks if all(t in r.tasks for r in results[1:])]
     if not tasks:
         raise UserError("the runs share no task: " + "; ".join(f"{r.run_dir}: {', '.join(r.tasks)}" for r in results))
-    adaptive = [r.adaptive is not None for r in results]
+    adaptive = [r.config.adaptive if r.adaptive is not None else None for r in results]
     out = []
     for t in tasks:
         metrics = [r.tasks[t] for r in results]
@@ -152,8 +166,10 @@ def compare_runs(run_dirs: Sequence[Any]) -> Comparison:
                      and first[r.problem_key].n and r.n]
             a = [x for x, _ in pairs]
             b = [y for _, y in pairs]
-            pa = np.array([_accuracy(x, adaptive[0]) for x in a])
-            pb = np.array([_accuracy(y, adaptive[j]) for y in b])
+            est_a = _two_stage(rows[0].get(t, []), adaptive[0], t)
+            est_b = _two_stage(other.get(t, []), adaptive[j], t)
+            pa = np.array([_accuracy(x, adaptive[0], est_a) for x in a])
+            pb = np.array([_accuracy(y, adaptive[j], est_b) for y in b])
             versus.append(PairedDifference.of(pa, pb))
             diffs.append({k: PairedDifference.of(_per_problem_pass_k(a, k), _per_problem_pass_k(b, k))
                           for k in ks if k > 1 and all(x.n >= k for x in a) and all(y.n >= k for y in b)})

@@ -35,8 +35,13 @@ class ProblemOutcome:
     values: Sequence[Mapping[str, float]] = ()
     # The sample index of each present sample (same order as `correct`); () when not known.
     indices: Sequence[int] = ()
-    # An adaptive run's problem (run --target-se): its accuracy is the cross-fit estimate (problem_estimates).
+    # An adaptive run's problem (run --target-se) made before the two-stage design: its accuracy is the cross-fit
+    # estimate (problem_estimates).
     crossfit: bool = False
+    # A two-stage adaptive run's problem (run/plan_adaptive.py): its accuracy estimate and an unbiased estimate of
+    # that estimate's variance, computed over the whole task (they depend on the task's plan).
+    estimate: float | None = None
+    estimate_var: float | None = None
 
 
 @dataclass(frozen=True)
@@ -192,15 +197,18 @@ def crossfit(n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def problem_estimates(scored: Sequence[ProblemOutcome]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per problem with samples: (accuracy estimate, effective samples n_eff for its variance, samples).
 
-    c/n and n, except for an adaptive run's problems (`ProblemOutcome.crossfit`): the mean of the even- and
-    odd-indexed samples' rates, whose counts were each decided by the other's outcomes (plan_adaptive), with
-    n_eff = 4/(1/n_0 + 1/n_1). docs/statistics.md, adaptive sampling."""
+    c/n and n, except for an adaptive run's problems: the two-stage estimate a run of that design carries
+    (`ProblemOutcome.estimate`, n_eff left at n: its variance comes with it), or for a run made before
+    it (`ProblemOutcome.crossfit`) the mean of the even- and odd-indexed samples' rates, whose counts were each
+    decided by the other's outcomes, with n_eff = 4/(1/n_0 + 1/n_1). docs/statistics.md, adaptive sampling."""
     n = np.array([len(o.correct) for o in scored], dtype=np.float64)
     c = np.array([sum(bool(x) for x in o.correct) for o in scored], dtype=np.float64)
     p = c / np.maximum(n, 1.0)
     n_eff = n.copy()
     for i, o in enumerate(scored):
-        if o.crossfit and o.indices:
+        if o.estimate is not None:
+            p[i] = o.estimate
+        elif o.crossfit and o.indices:
             p[i], n_eff[i] = crossfit_one(o.indices, o.correct)
     return p, n_eff, n
 
@@ -293,7 +301,9 @@ def task_metrics(outcomes: Sequence[ProblemOutcome], K: int) -> TaskMetrics:
         mean, se, ci95 = None, None, None
     if not q:
         se_resample = None
-    elif any(o.crossfit for o in scored):  # an adaptive run's: see stderr_resample_adaptive
+    elif all(o.estimate_var is not None for o in scored):  # a two-stage adaptive run's: unbiased per problem
+        se_resample = math.sqrt(max(sum(float(o.estimate_var or 0.0) for o in scored), 0.0)) / q
+    elif any(o.crossfit for o in scored):  # an earlier adaptive run's: see stderr_resample_adaptive
         se_resample = stderr_resample_adaptive(n, c, n_eff)
     else:
         se_resample = float(stderr_resample(p, n_eff))

@@ -64,7 +64,13 @@ def adaptive_lines(result: RunResult) -> list[str]:
     out = []
     for t, a in (result.adaptive or {}).items():
         se = "?" if a.get("se") is None else f"{a['se']:.2f}"
-        met = "met" if a.get("met") else f"NOT met ({a.get('stopped') or 'run stopped early'})"
+        if a.get("met"):
+            met = "met"
+        elif a.get("stopped") == "target":  # the plan is carried out; the measured SE came out above it
+            met = (f"planned for (predicted re-run SE {a['planned_se']:.2f}), measured above it"
+                   if a.get("planned_se") is not None else "planned for, measured above it")
+        else:
+            met = f"NOT met ({a.get('stopped') or 'run stopped early'})"
         uniform = (f"; uniform K = {a['uniform_k']} for the same SE: {a['uniform_samples']} samples "
                    f"({a['samples'] / a['uniform_samples']:.2f}x)" if a.get("uniform_samples") else "")
         m = result.tasks.get(t)

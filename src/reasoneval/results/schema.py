@@ -93,8 +93,9 @@ class RunConfig(JsonRecord):
     created: str | None = None
     updated: str | None = None
     last_generation: GenerationTiming | None = None
-    # run --target-se: {"target_se": points, "max_n", "budget_samples", "stopped": {task: why}, "tasks": the
-    # adaptive ones (none: all)}; None: uniform K
+    # run --target-se: {"design": "two-stage", "target_se": points, "max_n", "budget_samples", "history": [every
+    # command given to the run directory, run/adaptive.py], "stopped": {task: why}, "tasks": the adaptive ones (none:
+    # all)}; without "design": a run of the earlier cross-fit design (reported with its own estimator). None: uniform K
     adaptive: dict[str, Any] | None = None
     # task -> its samples per problem, where the headline's tasks differ (a K extension of one task); else empty
     task_n: dict[str, int] = json_field(default_factory=dict, omit_empty=True)
@@ -138,9 +139,10 @@ class RunResult(JsonRecord):
     complete: bool = False
     # scorer name -> its version, for the scorers this result used
     scorers: dict[str, str] = field(default_factory=dict)
-    # run --target-se, per task: target_se, se (points), met, stopped, samples, n_min, n_max, n_histogram,
-    # pass_at_k_max (pass@k and maj@k are reported for k <= n_min only), uniform_k and uniform_samples (what
-    # uniform K reaching the same SE would cost). None: a uniform run.
+    # run --target-se, per task: target_se, se (points: the measured re-run SE), planned_se (points: what the plan
+    # predicted; two-stage runs), met (se <= target_se), stopped, samples, n_min, n_max, n_histogram, pass_at_k_max
+    # (pass@k and maj@k are reported for k <= n_min only), uniform_k and uniform_samples (what uniform K reaching
+    # the same SE would cost). None: a uniform run.
     adaptive: dict[str, Any] | None = json_field(default=None, omit_none=True)
     # A narrower command's result, not the run's headline (results/scope.py): the name of its folder under
     # views/ in the run directory. None: the headline (summary.json in the run directory).

@@ -1,19 +1,24 @@
-"""`run --target-se`: the generation loop's source of requests while the run goes on.
+"""`run --target-se`: the generation loop's source of requests while the run goes on, and the task estimates.
 
 The runner asks `AdaptiveSampler.refill()` for more whenever its queue runs low; the sampler scores the
-samples that came back (the task's own scorer, in a thread: for math the grading pool's processes), and
-asks the pure allocation rule (plan_adaptive.next_round) for each task's next samples, counting the ones
-in flight or not yet scored as drawn. So rounds overlap: the server never drains between them.
+samples that came back (the task's own scorer, in a thread: for math the grading pool's processes). A task first
+gets its pilot (plan_adaptive.PILOT samples per problem); once every problem's pilot is scored, the plan
+(plan_adaptive.history_totals, pure) fixes every problem's total, and the rest is asked for at once. Nothing is
+decided on the samples after the pilot (docs/statistics.md, adaptive sampling, says why).
 
-Resume: the journal is the state. At start every finished sample in the store is scored and counted; a
-sample index the allocation asked for but that did not finish (killed, failed) is asked for again first;
-new samples take the next indices. Sample j of a problem has the seed a uniform run gives it, so the
-samples are the ones `--n` would have drawn, and a later smaller --target-se adds only what is missing.
+The pilot is sample indices 0-3 of every problem, the rest indices 4 and up. Resume: the journal is the state. At
+start every finished sample in the store is scored and counted; a problem short of its pilot or its planned
+total is asked for what it lacks (an index that was asked for and did not finish is asked for again first; one
+that failed in this process is not, as in a uniform run: a task whose pilot lacks a failed index waits for the
+next run). Sample j of a problem has the seed a uniform run gives it, so the samples are the ones `--n` would have
+drawn; the plan is a function of the pilot, so a resumed run plans the same totals, and a later smaller
+--target-se adds only what is missing (a problem holds the most any command of the run asked for: `history`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass, field
@@ -22,15 +27,17 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from reasoneval.errors import UserError
 from reasoneval.metrics import ProblemOutcome
-from reasoneval.metrics.summary import beta_prior, posterior_variance, problem_estimates, stderr_resample_adaptive
 from reasoneval.records import Problem, Request, SampleRecord
 from reasoneval.run.plan import LoadedTask
-from reasoneval.run.plan_adaptive import FIRST_ROUND, next_round
+from reasoneval.run.plan_adaptive import PILOT, entry_budget, history_totals, pilot_counts, plan_totals, task_estimates
 from reasoneval.scoring import Scorer
 from reasoneval.scoring.stream import score_store
 
 log = logging.getLogger("reasoneval")
+
+DESIGN = "two-stage"  # config.adaptive["design"]: runs without it used the earlier cross-fitted rule
 
 
 @dataclass(frozen=True)
@@ -38,56 +45,91 @@ class AdaptiveSettings:
     target_se: float  # points (1.0 = one point of accuracy)
     max_n: int = 256
     budget_samples: int | None = None  # most samples the run may hold in all (a resumed run counts what it has)
+    # every command this run directory was given, oldest first, this one last (plan_adaptive.history_totals);
+    # empty: this command alone
+    history: tuple[Mapping[str, Any], ...] = ()
+
+    def entries(self, tasks: Mapping[str, int]) -> list[Mapping[str, Any]]:
+        return list(self.history) or [history_entry(self.target_se, self.max_n, self.budget_samples, tasks)]
+
+
+def history_entry(target_se: float, max_n: int, budget_samples: int | None, tasks: Mapping[str, int]
+                  ) -> dict[str, Any]:
+    """config.adaptive's record of one `run --target-se` command: its settings and, per task, the number of
+    problems and its share of --budget-samples (in proportion to its problems; fixed before any outcome)."""
+    total = sum(tasks.values())
+    return {"target_se": target_se, "max_n": max_n, "budget_samples": budget_samples,
+            "tasks": {t: {"num_problems": q, "budget": None if budget_samples is None or not total
+                          else int(math.floor(budget_samples * q / total))} for t, q in tasks.items()}}
+
+
+def history_for(previous: Any | None, entry: Mapping[str, Any], run_dir: Path) -> list[dict[str, Any]]:
+    """The command history of a run directory this command extends: the earlier adaptive commands (or the uniform
+    K of an earlier uniform run) and this one. Any pilot-determined count keeps the estimate unbiased, so the
+    history only lets a problem keep what an earlier command drew. An adaptive run made before the two-stage
+    design cannot be extended (which of its samples exist depended on other samples' outcomes): a one-line error."""
+    if previous is None:
+        return [dict(entry)]
+    if previous.adaptive is None:
+        uniform = {"n": previous.n, "tasks": {t: {"num_problems": len(k)} for t, k in previous.problem_keys.items()}}
+        return [uniform, dict(entry)]
+    if previous.adaptive.get("design") != DESIGN:
+        raise UserError(f"{run_dir} was sampled by the earlier --target-se rule (cross-fitted streams): "
+                        "`reasoneval report` still reports it, but it cannot be extended; use another --output-dir")
+    history = [dict(e) for e in previous.adaptive.get("history") or []]
+    return history if history and history[-1] == dict(entry) else [*history, dict(entry)]
 
 
 @dataclass
 class _ProblemState:
-    """Counts per stream: stream 0 is the problem's even sample indices, stream 1 its odd ones."""
-
     problem: Problem
-    ok: set[int] = field(default_factory=set)  # finished sample indices
-    n: list[int] = field(default_factory=lambda: [0, 0])  # finished samples per stream
-    correct: list[int] = field(default_factory=lambda: [0, 0])
-    taken: set[int] = field(default_factory=set)  # indices finished or asked for in this process
-    pending: list[int] = field(default_factory=lambda: [0, 0])  # asked for, not finished or not scored yet
+    verdicts: dict[int, bool] = field(default_factory=dict)  # finished sample index -> correct
+    pending: set[int] = field(default_factory=set)  # asked for, not finished or not scored yet
+    failed: set[int] = field(default_factory=set)  # failed in this process: not asked for again in it
 
-    def count(self, index: int, correct: bool) -> None:
-        if index not in self.ok:
-            self.ok.add(index)
-            self.n[index % 2] += 1
-            self.correct[index % 2] += bool(correct)
+    def held(self) -> int:
+        return len(self.verdicts) + len(self.pending)
+
+    def next_index(self, start: int) -> int:
+        """The lowest index from `start` not finished, in flight or failed in this process."""
+        j = start
+        while j in self.verdicts or j in self.pending or j in self.failed:
+            j += 1
+        return j
 
 
 class AdaptiveSampler:
     def __init__(self, tasks: Sequence[LoadedTask], settings: AdaptiveSettings,
-                 make_request: Callable[[Problem, int], Request], scorers: Mapping[str, Scorer],
-                 *, min_round: int = 1) -> None:
+                 make_request: Callable[[Problem, int], Request], scorers: Mapping[str, Scorer]) -> None:
         self.tasks = list(tasks)
         self.settings = settings
         self.make_request = make_request
         self.scorers = scorers
-        self.min_round = min_round
         self.state = {t.name: [_ProblemState(p) for p in t.problems] for t in tasks}
         self._by_key = {(p.problem.task, p.problem.key): p for ps in self.state.values() for p in ps}
+        self._entries = settings.entries({t.name: len(t.problems) for t in tasks})
         self._unscored: list[SampleRecord] = []
-        self._scoring: asyncio.Future[None] | None = None
+        self._plans: dict[str, tuple[np.ndarray, str]] = {}  # task -> (totals per problem, reason)
         self.added = 0  # samples asked for by this process
-        self.loaded = 0  # finished samples found in the store at start (they count against --budget-samples)
         self.stopped: dict[str, str] = {}  # task -> why it needs no more ("target", "max_n", "budget")
 
     def load(self, run_dir: Path) -> None:
         """Score and count the finished samples in the store (a resumed or extended run)."""
         problems = [p.problem for ps in self.state.values() for p in ps]
-        bound = 2 * self.settings.max_n  # the streams can differ in length: indices reach past max_n
+        bound = self._index_bound()
         outcomes = score_store(run_dir, problems, bound, self.scorers)
         index = _ok_indices(run_dir, set(self._by_key), bound)
         for os_ in outcomes.values():
             for o in os_:
                 st = self._by_key[(o.task, o.problem_key)]
                 for j, x in zip(sorted(index.get((o.task, o.problem_key), set())), o.correct):
-                    st.count(j, x)
-                    self.loaded += 1
-                st.taken = set(st.ok)
+                    st.verdicts[j] = bool(x)
+
+    def _index_bound(self) -> int:
+        """Sample indices an adaptive run may use: a problem holds at most max_n of any command, and failed
+        samples take indices too (the same bound `EvalConfig.samples_per_problem` gives the report)."""
+        most = max([int(e.get("max_n") or e.get("n") or 0) for e in self._entries] + [self.settings.max_n])
+        return 2 * most
 
     def on_sample(self, rec: SampleRecord) -> None:
         """A journaled sample: an ok one waits for its verdict; a failed one is no longer pending."""
@@ -97,7 +139,8 @@ class AdaptiveSampler:
         if rec.status == "ok":
             self._unscored.append(rec)
         else:
-            st.pending[rec.index % 2] -= 1
+            st.pending.discard(rec.index)
+            st.failed.add(rec.index)
 
     async def _score_unscored(self) -> None:
         while self._unscored:
@@ -111,45 +154,90 @@ class AdaptiveSampler:
                 scores = await loop.run_in_executor(None, self.scorers[task].score_many, problems, recs)
                 for r, s in zip(recs, scores):
                     st = self._by_key[(r.task, r.problem_key)]
-                    st.pending[r.index % 2] -= 1
-                    st.count(r.index, s.correct)
+                    st.pending.discard(r.index)
+                    st.verdicts[r.index] = bool(s.correct)
 
     async def refill(self) -> list[Request]:
-        """The next requests: the verdicts that came back so far decide them."""
+        """The next requests: the pilot, then (once a task's pilot is all scored) the rest of its plan."""
         await self._score_unscored()
         out: list[Request] = []
         for task, states in self.state.items():
-            n = np.array([s.n for s in states], dtype=np.int64)
-            c = np.array([s.correct for s in states], dtype=np.int64)
-            pend = np.array([s.pending for s in states], dtype=np.int64)
-            budget = (None if self.settings.budget_samples is None
-                      else self.settings.budget_samples - self.loaded - self.added)
-            r = next_round(n, c, target=self.settings.target_se / 100.0, max_n=self.settings.max_n, pending=pend,
-                           budget=budget, min_round=self.min_round, max_round=self.min_round,
-                           first_round=FIRST_ROUND)
-            if r.done:
+            want, reason = self._wanted(task, states)
+            for st, indices in zip(states, want):
+                for j in indices:
+                    st.pending.add(j)
+                    out.append(self.make_request(st.problem, j))
+            self.added += sum(len(w) for w in want)
+            if reason is not None and not any(want) and not any(s.pending for s in states):
                 if task not in self.stopped:
-                    log.info("%s: %s after %d samples (re-run SE %.3f points, target %.3f)", task,
-                             {"target": "target met", "max_n": "every problem at --max-n",
-                              "budget": "--budget-samples spent"}[r.reason or "target"], int(n.sum()),
-                             100 * r.se, self.settings.target_se)
-                    self.stopped[task] = r.reason or "target"
-                continue
-            self.stopped.pop(task, None)
-            for st, per_stream in zip(states, r.add):
-                for stream, k in enumerate(per_stream):
-                    for _ in range(int(k)):
-                        # the stream's lowest index not yet drawn (a killed run's unfinished ones first)
-                        j = next(i for i in range(stream, 2 * self.settings.max_n + 2, 2) if i not in st.taken)
-                        st.taken.add(j)
-                        st.pending[stream] += 1
-                        out.append(self.make_request(st.problem, j))
-            self.added += int(r.add.sum())
+                    self._log_stop(task, states, reason)
+                    self.stopped[task] = reason
+            else:
+                self.stopped.pop(task, None)
         return out
+
+    def _wanted(self, task: str, states: list[_ProblemState]) -> tuple[list[list[int]], str | None]:
+        """The sample indices to ask for per problem, and why the task is done once they are in (None: not
+        planned yet, or its pilot lacks an index that failed in this process)."""
+        budget = entry_budget(self._entries[-1], task)
+        pilot = min(PILOT, self.settings.max_n)
+        missing = [[j for j in range(pilot) if j not in s.verdicts and j not in s.pending and j not in s.failed]
+                   for s in states]
+        if any(missing):  # the pilot, within the budget (lowest problems first)
+            room = None if budget is None else max(0, budget - sum(s.held() for s in states))
+            if room is not None and room < sum(len(m) for m in missing):
+                counts = _cap_total(np.array([len(m) for m in missing]), room)
+                missing = [m[:k] for m, k in zip(missing, counts)]
+                if not any(missing):
+                    return [[] for _ in states], "budget"
+            return missing, None
+        if any(j not in s.verdicts for s in states for j in range(pilot)):
+            return [[] for _ in states], None  # pilot samples in flight, unscored, or failed in this process
+        if task not in self._plans:
+            self._plans[task] = self._plan(task, states, budget, pilot)
+        totals, reason = self._plans[task]
+        want = []
+        for st, t in zip(states, totals):
+            more, j = [], PILOT - 1
+            for _ in range(max(0, int(t) - st.held())):
+                j = st.next_index(j + 1)
+                more.append(j)
+            want.append(more)
+        return want, reason
+
+    def _plan(self, task: str, states: list[_ProblemState], budget: int | None,
+              pilot: int) -> tuple[np.ndarray, str]:
+        if pilot < PILOT:
+            return np.array([len(s.verdicts) for s in states]), "max_n"
+        ca, cb, _ = pilot_counts([s.verdicts for s in states])
+        hist = np.bincount(ca + cb, minlength=PILOT + 1).astype(np.float64)
+        totals = history_totals(hist, self._entries, task)[0]
+        last = self._entries[-1]
+        reason = plan_totals(hist, float(last["target_se"]) / 100.0, int(last["max_n"]), budget).reason[0]
+        return totals[ca + cb], reason
+
+    def _log_stop(self, task: str, states: list[_ProblemState], reason: str) -> None:
+        est = task_estimates([s.verdicts for s in states], self._entries, task)
+        se = math.sqrt(max(float(np.nansum(est.variance)), 0.0)) / max(len(states), 1)
+        log.info("%s: %s after %d samples (re-run SE %.3f points, target %.3f; the plan predicted %.3f)", task,
+                 {"target": "planned for the target", "max_n": "every problem at --max-n",
+                  "budget": "--budget-samples spent"}[reason], sum(len(s.verdicts) for s in states), 100 * se,
+                 self.settings.target_se, 100 * est.plan_se)
 
     async def drain(self) -> None:
         """Score what is left (the end of the run)."""
         await self._score_unscored()
+
+
+def _cap_total(want: np.ndarray, total: int) -> np.ndarray:
+    out = np.zeros_like(want)
+    while total > 0 and (want - out).sum() > 0:
+        for i in np.flatnonzero(want - out > 0):
+            if total == 0:
+                break
+            out[i] += 1
+            total -= 1
+    return out
 
 
 def _ok_indices(run_dir: Path, wanted: set[tuple[str, str]], bound: int) -> dict[tuple[str, str], set[int]]:
@@ -168,23 +256,68 @@ def _ok_indices(run_dir: Path, wanted: set[tuple[str, str]], bound: int) -> dict
     return out
 
 
-def adaptive_summary(outcomes: Sequence[ProblemOutcome], settings: Mapping[str, Any], task: str) -> dict[str, Any]:
-    """summary.json's `adaptive` entry of one task: the target, whether it was met, what was spent, and what
-    uniform K reaching the same re-run SE would have cost (Σ v_i / (Q² SE²) samples per problem)."""
+def with_estimates(outcomes: Mapping[str, Sequence[ProblemOutcome]], settings: Mapping[str, Any]
+                   ) -> dict[str, list[ProblemOutcome]]:
+    """An adaptive run's outcomes with each problem's accuracy estimate (ProblemOutcome.estimate, .estimate_var):
+    the two-stage estimate for a run of this design, the cross-fit flag (metrics.summary.crossfit) for a run made
+    before it, which reports as it did."""
+    if settings.get("design") != DESIGN:
+        return {t: [dataclasses.replace(o, num_missing=0, crossfit=True) for o in os_] for t, os_ in outcomes.items()}
+    history = settings.get("history") or [settings]
+    out: dict[str, list[ProblemOutcome]] = {}
+    for t, os_ in outcomes.items():
+        est = task_estimates([_by_index(o) for o in os_], history, t)
+        out[t] = [dataclasses.replace(o, num_missing=0, estimate=float(e), estimate_var=float(v))
+                  if len(o.correct) else dataclasses.replace(o, num_missing=0)
+                  for o, e, v in zip(os_, est.estimate, est.variance)]
+    return out
+
+
+def _by_index(o: ProblemOutcome) -> dict[int, bool]:
+    """A problem's verdicts by sample index (in order when the indices are not known)."""
+    return {int(j): bool(x) for j, x in zip(o.indices or range(len(o.correct)), o.correct)}
+
+
+def adaptive_summary(outcomes: Sequence[ProblemOutcome], settings: Mapping[str, Any], task: str,
+                     plan_se: float | None = None) -> dict[str, Any]:
+    """summary.json's `adaptive` entry of one task: the target, the re-run SE reached and whether it is within the
+    target, what was spent, and what uniform K reaching the same re-run SE would have cost (Σ v_i / (Q² SE²)
+    samples per problem, v_i each problem's unbiased c(n-c)/(n(n-1)); for a run of the earlier cross-fit design
+    its posterior variance, as that run reported)."""
+    from reasoneval.metrics.summary import beta_prior, posterior_variance, problem_estimates, stderr_resample_adaptive
+
     scored = [o for o in outcomes if len(o.correct)]
-    _, n_eff, n_f = problem_estimates(scored)
-    n = n_f.astype(np.int64)
+    n = np.array([len(o.correct) for o in scored], dtype=np.int64)
     c = np.array([sum(bool(x) for x in o.correct) for o in scored], dtype=np.int64)
-    se = stderr_resample_adaptive(n, c, n_eff) if len(n) else math.inf
+    if scored and all(o.estimate_var is not None for o in scored):
+        se = math.sqrt(max(sum(float(o.estimate_var or 0.0) for o in scored), 0.0)) / len(scored)
+    elif scored:
+        _, n_eff, _ = problem_estimates(scored)
+        se = stderr_resample_adaptive(n, c, n_eff)
+    else:
+        se = math.inf
     target = float(settings["target_se"])
     uniform_k = None
     if len(n) and 0 < se < math.inf:
-        v = posterior_variance(n, c, beta_prior(n, c))
+        v = (c * (n - c) / np.maximum(n * (n - 1), 1) if settings.get("design") == DESIGN
+             else posterior_variance(n, c, beta_prior(n, c)))
         uniform_k = max(1, math.ceil(float(np.sum(v)) / (len(n) ** 2 * se * se) - 1e-9))  # 4.0000001 is 4
     hist = np.bincount(n, minlength=1) if len(n) else np.zeros(1, dtype=np.int64)
-    return {"target_se": target, "se": 100 * se if se < math.inf else None, "met": bool(100 * se <= target + 1e-9),
-            "stopped": (settings.get("stopped") or {}).get(task), "max_n": settings.get("max_n"),
-            "samples": int(n.sum()), "n_min": int(n.min()) if len(n) else 0, "n_max": int(n.max()) if len(n) else 0,
-            "n_histogram": {str(k): int(v) for k, v in enumerate(hist) if v},
-            "pass_at_k_max": int(n.min()) if len(n) else 0, "uniform_k": uniform_k,
-            "uniform_samples": uniform_k * len(outcomes) if uniform_k is not None else None}
+    out = {"target_se": target, "se": 100 * se if se < math.inf else None, "met": bool(100 * se <= target + 1e-9),
+           "stopped": (settings.get("stopped") or {}).get(task), "max_n": settings.get("max_n"),
+           "samples": int(n.sum()), "n_min": int(n.min()) if len(n) else 0, "n_max": int(n.max()) if len(n) else 0,
+           "n_histogram": {str(k): int(v) for k, v in enumerate(hist) if v},
+           "pass_at_k_max": int(n.min()) if len(n) else 0, "uniform_k": uniform_k,
+           "uniform_samples": uniform_k * len(outcomes) if uniform_k is not None else None}
+    if plan_se is not None and plan_se < math.inf:
+        out["planned_se"] = 100 * plan_se
+    return out
+
+
+def plan_se_of(outcomes: Mapping[str, Sequence[ProblemOutcome]], settings: Mapping[str, Any]) -> dict[str, float]:
+    """The SE each task's plan predicted (fraction), for a two-stage run."""
+    if settings.get("design") != DESIGN:
+        return {}
+    history = settings.get("history") or [settings]
+    return {t: task_estimates([_by_index(o) for o in os_], history, t).plan_se for t, os_ in outcomes.items()}
+

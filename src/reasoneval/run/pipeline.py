@@ -42,11 +42,20 @@ from reasoneval.results.schema import (
 )
 from reasoneval.results.scope import Scope, TaskScope, choose_headline, headline_scope, task_complete, view_name, with_scope
 from reasoneval.results.store import SampleStore, add_problems, read_problems
-from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings, adaptive_summary
+from reasoneval.run.adaptive import (
+    DESIGN,
+    AdaptiveSampler,
+    AdaptiveSettings,
+    adaptive_summary,
+    history_entry,
+    history_for,
+    plan_se_of,
+    with_estimates,
+)
 from reasoneval.run.identity import RunSettings, run_dir_for
 from reasoneval.run.options import EvalConfig, rename_old_keys
 from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_maker
-from reasoneval.run.plan_adaptive import FIRST_ROUND
+from reasoneval.run.plan_adaptive import PILOT
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
@@ -156,8 +165,14 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                         prompt=prompt, done=status.ok, expected={**(expected or {}), **status.lengths})
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         engine_name = cfg.engine_name()
+        history = None
+        if adaptive:
+            assert cfg.target_se is not None
+            entry = history_entry(cfg.target_se, cfg.max_n, cfg.budget_samples, {t.name: len(t.problems) for t in tasks})
+            history = history_for(_previous_config(run_dir), entry, run_dir)
         config = RunConfig(
-            run_id=settings.run_id, settings=settings, engine=engine_name, n=cfg.samples_per_problem(),
+            run_id=settings.run_id, settings=settings, engine=engine_name,
+            n=max([cfg.samples_per_problem()] + [2 * int(e.get("max_n") or e.get("n") or 0) for e in history or []]),
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
             scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if engine_name == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
@@ -165,18 +180,19 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                                "source": t.spec.source, "version": t.spec.version} for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
             created=now, updated=now,
-            adaptive={"target_se": cfg.target_se, "max_n": cfg.max_n, "budget_samples": cfg.budget_samples,
-                      "stopped": {}} if adaptive else None)
+            adaptive={"design": DESIGN, "target_se": cfg.target_se, "max_n": cfg.max_n,
+                      "budget_samples": cfg.budget_samples, "history": history, "stopped": {}} if adaptive else None)
         if new_run:
             write_config(run_dir, config)
         if adaptive:
-            log.info("run %s: %s, %d tasks, %d samples already in the store; sampling each task until its re-run SE "
-                     "is at most %g points", run_dir, info.model, len(tasks), len(status.ok), cfg.target_se)
+            log.info("run %s: %s, %d tasks, %d samples already in the store; a pilot of %d per problem, then one plan "
+                     "per task for a re-run SE of %g points", run_dir, info.model, len(tasks), len(status.ok), PILOT,
+                     cfg.target_se)
             for t in tasks:  # 4 samples of each problem give a re-run SE of at most 25/sqrt(Q) points
                 if cfg.target_se is not None and cfg.target_se >= 25 / len(t.problems) ** 0.5:
-                    log.warning("%s: --target-se %g is met by the first round of %d samples per problem whatever the "
+                    log.warning("%s: --target-se %g is met by the pilot of %d samples per problem whatever the "
                                 "answers (%d problems: re-run SE at most %.2f points then); a lower target samples more",
-                                t.name, cfg.target_se, FIRST_ROUND, len(t.problems), 25 / len(t.problems) ** 0.5)
+                                t.name, cfg.target_se, PILOT, len(t.problems), 25 / len(t.problems) ** 0.5)
         else:
             log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
                      run_dir, info.model, len(tasks), the_plan.total, the_plan.total - len(the_plan.requests),
@@ -187,11 +203,11 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
         try:
             with contextlib.ExitStack() as scoring:
                 if adaptive:
-                    sampler = _adaptive_sampler(cfg, tasks, prompt, run_dir, concurrency,
+                    sampler = _adaptive_sampler(cfg, tasks, prompt, run_dir, history or [],
                                                 scoring.enter_context(ScoringContext(
                                                     workers=cfg.grading_workers, timeout_s=cfg.grading_timeout,
                                                     cache_dir=run_dir)))
-                first = len(the_plan.requests) or (FIRST_ROUND * sum(len(t.problems) for t in tasks) if adaptive else 0)
+                first = len(the_plan.requests) or (PILOT * sum(len(t.problems) for t in tasks) if adaptive else 0)
                 with ProgressReporter(first, enabled=cfg.progress, console=console) as progress:
                     await generate(engine, the_plan.queue(cast(Schedule, cfg.schedule)), store,
                                    concurrency=concurrency,
@@ -231,13 +247,13 @@ def on_disk(run_dir: Path, command: RunConfig) -> RunConfig:
 
 
 def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: PromptConfig, run_dir: Path,
-                      concurrency: int, context: ScoringContext) -> AdaptiveSampler:
+                      history: Sequence[Mapping[str, Any]], context: ScoringContext) -> AdaptiveSampler:
     """run --target-se: the sampler that feeds the runner, with the store's finished samples counted."""
     make = request_maker(tasks, seed=cfg.seed, sampling=cfg.sampling(), api=cfg.api, prompt=prompt)
     scorers = {t.name: create_scorer(task_scoring(t, prompt, cfg.lmeval_metrics), context) for t in tasks}
     assert cfg.target_se is not None
-    sampler = AdaptiveSampler(tasks, AdaptiveSettings(cfg.target_se, cfg.max_n, cfg.budget_samples), make, scorers,
-                              min_round=concurrency)
+    settings = AdaptiveSettings(cfg.target_se, cfg.max_n, cfg.budget_samples, tuple(history))
+    sampler = AdaptiveSampler(tasks, settings, make, scorers)
     sampler.load(run_dir)
     return sampler
 
@@ -446,12 +462,15 @@ def _evaluate(run_dir: Path, config: RunConfig, scope: Scope, adaptive_settings:
             writer.close()
     settings = adaptive_settings if adaptive_settings is not None else config.adaptive
     adaptive = {}
+    # No fixed K in an adaptive task: problems differ in n_i by design (metrics over k go up to the smallest n_i),
+    # and each problem's accuracy is the design's estimate (run/adaptive.py).
+    estimated = with_estimates({t: os_ for t, os_ in outcomes.items() if scope[t].adaptive}, settings or {})
+    planned = plan_se_of(estimated, settings or {})
+    for t, os_ in estimated.items():
+        outcomes[t] = os_
+        adaptive[t] = adaptive_summary(os_, settings or {}, t, planned.get(t))
     for t, os_ in outcomes.items():
-        if scope[t].adaptive:
-            # No fixed K: problems differ in n_i by design; metrics over k go up to the smallest n_i.
-            outcomes[t] = [dataclasses.replace(o, num_missing=0, crossfit=True) for o in os_]
-            adaptive[t] = adaptive_summary(outcomes[t], settings or {}, t)
-        elif config.engine == "score":
+        if t not in adaptive and config.engine == "score":
             # A file of generations: each problem has the responses its rows gave, none is missing.
             outcomes[t] = [dataclasses.replace(o, num_missing=0) for o in os_]
     metadata = {(p.task, p.key): p.metadata for p in problems}

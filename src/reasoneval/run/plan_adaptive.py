@@ -1,173 +1,328 @@
-"""Adaptive sampling (`run --target-se`): how many more samples each problem gets. Pure: numbers in, numbers out.
+"""`run --target-se`: the two-stage design (the plan, pure) and its unbiased estimator. Numbers in, numbers out.
 
-Two streams per problem (cross-fitting): stream 0 is its even sample indices, stream 1 its odd ones. How many
-samples a stream gets is decided from the *other* stream's outcomes only, so given those, a stream's count is
-fixed and its c/n is an unbiased estimate of p_i. The problem's estimate is the mean of its two streams'
-rates (`crossfit`). Pooling c/n over samples whose number depends on their own outcomes is biased (a lucky 4/4
-on a 90% problem stops early at 1.0): 0.5 to 0.9 points on a MATH-500-like profile, many times the SE.
+The design (docs/statistics.md, "Adaptive sampling" says why each part is there):
 
-The quantity driven down is `stderr_resample`, the SE of the task's mean accuracy over re-runs of the same
-problems: Var = (1/Q²) Σ_i p_i(1-p_i)/n_i. For a fixed total of samples, Σ_i σ_i²/n_i is smallest with
-n_i ∝ σ_i (Neyman allocation), σ_i = √(p_i(1-p_i)) the per-sample SD of problem i. σ_i is unknown: it is
-estimated from a Beta posterior (Jeffreys prior, Beta(½, ½)), as √E[p(1-p)] — which is never 0, so a
-problem seen 4/4 correct still gets a share (about ⅔ of a 3/4 problem's), not written off as certain.
+1. **Pilot.** Every problem first gets `PILOT` = 4 samples, at sample indices 0-3; indices 0 and 2 form half a,
+   1 and 3 half b. The samples after the pilot are at indices 4 and up.
+2. **Plan, once.** From the task's pilot counts (how many problems got 0, 1, .., 4 of 4 right) the plan fits a prior
+   (the nonparametric maximum-likelihood mixture of binomials, `fit_prior`), takes each count's posterior mean and
+   variance of p(1-p), and chooses every problem's total number of samples as a function of its pilot count:
+   Neyman (n ∝ posterior SD) where the prior predicts it beats uniform clearly, uniform where it does not, a blend
+   in between (`plan_totals`). The scale is the smallest whose predicted variance, plus `MARGIN_Z` posterior SDs of
+   that prediction, is at most the target's. Nothing is re-planned: no decision ever reads the samples after the
+   pilot, so the stop cannot select lucky runs.
+3. **Estimate.** A problem's accuracy is w_a·(rate of half a) + w_b·(rate of half b) + (1 - w_a - w_b)·(rate of
+   the samples after the pilot). The weight of half a comes from the plan the problem would have had if half a had
+   come out like half b (everything else as observed), and the same for half b: a weight never depends on the
+   outcomes it weighs, and the samples after the pilot have a count fixed by the pilot, so the estimate is exactly
+   unbiased whatever the plan did (`pilot_weights`, `two_stage_estimates`). Its variance has an exactly unbiased
+   estimate from the same samples (`two_stage_estimates`), summed over problems for `stderr_resample`.
 
-Samples are added greedily, one at a time, to the problem whose next sample lowers Σ σ_i²/n_i most
-(σ_i²/(n_i(n_i+1))): the integer version of n_i ∝ σ_i that also respects what each problem already has.
-
-The stopping rule uses `metrics.summary.stderr_resample_adaptive` on the finished samples — the very figure
-summary.json reports as `stderr_resample` — so "the target is met" and the reported SE are one formula. Its
-per-problem variances are posterior means under a Beta prior fitted to the task (not the Jeffreys prior of the
-allocation, not the plug-in p̂(1-p̂)): the plug-in let a run stop after lucky draws (4/4 problems add 0) and its
-interval covered 91-92%. Why the estimate of the mean stays unbiased enough and the interval covers:
-docs/statistics.md (adaptive sampling).
+The sampler (`run/adaptive.py`), the report (`run/pipeline.py`), `compare` and the simulation
+(scripts/adaptive_simulation.py) all call these functions.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass
+from functools import cache
+from typing import Any, Mapping, Sequence
 
 import numpy as np
+from scipy import stats
 
-from reasoneval.metrics.summary import crossfit, stderr_resample_adaptive
+PILOT = 4  # samples every problem gets before the plan: two halves of two
+# At least this many after the pilot (the variance estimate needs two; four keep a problem that looked settled in
+# its pilot from reporting a variance of 0 as often), fewer only for a target so loose that even problems all at
+# p = 1/2 would need fewer (`main_floor`).
+MIN_MAIN = 4
+MARGIN_Z = 1.5  # plan for the predicted variance plus this many of its posterior SDs
+# The blend between Neyman and uniform, from the predicted cost of Neyman over uniform at the same predicted SE:
+# at or below NEYMAN_FULL all Neyman, at or above NEYMAN_NONE all uniform, linear in between (no jump: a jump
+# would let one problem's pilot flip every other problem's plan).
+NEYMAN_FULL = 0.70
+NEYMAN_NONE = 0.90
+EM_ITERATIONS = 300
+# The prior's support: 0 and 1 themselves (problems a model always or never solves), dense near both ends.
+_ENDS = np.geomspace(1e-3, 0.5, 30)
+GRID = np.unique(np.concatenate([[0.0, 1.0], _ENDS, 1.0 - _ENDS]))
+_V = GRID * (1.0 - GRID)
 
-# Jeffreys: invariant, and for Bernoulli data the least informative proper choice; its posterior mean
-# (c+½)/(n+1) keeps 0/4 and 4/4 off the boundary without pulling 2/4 anywhere.
-PRIOR_A = 0.5
-PRIOR_B = 0.5
-FIRST_ROUND = 4  # samples every problem gets before any allocation (enough for a first σ estimate)
+
+@cache
+def _likelihood(m: int) -> np.ndarray:
+    """P(c of m right | p) for c = 0..m (rows) and p on GRID (columns)."""
+    return stats.binom.pmf(np.arange(m + 1)[:, None], m, GRID[None, :])
 
 
-def posterior_sd(n: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """√E[p(1-p)] under the Beta(c+½, n-c+½) posterior: the expected per-sample SD of each problem."""
-    a = np.asarray(c, dtype=np.float64) + PRIOR_A
-    b = np.asarray(n, dtype=np.float64) - np.asarray(c, dtype=np.float64) + PRIOR_B
-    return np.sqrt(a * b / ((a + b) * (a + b + 1.0)))
+def fit_prior(hists: np.ndarray) -> np.ndarray:
+    """The mixing distribution on GRID that maximises the likelihood of each row's pilot counts (row = counts of
+    problems with 0..m right of m; fractional counts allowed), by EM from the uniform weights (Kiefer-Wolfowitz
+    NPMLE: it takes point masses at 0 and 1, one outlier, or a Beta-like spread as the task shows them, where a
+    Beta prior is one shape). Deterministic: a fixed number of iterations."""
+    h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
+    like = _likelihood(h.shape[1] - 1)
+    share = h / np.maximum(h.sum(axis=1, keepdims=True), 1e-300)
+    w = np.full((len(h), len(GRID)), 1.0 / len(GRID))
+    for _ in range(EM_ITERATIONS):
+        w = w * ((share / np.maximum(w @ like.T, 1e-300)) @ like)
+    return w
 
 
-def estimated_se(n: np.ndarray, c: np.ndarray) -> float:
-    """The re-run SE (fraction, not points) of the task's mean from (Q, 2) stream counts: summary.json's
-    `stderr_resample` of an adaptive run (`metrics.summary.stderr_resample_adaptive`: posterior variances under
-    the task's fitted prior, cross-fit effective sample sizes). inf while some problem has no finished sample."""
-    n = np.asarray(n)
-    if len(n) == 0 or (n.sum(axis=1) < 1).any():
-        return math.inf
-    _, n_eff = crossfit(n, c)
-    return stderr_resample_adaptive(n.sum(axis=1), np.asarray(c).sum(axis=1), n_eff)
+def posterior_moments(hists: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row and pilot count c: the posterior mean and variance of p(1-p) under the row's fitted prior."""
+    h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
+    w = fit_prior(h)
+    like = _likelihood(h.shape[1] - 1)
+    den = np.maximum(w @ like.T, 1e-300)
+    mean = ((w * _V) @ like.T) / den
+    second = ((w * _V * _V) @ like.T) / den
+    return mean, np.maximum(second - mean * mean, 0.0)
+
+
+@dataclass(frozen=True)
+class Plans:
+    """One plan per row of pilot histograms: `totals[b, c]` samples (pilot included) for a problem with c of PILOT
+    right, `gamma` the Neyman share of the blend (0 uniform, 1 Neyman), `predicted_se` (fraction) the SE the plan
+    predicts, `reason` why it stops where it does: "target", "max_n" (capped below what the target needs) or
+    "budget"."""
+
+    totals: np.ndarray
+    gamma: np.ndarray
+    predicted_se: np.ndarray
+    reason: list[str]
+
+
+def plan_totals(hists: np.ndarray, target: float, max_n: int, budget: int | None = None) -> Plans:
+    """The plan of each row of `hists` (shape (B, PILOT + 1): how many problems had c of PILOT pilot samples right).
+
+    target: SE of the task's mean (fraction). max_n: most samples per problem. budget: most samples the task may
+    hold in all (pilot included); a plan over it is scaled down (`_within_budget`)."""
+    h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
+    b = len(h)
+    q = h.sum(axis=1)
+    lo = PILOT + main_floor(target, int(q.max()) if b else 0)
+    if lo == PILOT or max_n < lo:  # the pilot alone (at most max_n samples) is all there is
+        tot = np.full(h.shape, min(PILOT, max_n), dtype=np.int64)
+        return Plans(tot, np.zeros(b), np.full(b, math.inf), ["target" if lo == PILOT else "max_n"] * b)
+    mean, var = posterior_moments(h)
+    goal = (q * target) ** 2
+    sd = np.sqrt(np.maximum(mean, 1e-12))
+
+    def predicted(tot: np.ndarray) -> np.ndarray:
+        return (np.sum(h * mean / tot, axis=1)
+                + MARGIN_Z * np.sqrt(np.maximum(np.sum(h * var / (tot * tot), axis=1), 0.0)))
+
+    def fit(shape: np.ndarray) -> np.ndarray:
+        """Totals clip(ceil(s · shape), lo, max_n) at the smallest s (per row) predicted to meet the goal."""
+        lo_s, hi_s = np.zeros(b), np.full(b, float(max_n) / np.min(shape, axis=1))  # hi: every problem at max_n
+        for _ in range(48):
+            mid = (lo_s + hi_s) / 2
+            ok = predicted(np.clip(np.ceil(mid[:, None] * shape), lo, max_n)) <= goal
+            hi_s = np.where(ok, mid, hi_s)
+            lo_s = np.where(ok, lo_s, mid)
+        return np.clip(np.ceil(hi_s[:, None] * shape), lo, max_n)
+
+    neyman, uniform = fit(sd / sd.max(axis=1, keepdims=True)), fit(np.ones_like(sd))
+    ratio = np.sum(h * neyman, axis=1) / np.maximum(np.sum(h * uniform, axis=1), 1e-300)
+    gamma = np.clip((NEYMAN_NONE - ratio) / (NEYMAN_NONE - NEYMAN_FULL), 0.0, 1.0)
+    blend = (sd / sd.max(axis=1, keepdims=True)) ** gamma[:, None]
+    tot = fit(blend)
+    reason = ["max_n" if p > g * (1 + 1e-9) else "target" for p, g in zip(predicted(tot), goal)]
+    if budget is not None:
+        over = np.sum(h * tot, axis=1) > budget
+        if over.any():
+            tot = np.where(over[:, None], _within_budget(h, blend, lo, max_n, budget), tot)
+            reason = ["budget" if o else r for o, r in zip(over, reason)]
+    se = np.sqrt(np.maximum(np.sum(h * mean / tot, axis=1), 0.0)) / np.maximum(q, 1)
+    return Plans(tot.astype(np.int64), gamma, se, reason)
+
+
+def main_floor(target: float, q: int) -> int:
+    """The fewest samples after the pilot: MIN_MAIN, fewer where uniform K for problems all at p = 1/2 (the
+    largest variance there is), 1/(4 Q S²), is below PILOT + MIN_MAIN, and none where it is at most PILOT. A
+    function of the target and Q only, so no plan's floor depends on any outcome."""
+    if q <= 0 or target <= 0:
+        return MIN_MAIN
+    k_max = 0.25 / (q * target * target)
+    if k_max <= PILOT:
+        return 0
+    return int(min(MIN_MAIN, max(2, math.ceil(k_max) - PILOT)))
+
+
+def _within_budget(h: np.ndarray, shape: np.ndarray, lo: int, max_n: int, budget: int) -> np.ndarray:
+    """The largest totals clip(ceil(s · shape), floor, max_n) that fit the budget, with the highest floor (from
+    `lo` down to PILOT + 2) that fits; the pilot alone where not even PILOT + 2 per problem does. The floor depends
+    on the budget and Q only."""
+    q = h.sum(axis=1)
+    floor = np.full(len(h), float(PILOT))
+    for f in range(lo, PILOT + 1, -1):
+        floor = np.where((floor == PILOT) & (q * f <= budget), float(f), floor)
+    lo_s, hi_s = np.zeros(len(h)), np.full(len(h), float(max_n) / np.min(shape, axis=1))
+    for _ in range(48):
+        mid = (lo_s + hi_s) / 2
+        fits = np.sum(h * np.clip(np.ceil(mid[:, None] * shape), floor[:, None], max_n), axis=1) <= budget
+        lo_s = np.where(fits, mid, lo_s)
+        hi_s = np.where(fits, hi_s, mid)
+    tot = np.clip(np.ceil(lo_s[:, None] * shape), floor[:, None], max_n)
+    return np.where(floor[:, None] == PILOT, float(PILOT), tot)
+
+
+def history_totals(hists: np.ndarray, history: Sequence[Mapping[str, Any]], task: str | None = None) -> np.ndarray:
+    """The totals of a run whose commands were `history` (oldest first); a problem holds the most any of them
+    asked for (a smaller later target only adds). An entry is a uniform run `{"n": K}` or an adaptive one
+    `{"target_se": points, "max_n": N, "budget_samples": B or None}`; with `"tasks": {name: {"budget": b}}` it
+    applies to those tasks only, with that task's share of the budget (`run/adaptive.py`, `history_entry`)."""
+    h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
+    out = np.zeros(h.shape, dtype=np.int64)
+    for entry in history:
+        tasks = entry.get("tasks")
+        if task is not None and tasks is not None and task not in tasks:
+            continue
+        if entry.get("target_se") is None:
+            out = np.maximum(out, int(entry.get("n") or 0))
+            continue
+        plans = plan_totals(h, float(entry["target_se"]) / 100.0, int(entry["max_n"]), entry_budget(entry, task))
+        out = np.maximum(out, plans.totals)
+    return out
+
+
+def pilot_weights(ca: np.ndarray, cb: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weights of pilot halves a and b of each problem. ca, cb: right of 2 in each half, shape (..., Q); table:
+    `proxy_totals` of the task's pilot histogram, shape (..., PILOT + 1, 3).
+
+    Half a's weight is 2/T (its share of the problem's samples), T the total the plan gives a problem whose pilot
+    is half b twice, with this problem moved to that count in the histogram and every other problem as observed:
+    a function of half b and of the other problems, never of half a. Half b's the same way from half a."""
+    ca, cb = np.asarray(ca, dtype=np.int64), np.asarray(cb, dtype=np.int64)
+    row = np.take_along_axis(table, (ca + cb)[..., None], axis=-2)  # (..., Q, 3): the other problems + e_2j
+    ta = np.take_along_axis(row, cb[..., None], axis=-1)[..., 0]
+    tb = np.take_along_axis(row, ca[..., None], axis=-1)[..., 0]
+    return 2.0 / ta, 2.0 / tb
+
+
+def proxy_totals(hists: np.ndarray, totals_of: Any) -> np.ndarray:
+    """table[b, c, j]: the total a problem with pilot count 2j gets when one problem of count c in row b's
+    histogram is moved to count 2j (meaningless where row b has no problem of count c)."""
+    h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
+    b, k = h.shape
+    half = (k - 1) // 2
+    variants = np.repeat(h[:, None, None, :], k, axis=1).repeat(half + 1, axis=2)  # (B, k, half+1, k)
+    for c in range(k):
+        for j in range(half + 1):
+            variants[:, c, j, c] -= 1
+            variants[:, c, j, 2 * j] += 1
+    flat = np.maximum(variants.reshape(-1, k), 0.0)
+    tot = np.asarray(totals_of(flat), dtype=np.float64).reshape(b, k, half + 1, k)
+    return np.take_along_axis(tot, (2 * np.arange(half + 1))[None, None, :, None], axis=3)[..., 0]
+
+
+def two_stage_estimates(ca: np.ndarray, cb: np.ndarray, ma: np.ndarray, na: np.ndarray, mb: np.ndarray, nb: np.ndarray,
+                        wa: np.ndarray, wb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per problem (any leading shape): the accuracy estimate and an unbiased estimate of its variance.
+
+    ca, cb: right of 2 in pilot halves a, b; ma of na and mb of nb: right among the samples after the pilot at even
+    and odd positions (na + nb >= 2, so na, nb >= 1); wa, wb: the pilot weights (`pilot_weights`).
+
+    estimate = wa·A + wb·B + wm·M, A = ca/2, B = cb/2, M = (ma + mb)/(na + nb), wm = 1 - wa - wb.
+    variance = wa²·v(a)/2 + wb²·v(b)/2 + wm²·v(main)/n + 2·wa·(A - Mb)·wb·(B - Ma)
+    with v(x) = c(n-c)/(n(n-1)) the unbiased p(1-p) of a group of n, Ma = ma/na, Mb = mb/nb. Each term is unbiased
+    for its part of the variance (docs/statistics.md): wa is independent of half a, the samples after the pilot are
+    fresh given the pilot, and the last term's two main halves are independent of each other and of the pilot."""
+    ca, cb, ma, na, mb, nb = (np.asarray(x, dtype=np.float64) for x in (ca, cb, ma, na, mb, nb))
+    wa, wb = np.asarray(wa, dtype=np.float64), np.asarray(wb, dtype=np.float64)
+    n = na + nb
+    a_rate, b_rate = ca / 2.0, cb / 2.0
+    main = (ma + mb) / np.maximum(n, 1.0)
+    wm = 1.0 - wa - wb
+    est = wa * a_rate + wb * b_rate + wm * main
+    var = (wa * wa * ca * (2.0 - ca) / 4.0 + wb * wb * cb * (2.0 - cb) / 4.0
+           + wm * wm * (ma + mb) * (n - ma - mb) / np.maximum(n * n * (n - 1.0), 1.0)
+           + 2.0 * wa * (a_rate - mb / np.maximum(nb, 1.0)) * wb * (b_rate - ma / np.maximum(na, 1.0)))
+    return est, var
+
+
+@dataclass(frozen=True)
+class TaskEstimate:
+    """A task of a two-stage adaptive run: per problem (in the order given) the accuracy estimate and its variance
+    estimate, the samples the plan asks for, and the plan."""
+
+    estimate: np.ndarray
+    variance: np.ndarray
+    totals: np.ndarray  # planned samples per problem
+    plan_se: float  # the plan's predicted SE (fraction), inf without a plan
+    reason: str | None  # the plan's stopping reason; None while some pilot is incomplete
+
+
+def pilot_counts(outcomes: Sequence[Mapping[int, bool]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per problem (its finished samples' verdicts by sample index): right in pilot half a (indices 0, 2), in half
+    b (1, 3), and whether all four are there."""
+    full = np.array([all(j in x for j in range(PILOT)) for x in outcomes], dtype=bool)
+    ca = np.array([int(bool(x[0])) + int(bool(x[2])) if f else 0 for x, f in zip(outcomes, full)], dtype=np.int64)
+    cb = np.array([int(bool(x[1])) + int(bool(x[3])) if f else 0 for x, f in zip(outcomes, full)], dtype=np.int64)
+    return ca, cb, full
+
+
+def task_estimates(outcomes: Sequence[Mapping[int, bool]], history: Sequence[Mapping[str, Any]],
+                   task: str | None = None) -> TaskEstimate:
+    """The two-stage estimate of every problem of one task, from its finished samples' verdicts by sample index
+    (failed samples left out) and the run's command history (`history_totals`, for `task`).
+
+    A problem whose pilot is incomplete (a run stopped early, or a budget below the pilot) is estimated by its
+    plain fraction right with the usual unbiased variance; so are all problems when some pilot is incomplete or
+    the plan gives none more than the pilot. After the pilot a problem's first T - PILOT samples by index are used,
+    T its planned total: samples beyond it (an earlier command asked for more) are not, because the estimate is
+    unbiased over the samples the plan's count rule chose."""
+    q = len(outcomes)
+    ca, cb, full = pilot_counts(outcomes)
+    est = np.array([sum(map(bool, x.values())) / len(x) if len(x) else math.nan for x in outcomes], dtype=np.float64)
+    var = np.array([_plain_var(list(x.values())) for x in outcomes], dtype=np.float64)
+    if not full.any():
+        return TaskEstimate(est, var, np.zeros(q, dtype=np.int64), math.inf, None)
+    hist = np.bincount((ca + cb)[full], minlength=PILOT + 1).astype(np.float64)
+    adaptive_entries = [e for e in history if e.get("target_se") is not None
+                        and (task is None or e.get("tasks") is None or task in e["tasks"])]
+
+    def totals_of(hs: np.ndarray) -> np.ndarray:
+        return history_totals(hs, history, task)
+
+    totals_by_count = totals_of(hist)[0]
+    totals = np.where(full, totals_by_count[ca + cb], np.array([len(x) for x in outcomes]))
+    last = adaptive_entries[-1] if adaptive_entries else None
+    plan = None
+    if last is not None:
+        budget = entry_budget(last, task)
+        plan = plan_totals(hist, float(last["target_se"]) / 100.0, int(last["max_n"]), budget)
+    if full.all() and totals_by_count.max() > PILOT:
+        wa, wb = pilot_weights(ca, cb, proxy_totals(hist[None, :], totals_of)[0])
+        main = [[bool(x[j]) for j in sorted(x) if j >= PILOT][: max(0, int(t) - PILOT)] for x, t in zip(outcomes, totals)]
+        ma, na = np.array([sum(m[0::2]) for m in main]), np.array([len(m[0::2]) for m in main])
+        mb, nb = np.array([sum(m[1::2]) for m in main]), np.array([len(m[1::2]) for m in main])
+        ok = (na >= 1) & (nb >= 1)
+        e2, v2 = two_stage_estimates(ca, cb, ma, na, mb, nb, wa, wb)
+        est = np.where(ok, e2, est)  # a problem whose samples after the pilot are not all in yet: plain fraction
+        var = np.where(ok, v2, var)
+    return TaskEstimate(est, var, totals.astype(np.int64), float(plan.predicted_se[0]) if plan else math.inf,
+                        plan.reason[0] if plan and full.all() else None)
+
+
+def entry_budget(entry: Mapping[str, Any], task: str | None) -> int | None:
+    """The budget (samples, pilot included) an adaptive history entry gives `task`."""
+    tasks = entry.get("tasks")
+    budget = tasks[task].get("budget") if task is not None and tasks is not None and task in tasks \
+        else entry.get("budget_samples")
+    return None if budget is None else int(budget)
+
+
+def _plain_var(x: Sequence[bool]) -> float:
+    """Unbiased variance of a fraction of n right: c(n-c)/(n²(n-1)); a single sample has none to offer (0)."""
+    n = len(x)
+    c = sum(map(bool, x))
+    return c * (n - c) / (n * n * (n - 1)) if n >= 2 else 0.0
 
 
 def samples_needed(sd: np.ndarray, target: float) -> float:
     """Total samples Neyman allocation needs for SE `target` (fraction): (Σ σ_i)² / (Q² S²)."""
     q = len(sd)
     return float(np.sum(sd)) ** 2 / (q * q * target * target) if q else 0.0
-
-
-@dataclass(frozen=True)
-class Round:
-    """What to add next: `add[i, s]` more samples for stream s of problem i; `done` when nothing more is wanted
-    and why ("target" met, "max_n" reached by every problem that would need more, "budget" spent)."""
-
-    add: np.ndarray
-    done: bool
-    reason: str | None
-    se: float  # the current estimate (fraction)
-
-
-def next_round(n: np.ndarray, c: np.ndarray, *, target: float, max_n: int, pending: np.ndarray | None = None,
-               budget: int | None = None, min_round: int = 1, max_round: int | None = None,
-               first_round: int = FIRST_ROUND) -> Round:
-    """The next samples to draw for one task.
-
-    n, c: (Q, 2) finished samples and correct ones per problem and stream. pending: (Q, 2) samples asked for
-    but not finished or not scored; they count as drawn for the allocation. target: SE in fractions (0.01 =
-    1 point). max_n: most samples per problem. budget: most samples still allowed (pending excluded).
-    min_round: the least to add when more is needed (a runner keeps its workers busy with at least its
-    concurrency). max_round: the most to add at once (a runner asks again as soon as its queue runs low, so
-    small rounds keep every decision on the latest outcomes).
-
-    Every problem first gets `first_round` samples, half per stream; then, while the SE estimate from the
-    finished samples is above target, about half the projected shortfall (never less than min_round, never
-    more than half again what is drawn) is allocated greedily. Nothing is added while the finished samples
-    meet the target.
-    """
-    n = np.asarray(n, dtype=np.int64).reshape(-1, 2)
-    c = np.asarray(c, dtype=np.int64).reshape(-1, 2)
-    pend = np.zeros_like(n) if pending is None else np.asarray(pending, dtype=np.int64).reshape(-1, 2)
-    have = n + pend
-    zero = np.zeros_like(n)
-    waiting = int(pend.sum()) > 0
-    left = math.inf if budget is None else max(0, budget)
-    first_total = min(first_round, max_n)
-    first = np.clip(np.array([(first_total + 1) // 2, first_total // 2]) - have, 0, None)
-    if first.sum() > 0:
-        if left <= 0:
-            return Round(zero, not waiting, "budget" if not waiting else None, estimated_se(n, c))
-        if first.sum() > left:  # spread what the budget allows, lowest problems first
-            first = _cap_total(first, int(left))
-        return Round(first, False, None, estimated_se(n, c))
-    se = estimated_se(n, c)
-    if se <= target:
-        return Round(zero, not waiting, "target" if not waiting else None, se)
-    room = np.clip(max_n - have.sum(axis=1), 0, None)
-    if room.sum() == 0:
-        return Round(zero, not waiting, "max_n" if not waiting else None, se)
-    if left <= 0:
-        return Round(zero, not waiting, "budget" if not waiting else None, se)
-    shortfall = samples_needed(posterior_sd(n.sum(axis=1), c.sum(axis=1)), target) - float(have.sum())
-    if shortfall <= 0 and waiting:
-        # What is in flight should reach the target: wait for its outcomes before asking for more.
-        return Round(zero, False, None, se)
-    # At most half again what is drawn: σ is re-estimated from each round's outcomes before the next.
-    size = int(min(left, room.sum(), max(min_round, min(math.ceil(shortfall / 2), int(have.sum()) // 2))))
-    if max_round is not None:
-        size = min(size, max(1, max_round))
-    return Round(greedy_neyman(have, n, c, size, max_n), False, None, se)
-
-
-def greedy_neyman(have: np.ndarray, n: np.ndarray, c: np.ndarray, size: int, max_n: int) -> np.ndarray:
-    """`size` more samples, one at a time to the stream whose next sample lowers Σ_i v_i (1/n_i0 + 1/n_i1)
-    most (the cross-fit variance, up to a constant): v_i/(m(m+1)) at m samples in the stream.
-
-    v_i of stream s comes from the *other* stream's posterior, with its observed rate carried forward to m
-    samples (a problem seen 0/4 is not treated as 0/4 forever inside one large round: its posterior would
-    narrow as its zeros accumulate). Ties go to the lower index (deterministic)."""
-    q = len(have)
-    add = np.zeros((q, 2), dtype=np.int64)
-    rate = np.where(n > 0, c / np.maximum(n, 1), 0.5)[:, ::-1]  # the other stream's
-    total = have.sum(axis=1)
-    heap = [(-_gain(float(rate[i, s]), int(have[i, s])), i, s) for i in range(q) for s in (0, 1) if total[i] < max_n]
-    heapq.heapify(heap)
-    placed = 0
-    while heap and placed < size:
-        _, i, s = heapq.heappop(heap)
-        if total[i] >= max_n:
-            continue
-        add[i, s] += 1
-        total[i] += 1
-        placed += 1
-        if total[i] < max_n:
-            heapq.heappush(heap, (-_gain(float(rate[i, s]), int(have[i, s] + add[i, s])), i, s))
-    return add
-
-
-def _gain(rate: float, m: int) -> float:
-    """How much the next sample of a stream at m samples, observed at `rate`, lowers v/m."""
-    if m <= 0:
-        return math.inf
-    a = rate * m + PRIOR_A
-    b = m - rate * m + PRIOR_B
-    return a * b / ((a + b) * (a + b + 1.0)) / (m * (m + 1))
-
-
-def _cap_total(want: np.ndarray, total: int) -> np.ndarray:
-    out = np.zeros_like(want)
-    flat_want, flat_out = want.reshape(-1), out.reshape(-1)
-    while total > 0 and (flat_want - flat_out).sum() > 0:
-        for i in np.flatnonzero(flat_want - flat_out > 0):
-            if total == 0:
-                break
-            flat_out[i] += 1
-            total -= 1
-    return out
