@@ -41,6 +41,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from reasoneval.run.plan_adaptive import task_estimates
 from tests.fixtures.openai_server import OpenAIServer, problem_text
 from tests.reliability._helpers import write_data
 
@@ -145,9 +146,12 @@ class Problem:
     said: list[str | None]
     answer: str
     crossfit: bool
+    two_stage: float | None = None  # an adaptive run's estimate (run --target-se), set by `reference`
 
     @property
     def estimate(self) -> float:
+        if self.two_stage is not None:
+            return self.two_stage
         if self.crossfit:
             streams = [[c for i, c in zip(self.indices, self.correct) if i % 2 == s] for s in (0, 1)]
             rates = [sum(x) / len(x) for x in streams if x]
@@ -185,6 +189,16 @@ def reference(run_dir: Path, scope: dict[str, Scope]) -> dict[str, Any]:
                                           str(rows[key]["answer"]), s.adaptive))
             if not (s.adaptive or s.imported):
                 missing[task] += s.n - len(got)
+    adaptive = json.loads((run_dir / "config.json").read_text()).get("adaptive") or {}
+    for task, s in scope.items():
+        if s.adaptive and adaptive.get("design"):
+            # The two-stage design's estimate of each problem from the journal's verdicts and the run's command
+            # history (docs/statistics.md); that it is unbiased is proved by enumeration in
+            # tests/run/test_plan_adaptive.py, here it is recomputed from samples.jsonl.
+            est = task_estimates([dict(zip(p.indices, p.correct)) for p in per_task[task]],
+                                 adaptive.get("history") or [adaptive], task)
+            for p, e in zip(per_task[task], est.estimate):
+                p.two_stage = float(e)
     out = {"tasks": {t: figures(ps, missing[t]) for t, ps in per_task.items()},
            "problems": {(p.task, p.key): p for ps in per_task.values() for p in ps}}
     out["all"] = figures([p for ps in per_task.values() for p in ps], sum(missing.values()))

@@ -90,13 +90,13 @@ def test_an_option_without_effect_here_is_a_warning_and_the_run_goes_on(
     assert warning in r.stderr and r.stderr.count(warning) == 1
 
 
-def test_a_target_met_by_the_first_round_is_a_warning(server: OpenAIServer, tmp_path: Path,
+def test_a_target_met_by_the_pilot_is_a_warning(server: OpenAIServer, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     r = cli_inprocess(run_args(server.base_url, tmp_path, "--tasks", "aime24", "--target-se", "20"), capsys)
     assert r.returncode == 0, r.stderr
-    assert ("aime24: --target-se 20 is met by the first round of 4 samples per problem whatever the answers "
+    assert ("aime24: --target-se 20 is met by the pilot of 4 samples per problem whatever the answers "
             "(4 problems: re-run SE at most 12.50 points then)") in r.stderr
-    assert "0 samples wanted" not in r.stderr and "sampling each task until its re-run SE is at most 20 points" in r.stderr
+    assert "0 samples wanted" not in r.stderr and "then one plan per task for a re-run SE of 20 points" in r.stderr
 
 
 def test_jobs_files_are_checked_the_same_way_and_a_job_may_override_the_defaults_sampling(tmp_path: Path) -> None:
