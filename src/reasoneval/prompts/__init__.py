@@ -225,9 +225,12 @@ def build_prompt(problem: Problem, cfg: PromptConfig, drawn: Sequence[Exemplar] 
     return body
 
 
-def drawn_shots(cfg: PromptConfig, pool: Sequence[Exemplar], count: int) -> list[tuple[Exemplar, ...]] | None:
-    """For a style that draws its exemplars (lm-eval's gsm8k): the shots of the task's first `count`
-    problems, in the task's order (lmeval_draws); None for a style with fixed exemplars."""
+def drawn_shots(cfg: PromptConfig, pool: Sequence[Exemplar],
+                problems: Sequence[Problem]) -> list[tuple[Exemplar, ...]] | None:
+    """For a style that draws its exemplars (lm-eval's gsm8k, hendrycks_math): the shots of each of the task's
+    `problems`, in the task's order (lmeval_draws; for a pool split `by` a field, each value's problems draw
+    from that value's rows with a generator of their own, as lm-eval's per-subject tasks do); None for a style
+    with fixed exemplars."""
     style = cfg.fewshot_style()
     if style is None or style.pool is None:
         return None
@@ -235,4 +238,22 @@ def drawn_shots(cfg: PromptConfig, pool: Sequence[Exemplar], count: int) -> list
     if k and not pool:
         raise UserError(f"prompt style {style.name!r} draws its exemplars from task {style.pool!r}, which is not "
                         "loaded; run through the pipeline (it loads that split from the data dir, cache or Hub)")
-    return [tuple(pool[j] for j in draw) for draw in lmeval_draws(len(pool), k, count, style.pool_seed)]
+    if style.pool_by is None:
+        return [tuple(pool[j] for j in draw) for draw in lmeval_draws(len(pool), k, len(problems), style.pool_seed)]
+    rows: dict[str | None, list[Exemplar]] = {}
+    for e in pool:
+        rows.setdefault(e.group, []).append(e)
+    positions: dict[str | None, list[int]] = {}
+    for i, p in enumerate(problems):
+        value = p.metadata.get(style.pool_by)
+        positions.setdefault(None if value is None else str(value), []).append(i)
+    out: list[tuple[Exemplar, ...]] = [()] * len(problems)
+    for value, where in positions.items():
+        own = rows.get(value, [])
+        if k and not own:
+            raise UserError(f"prompt style {style.name!r} draws each problem's exemplars from the rows of task "
+                            f"{style.pool!r} with the same {style.pool_by}, and it has none with {style.pool_by} "
+                            f"{value!r}; use that task's full split (known: {', '.join(sorted(map(str, rows)))})")
+        for i, draw in zip(where, lmeval_draws(len(own), k, len(where), style.pool_seed)):
+            out[i] = tuple(own[j] for j in draw)
+    return out
