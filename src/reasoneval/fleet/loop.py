@@ -82,7 +82,13 @@ def _score(job: Job, run_dir: str, tasks: list[str] | None, workers: int | None,
     cfg = job.config
     result = score_run(Path(run_dir), n=cfg.samples_per_problem(), tasks=tasks, workers=workers,
                        grading_timeout=cfg.grading_timeout, print_table=False)
-    dashboards.log(cfg, result, job.step)  # never raises: a failing dashboard warns once
+    metrics = None
+    if job.battery is not None and job.battery_run is not None:  # the battery's rows, named as lm-eval's
+        from reasoneval.run.battery import battery_metrics, get_battery, row_figures
+
+        battery = get_battery(job.battery)
+        metrics = battery_metrics(battery, row_figures(battery, {job.battery_run: result}))
+    dashboards.log(cfg, result, job.step, metrics)  # never raises: a failing dashboard warns once
     return bool(result.complete)
 
 

@@ -458,6 +458,12 @@ class EvalConfig:
         help="report lm-eval's columns (strict-match, flexible-extract, exact_match, math_verify) for every task "
         "that has them; by default only where lm-eval defines the task with the prompt style used (gsm8k with its "
         "few-shot styles, MATH with minerva)")
+    # A fixed table of lm-eval rows (reasoneval.run.battery), each produced by a run with lm-eval's setting.
+    battery: str | None = run_option(
+        None, group=WHAT, metavar="NAME",
+        help="run a battery instead of --tasks: lmeval-base = lm-eval's base-model table (gsm8k and gsm8k_cot 4/8-shot, "
+        "hendrycks_math and minerva_math 4-shot, ifeval, mbpp 3-shot, humaneval), greedy, seed 42; prints and writes "
+        "the table in that layout (docs/lm-eval.md)")
 
     # run --target-se (reasoneval.run.adaptive): sample each problem until the re-run SE of each task's mean is at
     # most target_se points; max_n samples per problem at most; budget_samples: most samples the run holds in all.
