@@ -32,7 +32,7 @@ JOB_KEYS = ("name", "num_gpus", "num_cpus", "step")
 PATH_OPTIONS = ("output_dir", "data_dir", "data", "prompt_template")
 # EvalConfig fields added after sweep states were first written: left out of a job's fingerprint while
 # at their default, so a finished job of an older state file is not run again.
-_NEWER_FIELDS = {"scorer": None, "battery": None}
+_NEWER_FIELDS = {"scorer": None, "battery": None, "fewshot_seed": None}
 # Fields renamed since: fingerprinted under their old name, for the same reason.
 _RENAMED_FIELDS = {"problem_key": "question_key"}
 

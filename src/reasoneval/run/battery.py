@@ -14,8 +14,9 @@
 Each row is produced by one reasoneval run whose settings are lm-eval 0.4.13's for that task (its prompt and
 exemplar draw, its stop sequences, its `max_gen_toks`: 256 unless the task's YAML says 1,280 for ifeval or 1,024
 for humaneval); rows whose settings are the same share a run (gsm8k 4-shot and minerva_math 4-shot). The
-settings the team treats as mandatory are the battery's defaults: greedy (temperature 0, one sample), seed 42,
-the completions API, and no tensor-parallel hint for vLLM; an option the user sets otherwise is kept and
+settings the team treats as mandatory are the battery's defaults: greedy (temperature 0, one sample), seed 42 (as
+`lm_eval --seed 42`, which seeds the few-shot draw too: `fewshot_seed` 42), the completions API, and no
+tensor-parallel hint for vLLM; an option the user sets otherwise is kept and
 recorded as a deviation (`battery.json`). Runs are ordinary runs: re-running the command resumes each one.
 """
 
@@ -105,7 +106,8 @@ def _lmeval_base() -> Battery:
              BatteryRow("humaneval", "0-shot", "pass@1,create_test", "humaneval 0-shot", "humaneval", "mean")]
     return Battery("lmeval-base", "lm-eval 0.4.13's base-model table (gsm8k, gsm8k_cot, hendrycks_math, minerva_math, "
                    "ifeval, mbpp, humaneval), greedy, seed 42", runs, tuple(rows),
-                   mandatory={"greedy": True, "seed": 42, "api": "completions", "max_tokens": LMEVAL_MAX_GEN_TOKS})
+                   mandatory={"greedy": True, "seed": 42, "fewshot_seed": 42, "api": "completions",
+                              "max_tokens": LMEVAL_MAX_GEN_TOKS})
 
 
 BATTERIES: dict[str, Any] = {"lmeval-base": _lmeval_base}

@@ -444,6 +444,11 @@ class EvalConfig:
         None, group=SAMPLING, parse=int, metavar="N",
         help="exemplars before the problem (default: the style's); with no --prompt-style, each task's few-shot "
         "style (gsm8k: gsm8k, lm-eval's draw from the train split; math tasks: minerva)")
+    # The generator seed of a drawing style's exemplars (None: the style's, lm-eval's default 1234).
+    fewshot_seed: int | None = run_option(
+        None, group=SAMPLING, parse=int, metavar="SEED",
+        help="seed of the per-problem exemplar draw of gsm8k and hendrycks_math (lm-eval's fewshot seed: 1234 by "
+        "default; `lm_eval --seed 42` makes it 42)")
     style_stop: bool = run_option(
         True, group=SAMPLING, flag="--no-style-stop", action="false",
         help="do not send the few-shot style's stop sequences (e.g. 'Question:'); --stop adds more")
@@ -568,7 +573,7 @@ class EvalConfig:
 
         template = read_template(self.prompt_template) if self.prompt_template is not None else None
         return PromptConfig(system_prompt=self.system_prompt, template=template, num_fewshot=self.num_fewshot,
-                            style_override=self.prompt_style, style_stop=self.style_stop)
+                            style_override=self.prompt_style, style_stop=self.style_stop, fewshot_seed=self.fewshot_seed)
 
     def common_options(self) -> Any:
         from reasoneval.engines import CommonOptions
