@@ -256,11 +256,11 @@ def _math_data(d: Path) -> Path:
     return d
 
 
-def _math_requests(data: Path, k: int | None, limit: int | None = None) -> list[Any]:
+def _math_requests(data: Path, k: int | None, limit: int | None = None, seed: int | None = None) -> list[Any]:
     from reasoneval.run.pipeline import EvalConfig, load_tasks
 
     cfg = EvalConfig(tasks=["hendrycks_math"], prompt_style="hendrycks_math", num_fewshot=k, data_dir=str(data),
-                     limit=limit, model="m", api="completions")
+                     limit=limit, model="m", api="completions", fewshot_seed=seed)
     return list(plan(load_tasks(cfg), n=1, seed=0, sampling=SamplingParams(), api="completions",
                      prompt=cfg.prompt()).requests)
 
@@ -281,6 +281,21 @@ def test_hendrycks_math_prompts_are_lm_evals_per_subject_draw_byte_for_byte(k: i
             assert len(shots) == k and all(s[len("Answer: ")] == str(j // 2 + 1) or "frac" in s for s in shots)
         # ... with a generator of its own: a subject's first problem draws what a one-subject run draws.
         assert expected[0].split("\n\nProblem: ")[0] != expected[1].split("\n\nProblem: ")[0]
+
+
+def test_fewshot_seed_is_lm_evals_seed_option(tmp_path: Path) -> None:
+    """`lm_eval --seed 42` seeds the few-shot draw with 42 too; --fewshot-seed 42 gives its prompts, and a run id of
+    its own."""
+    from reasoneval.run.options import EvalConfig
+
+    reqs = _math_requests(_math_data(tmp_path / "data"), 4, seed=42)
+    expected = [(LMEVAL_HENDRYCKS / f"hendrycks_math_{s}_4shot_seed42_doc{i}.txt").read_text()
+                for s in MATH_SUBTASKS for i in range(2)]
+    assert [r.prompt for r in reqs] == expected
+    assert expected != [(LMEVAL_HENDRYCKS / f"hendrycks_math_{s}_4shot_doc{i}.txt").read_text()
+                        for s in MATH_SUBTASKS for i in range(2)]
+    assert EvalConfig(num_fewshot=4, fewshot_seed=42).prompt().identity()["fewshot_seed"] == 42
+    assert "fewshot_seed" not in EvalConfig(num_fewshot=4).prompt().identity()
 
 
 def test_hendrycks_math_limit_keeps_the_first_prompts_and_a_missing_subject_is_one_line(tmp_path: Path) -> None:

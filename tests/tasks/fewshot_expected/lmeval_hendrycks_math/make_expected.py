@@ -10,7 +10,8 @@ tests/fixtures/hub/hendrycks_math_train.jsonl and its test split that subject's 
 tests/fixtures/hub/hendrycks_math.jsonl (made-up rows in the Hub's layout). Requests are built as lm-eval's
 evaluator builds them (num_fewshot set, then set_fewshot_seed(1234) per task, then build_all_requests over the
 test documents in order); each request's context goes to `<subtask>_<k>shot_doc<i>.txt`, and a build with
-limit=1 must give the first prompt again. The stop sequences go to until.json.
+limit=1 must give the first prompt again. 4 shots again with the few-shot seed 42 (what `lm_eval --seed 42` sets)
+go to `<subtask>_4shot_seed42_doc<i>.txt`. The stop sequences go to until.json.
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ def rows(name: str, subject: str) -> list[dict]:
     return [r for r in map(json.loads, (HUB / f"{name}.jsonl").read_text().splitlines()) if r["type"] == subject]
 
 
-def build(task_dir: Path, name: str, k: int, limit: int | None) -> tuple[list[str], list[str]]:
+def build(task_dir: Path, name: str, k: int, limit: int | None, seed: int = SEED) -> tuple[list[str], list[str]]:
     task = TaskManager(include_path=str(task_dir)).load([name])["tasks"][name]
     task.set_config(key="num_fewshot", value=k)
-    task.set_fewshot_seed(seed=SEED)
+    task.set_fewshot_seed(seed=seed)
     task.build_all_requests(limit=limit)
     return [inst.args[0] for inst in task.instances], list(task.config.generation_kwargs["until"])
 
@@ -63,6 +64,8 @@ def main() -> None:
                 assert build(d, task, k, 1)[0] == prompts[:1], "--limit changed the first document's prompt"
                 for i, p in enumerate(prompts):
                     (HERE / f"hendrycks_math_{suffix}_{k}shot_doc{i}.txt").write_text(p, encoding="utf-8")
+            for i, p in enumerate(build(d, task, 4, None, seed=42)[0]):
+                (HERE / f"hendrycks_math_{suffix}_4shot_seed42_doc{i}.txt").write_text(p, encoding="utf-8")
     (HERE / "until.json").write_text(json.dumps(until, indent=1) + "\n")
     print(f"wrote lm-eval's hendrycks_math prompts to {HERE}")
 
