@@ -20,7 +20,8 @@ PORT=${PARITY_PORT:-18765}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
 export REASONEVAL_DATA_DIR=${REASONEVAL_DATA_DIR:-$ROOT/../shared/datasets}
-WORK=$(mktemp -d /tmp/lmeval-parity.XXXXXX)
+WORK=${PARITY_WORK:-$(mktemp -d /tmp/lmeval-parity.XXXXXX)}  # (a second invocation can add to the first's runs)
+mkdir -p "$WORK"
 
 if [ ! -x "$VENV/bin/lm_eval" ]; then
   python -m venv "$VENV"
