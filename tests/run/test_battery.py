@@ -171,3 +171,23 @@ models:
     for f in figures:
         if f.value is not None:
             assert tb[f"lmeval-base/{metric_name(f.row)}"][0] == (100, pytest.approx(f.value)), metric_name(f.row)
+
+
+def test_runs_with_the_same_settings_are_one_run_and_given_options_are_recorded() -> None:
+    from reasoneval.run.battery import battery_configs, deviations, merged_runs
+    from reasoneval.run.options import EvalConfig
+
+    battery = get_battery("lmeval-base")
+    plain = EvalConfig(model="m", base_url="http://127.0.0.1:9/v1")
+    runs = merged_runs(battery_configs(plain, battery))
+    assert [names for names, _ in runs] == [[run.name] for run in battery.runs]
+    assert {(c.temperature, c.n, c.seed, c.fewshot_seed, c.api) for _, c in runs} == {(0.0, 1, 42, 42, "completions")}
+    assert [c.max_tokens for _, c in runs] == [256, 256, 256, 256, 256, 1280, 256, 1024]
+    assert deviations(plain, battery) == {}
+    # --max-tokens given: every run uses it, so ifeval's and mbpp's runs have one setting and become one run.
+    given = EvalConfig(model="m", base_url="http://127.0.0.1:9/v1", max_tokens=96, seed=7,
+                       engine_args={"tensor_parallel_size": 2})
+    runs = merged_runs(battery_configs(given, battery))
+    assert (["ifeval 0-shot", "mbpp 3-shot"], ["ifeval", "mbpp"]) in [(n, list(c.tasks)) for n, c in runs]
+    assert {c.max_tokens for _, c in runs} == {96} and {c.seed for _, c in runs} == {7}
+    assert deviations(given, battery) == {"seed": 7, "max_tokens": 96, "tensor_parallel_size": 2}

@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 
 from reasoneval.atomic import atomic_write_text
 from reasoneval.errors import UserError
+from reasoneval.scoring.lmeval import MATH_SUBJECT_SUFFIXES, lmeval_subtask
 
 # lm-eval's `until` for humaneval (lm_eval/tasks/humaneval/humaneval.yaml); reasoneval's own humaneval style
 # stops at the same blocks written more narrowly ("\ndef ", "\nif __name__", ...).
@@ -68,13 +69,11 @@ class Battery:
     mandatory: Mapping[str, Any] = field(default_factory=dict)
 
 
-MATH_SUBJECTS = ("Algebra", "Counting & Probability", "Geometry", "Intermediate Algebra", "Number Theory",
-                 "Prealgebra", "Precalculus")
+# The MATH subjects in the order of lm-eval's subtasks (EleutherAI/hendrycks_math's configs).
+MATH_SUBJECTS = tuple(MATH_SUBJECT_SUFFIXES)
 
 
 def _lmeval_base() -> Battery:
-    from reasoneval.scoring.lmeval import lmeval_subtask
-
     runs = (
         BatteryRun("4-shot", {"tasks": ["gsm8k", "hendrycks_math"], "num_fewshot": 4}),
         BatteryRun("gsm8k 8-shot", {"tasks": ["gsm8k"], "num_fewshot": 8}),
@@ -252,6 +251,19 @@ def write_battery(out_dir: Path, battery: Battery, figures: Sequence[RowFigure],
     return paths
 
 
+def merged_runs(configs: Sequence[tuple[BatteryRun, Any]]) -> list[tuple[list[str], Any]]:
+    """Runs whose settings are the same but for their tasks (ifeval and mbpp once --max-tokens is given) as one
+    run of all their tasks: they share a run directory, whose summary.json then covers both."""
+    groups: dict[str, tuple[list[str], Any]] = {}
+    for run, one in configs:
+        key = json.dumps({k: v for k, v in dataclasses.asdict(one).items() if k != "tasks"}, sort_keys=True, default=str)
+        names, first = groups.setdefault(key, ([], one))
+        names.append(run.name)
+        if first is not one:
+            groups[key] = (names, dataclasses.replace(first, tasks=[*first.tasks, *one.tasks]))
+    return list(groups.values())
+
+
 @dataclass
 class BatteryResult:
     battery: Battery
@@ -272,13 +284,13 @@ def run_battery(cfg: Any) -> BatteryResult:
     results: dict[str, Any] = {}
     incomplete: list[RunIncomplete] = []
     model_dir: Path | None = None
-    for run, one in battery_configs(cfg, battery):
+    for names, one in merged_runs(battery_configs(cfg, battery)):
         try:
             result = evaluate(dataclasses.replace(one, print_table=False, log_to=(), log_args={}))
         except RunIncomplete as e:
             result = e.summary
             incomplete.append(e)
-        results[run.name] = result
+        results.update({name: result for name in names})
         model_dir = Path(result.run_dir).parent
     figures = row_figures(battery, results)
     assert model_dir is not None
