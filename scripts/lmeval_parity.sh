@@ -6,9 +6,11 @@
 # Starts llama-cpp-python's server with the embedded SmolLM2-135M (as `launch --server llamacpp` does,
 # repacked kernels off), installs lm-eval 0.4.13 in its own venv ($LMEVAL_VENV, default /tmp/lmeval-venv)
 # if it is not there, runs lm-eval and reasoneval on the same first LIMIT problems of each battery task
-# (gsm8k 4/8-shot, gsm8k_cot 4/8-shot, minerva_math500, IFEval, MBPP 3-shot) and prints prompts identical,
-# responses identical and the metrics side by side. Data: $REASONEVAL_DATA_DIR (../shared/datasets).
-# Not run in CI (it installs lm-eval and takes minutes per task on 2 cores).
+# (the rows of `reasoneval run --battery lmeval-base`: gsm8k and gsm8k_cot 4/8-shot, hendrycks_math and
+# minerva_math 4-shot by subject, IFEval, MBPP 3-shot, HumanEval) and prints prompts identical, responses
+# identical, per-problem verdicts identical and the metrics side by side. Data: $REASONEVAL_DATA_DIR (../shared/datasets).
+# Not run in CI (it installs lm-eval and takes minutes per task on 2 cores). The server decodes with
+# $PARITY_THREADS threads (default 1: on a shared machine a second thread waits on the first more than it helps).
 set -euo pipefail
 LIMIT=${1:-20}
 MAX_TOKENS=${2:-256}
@@ -18,7 +20,8 @@ PORT=${PARITY_PORT:-18765}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
 export REASONEVAL_DATA_DIR=${REASONEVAL_DATA_DIR:-$ROOT/../shared/datasets}
-WORK=$(mktemp -d /tmp/lmeval-parity.XXXXXX)
+WORK=${PARITY_WORK:-$(mktemp -d /tmp/lmeval-parity.XXXXXX)}  # (a second invocation can add to the first's runs)
+mkdir -p "$WORK"
 
 if [ ! -x "$VENV/bin/lm_eval" ]; then
   python -m venv "$VENV"
@@ -28,7 +31,7 @@ fi
 
 GGUF=$(python -c "from reasoneval.engines.local import default_model_path; print(default_model_path())")
 python -m reasoneval.engines.launch.llamacpp_server --no-repack --model "$GGUF" --model_alias smol \
-  --host 127.0.0.1 --port "$PORT" --n_ctx 8192 --n_threads "$(nproc)" >"$WORK/server.log" 2>&1 &
+  --host 127.0.0.1 --port "$PORT" --n_ctx 8192 --n_threads "${PARITY_THREADS:-1}" >"$WORK/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 120); do

@@ -20,7 +20,7 @@ FINAL = "Final Answer: The final answer is ${}$. I hope it is correct."
 # A distinctive piece of each fixture problem -> the model's answer (Minerva's format unless noted).
 RESPONSES = {
     "Solve $2x+3=11$": "2x = 8, so x = 4.\n" + FINAL.format("4"),
-    "slope of the line": FINAL.format("0.5"),  # right, but not the same string: exact_match no
+    "slope of the line": FINAL.format("0.5"),  # right, not the same string: exact_match by lm-eval's sympy step
     "3 different books": FINAL.format("6"),
     "two heads": "The probability is $\\boxed{\\frac{1}{4}}$.",  # no Final Answer line: exact_match no
     "side length $5$": FINAL.format("25"),
@@ -35,7 +35,7 @@ RESPONSES = {
     "Compute $\\sin": FINAL.format("\\frac{1}{2}"),
 }
 # exact_match by lm-eval subtask (two problems each), worked out by hand from the rules above.
-EXACT_MATCH = {"minerva_math_algebra": 0.5, "minerva_math_counting_and_prob": 0.5, "minerva_math_geometry": 1.0,
+EXACT_MATCH = {"minerva_math_algebra": 1.0, "minerva_math_counting_and_prob": 0.5, "minerva_math_geometry": 1.0,
                "minerva_math_intermediate_algebra": 0.5, "minerva_math_num_theory": 0.5,
                "minerva_math_prealgebra": 1.0, "minerva_math_precalc": 1.0}
 
@@ -62,11 +62,11 @@ def test_hendrycks_math_minerva_four_shot_reports_lm_evals_columns_by_subject(ma
                        "--greedy"))
     assert r.returncode == 0, r.stderr
     rows = _table_rows(r.stdout)
-    assert rows["hendrycks_math [exact_match]"][:2] == ["14", "71.4 ± 12.5"]
+    assert rows["hendrycks_math [exact_match]"][:2] == ["14", "78.6 ± 11.4"]
     assert "hendrycks_math [math_verify]" in rows
     # The per-subject table lm-eval users quote: the group, then one row per subject config.
     assert "as lm-eval's minerva_math (by subject)" in r.stdout
-    assert rows["minerva_math"][:2] == ["14", "71.4 ± 12.5"]
+    assert rows["minerva_math"][:2] == ["14", "78.6 ± 11.4"]
     for subtask, em in EXACT_MATCH.items():
         assert rows[subtask][0] == "2" and rows[subtask][1].startswith(f"{100 * em:.1f}"), subtask
 
@@ -91,7 +91,7 @@ def test_hendrycks_math_minerva_four_shot_reports_lm_evals_columns_by_subject(ma
         want = bool(verify(gold=parse(solutions[row["id"]]), target=parse(row["responses"][0])))
         assert dict(row["extra_correct"])["math_verify"] == [want], row["id"]
     by_id = {row["id"]: dict(row["extra_correct"]) for row in table}
-    assert by_id["hendrycks_math-1"] == {"exact_match": [False], "math_verify": [True]}  # 0.5 vs \frac{1}{2}
+    assert by_id["hendrycks_math-1"] == {"exact_match": [True], "math_verify": [True]}  # 0.5 vs \frac{1}{2}: sympy
     assert by_id["hendrycks_math-6"] == {"exact_match": [False], "math_verify": [False]}  # wrong
     summary = json.loads((run.run_dir / "summary.json").read_text())["tasks"]["hendrycks_math"]
     assert summary["breakdown"]["subject [exact_match]"]["Geometry"]["mean"] == 1.0

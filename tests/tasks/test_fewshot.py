@@ -235,3 +235,77 @@ def test_gsm8k_eight_shot_run_sends_lm_evals_prompts_to_the_server(make_openai_s
     sent = sorted(r.body["prompt"] for r in server.requests() if r.path == "/v1/completions")
     assert sent == sorted((LMEVAL_GSM8K / f"8shot_doc{i}.txt").read_text() for i in range(5))
     assert result.tasks["gsm8k"].extra["strict-match"].num_problems == 5
+
+
+# lm-eval's hendrycks_math: "Problem: ...\nAnswer:", exemplars (bare answers) drawn per subject from the MATH train
+# split. Expected prompts written by lm-eval 0.4.13's own code (fewshot_expected/lmeval_hendrycks_math/
+# make_expected.py) on the made-up Hub-layout fixtures (fixtures/hub/hendrycks_math{,_train}.jsonl).
+LMEVAL_HENDRYCKS = EXPECTED / "lmeval_hendrycks_math"
+MATH_SUBTASKS = ("algebra", "counting_and_prob", "geometry", "intermediate_algebra", "num_theory", "prealgebra",
+                 "precalc")
+
+
+def _math_data(d: Path) -> Path:
+    """hendrycks_math and hendrycks_math_train as the Hub path caches them (the fixtures' rows mapped)."""
+    from reasoneval.tasks.loading import convert_hub_rows
+
+    d.mkdir(parents=True, exist_ok=True)
+    for name in ("hendrycks_math", "hendrycks_math_train"):
+        rows = [json.loads(line) for line in (HUB_FIXTURES / f"{name}.jsonl").read_text().splitlines()]
+        (d / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in convert_hub_rows(TASKS.get(name), rows)))
+    return d
+
+
+def _math_requests(data: Path, k: int | None, limit: int | None = None, seed: int | None = None) -> list[Any]:
+    from reasoneval.run.pipeline import EvalConfig, load_tasks
+
+    cfg = EvalConfig(tasks=["hendrycks_math"], prompt_style="hendrycks_math", num_fewshot=k, data_dir=str(data),
+                     limit=limit, model="m", api="completions", fewshot_seed=seed)
+    return list(plan(load_tasks(cfg), n=1, seed=0, sampling=SamplingParams(), api="completions",
+                     prompt=cfg.prompt()).requests)
+
+
+@pytest.mark.parametrize("k", [0, 4])
+def test_hendrycks_math_prompts_are_lm_evals_per_subject_draw_byte_for_byte(k: int, tmp_path: Path) -> None:
+    reqs = _math_requests(_math_data(tmp_path / "data"), k)
+    # The task's problems come in the Hub's config order, two per subject: lm-eval's seven subtasks in turn.
+    expected = [(LMEVAL_HENDRYCKS / f"hendrycks_math_{s}_{k}shot_doc{i}.txt").read_text()
+                for s in MATH_SUBTASKS for i in range(2)]
+    assert [r.prompt for r in reqs] == expected
+    until = json.loads((LMEVAL_HENDRYCKS / "until.json").read_text())
+    assert all(list(r.params.stop) == until[s] for r, s in zip(reqs, [s for s in MATH_SUBTASKS for _ in range(2)]))
+    if k:
+        # Each subject draws from its own rows (the fixture's answers are 100·(subject index + 1) + ...) ...
+        for j, p in enumerate(expected):
+            shots = [line for line in p.split("\n") if line.startswith("Answer: ")]
+            assert len(shots) == k and all(s[len("Answer: ")] == str(j // 2 + 1) or "frac" in s for s in shots)
+        # ... with a generator of its own: a subject's first problem draws what a one-subject run draws.
+        assert expected[0].split("\n\nProblem: ")[0] != expected[1].split("\n\nProblem: ")[0]
+
+
+def test_fewshot_seed_is_lm_evals_seed_option(tmp_path: Path) -> None:
+    """`lm_eval --seed 42` seeds the few-shot draw with 42 too; --fewshot-seed 42 gives its prompts, and a run id of
+    its own."""
+    from reasoneval.run.options import EvalConfig
+
+    reqs = _math_requests(_math_data(tmp_path / "data"), 4, seed=42)
+    expected = [(LMEVAL_HENDRYCKS / f"hendrycks_math_{s}_4shot_seed42_doc{i}.txt").read_text()
+                for s in MATH_SUBTASKS for i in range(2)]
+    assert [r.prompt for r in reqs] == expected
+    assert expected != [(LMEVAL_HENDRYCKS / f"hendrycks_math_{s}_4shot_doc{i}.txt").read_text()
+                        for s in MATH_SUBTASKS for i in range(2)]
+    assert EvalConfig(num_fewshot=4, fewshot_seed=42).prompt().identity()["fewshot_seed"] == 42
+    assert "fewshot_seed" not in EvalConfig(num_fewshot=4).prompt().identity()
+
+
+def test_hendrycks_math_limit_keeps_the_first_prompts_and_a_missing_subject_is_one_line(tmp_path: Path) -> None:
+    data = _math_data(tmp_path / "data")
+    assert [r.prompt for r in _math_requests(data, 4, limit=1)] == [
+        (LMEVAL_HENDRYCKS / "hendrycks_math_algebra_4shot_doc0.txt").read_text()]
+    train = data / "hendrycks_math_train.jsonl"
+    train.write_text("".join(line + "\n" for line in train.read_text().splitlines() if '"Geometry"' not in line))
+    with pytest.raises(UserError, match="none with subject 'Geometry'"):
+        _math_requests(data, 4)
+    train.unlink()
+    with pytest.raises(UserError, match="no local data for task 'hendrycks_math_train'"):
+        _math_requests(data, 4)

@@ -47,6 +47,9 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
                        {"answer": "\\frac{1}{2}", "level": 3}, {"subject": "Counting & Probability"}, {},
                        {"answer": "25"}, {"answer": "180^\\circ", "subject": "Geometry"}, {}, {}, {},
                        {"answer": "6", "subject": "Number Theory"}, {}, {}, {}, {"subject": "Precalculus"}],
+    # The pool of lm-eval's hendrycks_math exemplars: the same mapping, the train split of the 7 configs.
+    "hendrycks_math_train": [{"id": "hendrycks_math_train-0", "answer": "102", "subject": "Algebra", "level": 1},
+                             {}, {}, {"answer": "\\frac{109}{5}"}, {}, {"answer": "122"}] + [{}] * 57,
     "olympiadbench": [
         {"answer": "4", "subject": "Number Theory", "source_id": "1606",
          "solution": "Since $3^2=9$ and $4^2=16$, $n=4$.\n\nTry $n=1,2,3,4$."},

@@ -75,7 +75,8 @@ def prompt_config(config: RunConfig) -> PromptConfig:
         log.warning("the few-shot exemplars changed since run %s was made: its exported prompts hold today's "
                     "exemplars, not the ones the model saw", config.run_id)
     return PromptConfig(system_prompt=s.system_prompt, template=s.prompt_template, num_fewshot=style.get("num_fewshot"),
-                        style_override=style.get("style"), style_stop=bool(style.get("style_stop", True)))
+                        style_override=style.get("style"), style_stop=bool(style.get("style_stop", True)),
+                        fewshot_seed=style.get("fewshot_seed"))
 
 
 def _task_spec(config: RunConfig, task: str) -> TaskSpec:

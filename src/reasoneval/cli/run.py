@@ -16,6 +16,9 @@ RUN_EXAMPLES = """examples:
   # a vLLM / SGLang server you started, 16 samples per problem on the math group
   reasoneval run --model Qwen/QwQ-32B --base-url http://localhost:8000/v1 --tasks math --n 16
 
+  # lm-eval's base-model table (gsm8k, gsm8k_cot, hendrycks_math, minerva_math, ifeval, mbpp, humaneval), greedy
+  reasoneval run --battery lmeval-base --model my-base --base-url http://localhost:8000/v1
+
   # your own data, scored by the multiple-choice scorer
   reasoneval run --model m --data my.jsonl --problem-key question --answer-key answer --scorer choice
 
@@ -38,6 +41,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
     from reasoneval.run.pipeline import evaluate
 
     cfg = config_from_args(a)
+    if cfg.battery:
+        return _run_battery(cfg)
     try:
         summary = evaluate(cfg)
     except RunIncomplete as e:
@@ -47,4 +52,21 @@ def _cmd_run(a: argparse.Namespace) -> int:
     if not cfg.print_table:
         print(json.dumps(summary.to_json_dict(), indent=2))
     print(f"results: {summary.run_dir}", file=sys.stderr)
+    return 0
+
+
+def _run_battery(cfg: Any) -> int:
+    from reasoneval.report.text import console_for_tables, print_table
+    from reasoneval.run.battery import run_battery, table_cells
+
+    done = run_battery(cfg)
+    head, cells = table_cells(done.figures)
+    if cfg.print_table:
+        print_table(head, cells, f"{cfg.model or 'model'}: {done.battery.name} ({done.battery.description})",
+                    console_for_tables(), left=3)
+    else:
+        print(done.paths[0].read_text(), end="")
+    print(f"battery table: {', '.join(str(p) for p in done.paths)}", file=sys.stderr)
+    if done.incomplete:
+        raise done.incomplete[0]
     return 0

@@ -6,6 +6,7 @@ options' schema (reasoneval.run.options.EvalConfig), turned into Jobs.
       n: 16
       engine: vllm
       engine_args: {max_model_len: 32768}
+      # battery: lmeval-base             # instead of tasks: each model runs lm-eval's base-model table
     models:
       - /ckpt/step-1000                    # a path or a served name
       - model: /ckpt/step-2000
@@ -31,7 +32,7 @@ JOB_KEYS = ("name", "num_gpus", "num_cpus", "step")
 PATH_OPTIONS = ("output_dir", "data_dir", "data", "prompt_template")
 # EvalConfig fields added after sweep states were first written: left out of a job's fingerprint while
 # at their default, so a finished job of an older state file is not run again.
-_NEWER_FIELDS = {"scorer": None}
+_NEWER_FIELDS = {"scorer": None, "battery": None, "fewshot_seed": None}
 # Fields renamed since: fingerprinted under their old name, for the same reason.
 _RENAMED_FIELDS = {"problem_key": "question_key"}
 
@@ -45,6 +46,11 @@ class Job:
     # The training step its results are logged at (--log-to): `step:` in the jobs file, else from the
     # checkpoint's name (dashboards.checkpoint_step); None when neither has one.
     step: int | None = None
+    # A battery's run (`battery:` in the jobs file): the model entry's job becomes one job per run of the
+    # battery, `<name>/<run>`; `checkpoint` is the entry's name (the battery matrix's row), `battery_run` the run.
+    battery: str | None = None
+    battery_run: str | None = None
+    checkpoint: str | None = None
 
     def fingerprint(self) -> str:
         """Changes when the job's options change (then a finished job runs again, e.g. with a larger n)."""
@@ -84,13 +90,27 @@ def load_jobs(path: Path, extra_defaults: Mapping[str, Any] | None = None) -> li
     unknown_top = sorted(set(data) - {"defaults", "models"})
     if unknown_top:
         raise UserError(f"{path}: unknown top-level key(s) {', '.join(unknown_top)}; use `defaults:` and `models:`")
-    jobs = [make_job(entry, over_defaults(defaults, extra_defaults), path.parent, where=f"{path}: models[{i}]")
-            for i, entry in enumerate(data["models"])]
+    jobs = [j for i, entry in enumerate(data["models"])
+            for j in battery_jobs(make_job(entry, over_defaults(defaults, extra_defaults), path.parent,
+                                           where=f"{path}: models[{i}]"))]
     names = [j.name for j in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise UserError(f"{path}: job name(s) {', '.join(dup)} appear twice; give each a distinct `name:`")
     return jobs
+
+
+def battery_jobs(job: Job) -> list[Job]:
+    """A job with `battery:` as one job per run of the battery (reasoneval.run.battery), named `<name>/<run>`;
+    any other job as it is."""
+    if not job.config.battery:
+        return [job]
+    from reasoneval.run.battery import battery_configs, get_battery
+
+    battery = get_battery(job.config.battery)
+    return [dataclasses.replace(job, name=f"{job.name}/{run.name}", config=cfg, battery=battery.name,
+                                battery_run=run.name, checkpoint=job.name)
+            for run, cfg in battery_configs(job.config, battery)]
 
 
 def load_settings(path: Path) -> dict[str, Any]:
@@ -185,4 +205,4 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
     return Job(name=name, config=cfg, num_gpus=num_gpus, num_cpus=num_cpus, step=step)
 
 
-__all__ = ["JOB_KEYS", "Job", "load_jobs", "load_settings", "load_yaml", "make_job", "over_defaults"]
+__all__ = ["JOB_KEYS", "Job", "battery_jobs", "load_jobs", "load_settings", "load_yaml", "make_job", "over_defaults"]

@@ -88,7 +88,14 @@ def _score(job: Job, run_dir: str, command: Mapping[str, Any] | None, workers: i
     result = score_run(Path(run_dir), n=None if asked else cfg.samples_per_problem(),
                        scope=headline_scope(asked, {}) if asked else None, adaptive=asked.adaptive if asked else None,
                        workers=workers, grading_timeout=cfg.grading_timeout, print_table=False)
-    dashboards.log(cfg, load_run(result.run_dir) if result.view else result, job.step)  # never raises
+    metrics = None
+    if job.battery is not None and job.battery_run is not None:  # the battery's rows (this job's run), lm-eval's names
+        from reasoneval.run.battery import battery_metrics, get_battery, row_figures
+
+        battery = get_battery(job.battery)
+        metrics = battery_metrics(battery, row_figures(battery, {job.battery_run: result}))
+    # never raises: a failing dashboard warns once
+    dashboards.log(cfg, load_run(result.run_dir) if result.view else result, job.step, metrics)
     return bool(result.complete)
 
 

@@ -107,15 +107,41 @@ def print_status(header: Sequence[str], rows: Sequence[Sequence[str]], title: st
     print_table([h if i < 2 else f"{h} pass@1 ± SE" for i, h in enumerate(header)], rows, title, left=2)
 
 
+def write_battery_matrices(path: Path, jobs: Sequence[Job], state: SweepState, files: FileSet | None = None
+                           ) -> list[Path]:
+    """For jobs that run a battery (`battery:`): `<path>.<battery>.csv` and `.md`, checkpoint × row, a checkpoint
+    per model entry of the jobs file (its name), its figures from its runs' scored results."""
+    from reasoneval.report.battery import write_matrix
+    from reasoneval.run.battery import get_battery, row_figures
+
+    results = _results(jobs, state)
+    out: list[Path] = []
+    for name in dict.fromkeys(j.battery for j in jobs if j.battery):
+        battery = get_battery(str(name))
+        checkpoints: dict[str, tuple[int | None, dict[str, Any]]] = {}
+        for j in jobs:
+            if j.battery == name and j.checkpoint is not None:
+                step, runs = checkpoints.setdefault(j.checkpoint, (j.step, {}))
+                if j.name in results and j.battery_run is not None:
+                    runs[j.battery_run] = results[j.name]
+        columns = [(c, step, row_figures(battery, runs)) for c, (step, runs) in checkpoints.items()]
+        with _files(files) as written:
+            out += write_matrix(path, battery, columns, written)
+    return out
+
+
 def show_status(jobs_path: Path, jobs: Sequence[Job]) -> bool:
     """Print the table and write it beside the jobs file; True when every job is done."""
     state = read_state(state_path(jobs_path))
     header, rows = status_rows(jobs, state)
-    with FileSet() as files:  # the four tables change together, or (a failure) not at all
+    with FileSet() as files:  # the tables change together, or (a failure) not at all
         write_status(jobs_path, header, rows, files)
         write_checkpoint_table(jobs_path, jobs, state, files)
+        matrices = write_battery_matrices(jobs_path, jobs, state, files)
+    for path in matrices:
+        print(f"battery table: {path}")
     print_status(header, rows, f"sweep {jobs_path.name}")
     return all(state[j.name].state == "done" if j.name in state else False for j in jobs)
 
 
-__all__ = ["print_status", "show_status", "status_rows", "write_checkpoint_table", "write_status"]
+__all__ = ["print_status", "show_status", "status_rows", "write_battery_matrices", "write_checkpoint_table", "write_status"]

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from reasoneval.engines.checkpoint import WEIGHT_SUFFIXES
-from reasoneval.fleet.jobs import Job, make_job
+from reasoneval.fleet.jobs import Job, battery_jobs, make_job
 from reasoneval.fleet.loop import run_jobs
 from reasoneval.fleet.state import SeenCheckpoint, WatchState, read_state
-from reasoneval.fleet.status import print_status, status_rows, write_checkpoint_table, write_status
+from reasoneval.fleet.status import print_status, status_rows, write_battery_matrices, write_checkpoint_table, write_status
 
 log = logging.getLogger("reasoneval")
 
@@ -95,7 +95,8 @@ def jobs_state_file(opts: WatchOptions) -> Path:
 def all_jobs(root: Path, opts: WatchOptions) -> list[Job]:
     seen = WatchState.read(opts.state_file).seen
     names = sorted((n for n, e in seen.items() if e.complete), key=step_of)
-    return [make_job({"model": str(root / n), "name": n}, opts.settings, root, where=f"watch {root / n}") for n in names]
+    return [j for n in names
+            for j in battery_jobs(make_job({"model": str(root / n), "name": n}, opts.settings, root, where=f"watch {root / n}"))]
 
 
 def watch_once(root: Path, opts: WatchOptions) -> list[str]:
@@ -106,13 +107,14 @@ def watch_once(root: Path, opts: WatchOptions) -> list[str]:
     jobs = all_jobs(root, opts)
     state_file = jobs_state_file(opts)
     for folder in ready:
-        job = next(j for j in jobs if j.name == folder.name)
+        mine = [j for j in jobs if (j.checkpoint or j.name) == folder.name]  # (a battery: one job per run)
         log.warning("watch: %s is complete: evaluating", folder)
-        run_jobs([job], state_file, job_retries=opts.job_retries, grading_workers=opts.grading_workers,
+        run_jobs(mine, state_file, job_retries=opts.job_retries, grading_workers=opts.grading_workers,
                  dashboards=opts.dashboards)
         header, rows = status_rows(jobs, read_state(state_file))
         write_status(opts.state_file, header, rows)
         write_checkpoint_table(opts.state_file, jobs, read_state(state_file))
+        write_battery_matrices(opts.state_file, jobs, read_state(state_file))
         print_status(header, rows, f"checkpoints under {root}")
     return [f.name for f in ready]
 

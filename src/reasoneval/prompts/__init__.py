@@ -57,6 +57,8 @@ class PromptConfig:
     style_override: str | None = None
     # Whether a few-shot style's stop sequences ("Question:", "Problem:") are sent (--no-style-stop: not).
     style_stop: bool = True
+    # --fewshot-seed: the draw's generator seed for styles that draw their exemplars (None: the style's own).
+    fewshot_seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.template is not None and "{problem}" not in self.template:
@@ -105,10 +107,13 @@ class PromptConfig:
 
     def identity(self) -> dict[str, object] | None:
         """What of the style choice goes into the run id (None when nothing was asked: old run ids stay)."""
-        if self.style_override is None and self.num_fewshot is None and self.style_stop:
+        if self.style_override is None and self.num_fewshot is None and self.style_stop and self.fewshot_seed is None:
             return None
-        return {"style": self.style_override, "num_fewshot": self.num_fewshot, "style_stop": self.style_stop,
-                "exemplars": EXEMPLARS_HASH}
+        out: dict[str, object] = {"style": self.style_override, "num_fewshot": self.num_fewshot,
+                                  "style_stop": self.style_stop, "exemplars": EXEMPLARS_HASH}
+        if self.fewshot_seed is not None:  # (absent otherwise: run ids from before the option stay)
+            out["fewshot_seed"] = self.fewshot_seed
+        return out
 
 
 def read_template(path: Path | str) -> str:
@@ -225,14 +230,36 @@ def build_prompt(problem: Problem, cfg: PromptConfig, drawn: Sequence[Exemplar] 
     return body
 
 
-def drawn_shots(cfg: PromptConfig, pool: Sequence[Exemplar], count: int) -> list[tuple[Exemplar, ...]] | None:
-    """For a style that draws its exemplars (lm-eval's gsm8k): the shots of the task's first `count`
-    problems, in the task's order (lmeval_draws); None for a style with fixed exemplars."""
+def drawn_shots(cfg: PromptConfig, pool: Sequence[Exemplar],
+                problems: Sequence[Problem]) -> list[tuple[Exemplar, ...]] | None:
+    """For a style that draws its exemplars (lm-eval's gsm8k, hendrycks_math): the shots of each of the task's
+    `problems`, in the task's order (lmeval_draws; for a pool split `by` a field, each value's problems draw
+    from that value's rows with a generator of their own, as lm-eval's per-subject tasks do); None for a style
+    with fixed exemplars."""
     style = cfg.fewshot_style()
     if style is None or style.pool is None:
         return None
     k = style.count(cfg.num_fewshot)
+    seed = style.pool_seed if cfg.fewshot_seed is None else cfg.fewshot_seed
     if k and not pool:
         raise UserError(f"prompt style {style.name!r} draws its exemplars from task {style.pool!r}, which is not "
                         "loaded; run through the pipeline (it loads that split from the data dir, cache or Hub)")
-    return [tuple(pool[j] for j in draw) for draw in lmeval_draws(len(pool), k, count, style.pool_seed)]
+    if style.pool_by is None:
+        return [tuple(pool[j] for j in draw) for draw in lmeval_draws(len(pool), k, len(problems), seed)]
+    rows: dict[str | None, list[Exemplar]] = {}
+    for e in pool:
+        rows.setdefault(e.group, []).append(e)
+    positions: dict[str | None, list[int]] = {}
+    for i, p in enumerate(problems):
+        value = p.metadata.get(style.pool_by)
+        positions.setdefault(None if value is None else str(value), []).append(i)
+    out: list[tuple[Exemplar, ...]] = [()] * len(problems)
+    for value, where in positions.items():
+        own = rows.get(value, [])
+        if k and not own:
+            raise UserError(f"prompt style {style.name!r} draws each problem's exemplars from the rows of task "
+                            f"{style.pool!r} with the same {style.pool_by}, and it has none with {style.pool_by} "
+                            f"{value!r}; use that task's full split (known: {', '.join(sorted(map(str, rows)))})")
+        for i, draw in zip(where, lmeval_draws(len(own), k, len(where), seed)):
+            out[i] = tuple(own[j] for j in draw)
+    return out

@@ -16,9 +16,11 @@ problems are full of LaTeX braces). As chat (a chat model asked few-shot), each 
 format ("#### N", "The answer is N.", "Final Answer: The final answer is X. ...", or "boxed": the last
 \\boxed{}); the strict-match and exact_match scorers use it (scoring/lmeval.py).
 
-A style with a `pool` (lm-eval's `gsm8k`) has no fixed exemplars: they are drawn per problem from a
-task's rows (the GSM8K train split) exactly as lm-eval 0.4.13 draws them (`lmeval_draws`), and the
-pipeline hands each problem its own shots (`LoadedTask.fewshot_pool`, `plan`).
+A style with a `pool` (lm-eval's `gsm8k`, `hendrycks_math`) has no fixed exemplars: they are drawn per
+problem from a task's rows (the GSM8K / MATH train split) exactly as lm-eval 0.4.13 draws them
+(`lmeval_draws`), and the pipeline hands each problem its own shots (`LoadedTask.fewshot_pool`, `plan`).
+A pool split `by` a field (MATH's `subject`: lm-eval runs one task per subject) is drawn per value: the
+problems of one subject, in order, draw from that subject's rows with a generator of their own.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ EXEMPLAR_DIR = "exemplars"
 class Exemplar:
     question: str
     answer: str
+    # The value of the style's `pool_by` field (the subject) for a pool drawn per group; None otherwise.
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class FewShotStyle:
     # Drawn exemplars: the task whose rows are the pool (e.g. "gsm8k_train") and the sampler's seed.
     pool: str | None = None
     pool_seed: int = 1234
+    # A problem metadata field the pool is split by (each value drawn on its own, as lm-eval's subtasks).
+    pool_by: str | None = None
 
     def render(self, question: str) -> str:
         return self.question_template.replace("{question}", question)
@@ -107,7 +113,8 @@ def _parse(name: str, d: Mapping[str, Any]) -> FewShotStyle:
             fewshot_delimiter=str(d["fewshot_delimiter"]), default_shots=int(d["default_shots"]),
             stop=tuple(str(s) for s in d["stop"]), strict_pattern=d.get("strict_pattern"), exemplars=exemplars,
             pool=str(d["pool"]["task"]) if d.get("pool") else None,
-            pool_seed=int(d["pool"]["seed"]) if d.get("pool") else 1234)
+            pool_seed=int(d["pool"]["seed"]) if d.get("pool") else 1234,
+            pool_by=str(d["pool"]["by"]) if d.get("pool") and d["pool"].get("by") else None)
     except (KeyError, TypeError, ValueError) as e:
         raise UserError(f"few-shot style file {name}.json is malformed ({e!r}); reinstall reasoneval") from None
     if "{question}" not in style.question_template or not (

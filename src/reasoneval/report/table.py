@@ -10,7 +10,8 @@ from reasoneval.metrics import TaskMetrics
 from reasoneval.report.figures import adaptive_lines, k_note, maj_columns, pass_ks, sample_range, samples_label, view_line
 from reasoneval.report.text import console_for_tables, pct, pct_se
 from reasoneval.results.schema import RunResult
-from reasoneval.scoring.lmeval import LMEVAL_GROUPS, MATH_SUBTASKS
+from reasoneval.scoring import TaskScoring
+from reasoneval.scoring.lmeval import MATH_SUBJECT_SUFFIXES, lmeval_group, lmeval_subtask
 
 
 def _row(name: str, m: TaskMetrics, ks: list[int], majs: list[int]) -> list[str]:
@@ -69,16 +70,17 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
         if line:
             console.print(line, soft_wrap=True, markup=False)
     for name, m in result.tasks.items():
-        sub = lmeval_subject_table(name, m)
+        sub = lmeval_subject_table(name, m, result.config.scoring.get(name))
         if sub is not None:
             console.print(sub)
     return table
 
 
-def lmeval_subject_table(name: str, m: TaskMetrics) -> Table | None:
+def lmeval_subject_table(name: str, m: TaskMetrics, scoring: TaskScoring | None = None) -> Table | None:
     """The per-subject table lm-eval users quote (its group, then one subtask per MATH subject, each with
-    the lm-eval columns), for tasks lm-eval reports that way; None otherwise."""
-    group = LMEVAL_GROUPS.get(name)
+    the lm-eval columns), for tasks lm-eval reports that way; None otherwise. The group is the one of the
+    style the task was scored with (`scoring`: minerva_math, or hendrycks_math)."""
+    group = lmeval_group(name, scoring)
     metrics = [k for k in m.extra if f"subject [{k}]" in m.breakdown]
     if group is None or not metrics:
         return None
@@ -89,8 +91,8 @@ def lmeval_subject_table(name: str, m: TaskMetrics) -> Table | None:
         table.add_column(f"{k} ± SE (%)", justify="right")
     table.add_row(group, str(m.num_problems), *[pct_se(m.extra[k].mean, m.extra[k].stderr) for k in metrics])
     subjects = m.breakdown[f"subject [{metrics[0]}]"]
-    for subject in sorted(subjects, key=lambda s: MATH_SUBTASKS.get(s, s)):
+    for subject in sorted(subjects, key=lambda s: MATH_SUBJECT_SUFFIXES.get(s, s)):
         cells = [m.breakdown[f"subject [{k}]"].get(subject) for k in metrics]
-        table.add_row(escape(f"  {MATH_SUBTASKS.get(subject, subject)}"), str(subjects[subject].num_problems),
+        table.add_row(escape(f"  {lmeval_subtask(group, subject)}"), str(subjects[subject].num_problems),
                       *["-" if g is None else pct_se(g.mean, g.stderr) for g in cells])
     return table

@@ -464,6 +464,11 @@ class EvalConfig:
         None, group=SAMPLING, parse=int, metavar="N",
         help="exemplars before the problem (default: the style's); with no --prompt-style, each task's few-shot "
         "style (gsm8k: gsm8k, lm-eval's draw from the train split; math tasks: minerva)")
+    # The generator seed of a drawing style's exemplars (None: the style's, lm-eval's default 1234).
+    fewshot_seed: int | None = run_option(
+        None, group=SAMPLING, parse=int, metavar="SEED",
+        help="seed of the per-problem exemplar draw of gsm8k and hendrycks_math (lm-eval's fewshot seed: 1234 by "
+        "default; `lm_eval --seed 42` makes it 42)")
     style_stop: bool = run_option(
         True, group=SAMPLING, flag="--no-style-stop", action="false",
         help="do not send the few-shot style's stop sequences (e.g. 'Question:'); --stop adds more")
@@ -478,6 +483,12 @@ class EvalConfig:
         help="report lm-eval's columns (strict-match, flexible-extract, exact_match, math_verify) for every task "
         "that has them; by default only where lm-eval defines the task with the prompt style used (gsm8k with its "
         "few-shot styles, MATH with minerva)")
+    # A fixed table of lm-eval rows (reasoneval.run.battery), each produced by a run with lm-eval's setting.
+    battery: str | None = run_option(
+        None, group=WHAT, metavar="NAME",
+        help="run a battery instead of --tasks: lmeval-base = lm-eval's base-model table (gsm8k and gsm8k_cot 4/8-shot, "
+        "hendrycks_math and minerva_math 4-shot, ifeval, mbpp 3-shot, humaneval), greedy, seed 42; prints and writes "
+        "the table in that layout (docs/lm-eval.md)")
 
     # run --target-se (reasoneval.run.adaptive): sample each problem until the re-run SE of each task's mean is at
     # most target_se points; max_n samples per problem at most; budget_samples: most samples the run holds in all.
@@ -627,7 +638,7 @@ class EvalConfig:
 
         template = read_template(self.prompt_template) if self.prompt_template is not None else None
         return PromptConfig(system_prompt=self.system_prompt, template=template, num_fewshot=self.num_fewshot,
-                            style_override=self.prompt_style, style_stop=self.style_stop)
+                            style_override=self.prompt_style, style_stop=self.style_stop, fewshot_seed=self.fewshot_seed)
 
     def common_options(self) -> Any:
         from reasoneval.engines import CommonOptions

@@ -59,6 +59,7 @@ from reasoneval.run.plan_adaptive import PILOT
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring.lmeval import hendrycks_reference
 from reasoneval.scoring.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.tasks import dataset_hash, load_task, load_user_data, resolve_task_names
 from reasoneval.version import __version__
@@ -112,13 +113,23 @@ def load_tasks(cfg: EvalConfig) -> list[LoadedTask]:
 
 def with_fewshot_pool(task: LoadedTask, prompt: PromptConfig, data_dir: Path | None) -> LoadedTask:
     """The task with the rows its few-shot style draws exemplars from (lm-eval's gsm8k: the GSM8K train
-    split, from the data dir, cache or Hub like any task's data); unchanged for fixed-exemplar styles."""
+    split; hendrycks_math: the MATH train split, by subject), from the data dir, cache or Hub like any task's
+    data; unchanged for fixed-exemplar styles."""
     style = prompt.for_task(task.name, task.spec.prompt, task.spec.fewshot).fewshot_style()
     if style is None or style.pool is None or style.count(prompt.num_fewshot) == 0:
         return task
     _, rows = load_task(style.pool, data_dir=data_dir)
-    return dataclasses.replace(task, fewshot_pool=[Exemplar(str(p.payload["question"]), str(p.payload["answer"]))
-                                                   for p in rows])
+    return dataclasses.replace(task, fewshot_pool=[pool_exemplar(p, style.pool_by) for p in rows])
+
+
+def pool_exemplar(row: Problem, by: str | None) -> Exemplar:
+    """A pool row as an exemplar: a row kept in its source's layout (GSM8K train: question and worked answer,
+    verbatim), else the problem and lm-eval's target for MATH (the boxed answer of its solution); `by`: the
+    metadata field it is drawn by."""
+    if "question" in row.payload:
+        return Exemplar(str(row.payload["question"]), str(row.payload["answer"]))
+    group = row.metadata.get(by) if by else None
+    return Exemplar(row.problem, hendrycks_reference(row), None if group is None else str(group))
 
 
 @contextlib.asynccontextmanager

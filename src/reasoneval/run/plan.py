@@ -88,7 +88,7 @@ def request_maker(tasks: Sequence[LoadedTask], *, seed: int, sampling: SamplingP
             params = with_completion_stop(params, cfg)
         per_task[t.name] = (cfg, params)
         # Drawn exemplars depend on the problem's position in the task (lm-eval's sampler runs on in order).
-        drawn = drawn_shots(cfg, t.fewshot_pool, len(t.problems))
+        drawn = drawn_shots(cfg, t.fewshot_pool, t.problems)
         if drawn is not None:
             shots.update({(t.name, p.key): d for p, d in zip(t.problems, drawn)})
 

@@ -5,13 +5,16 @@
 and the reference are compared after deleting ",", "$", everything up to "#### " and one trailing ".",
 ignoring case.
 
-`exact_match` is lm-eval's minerva_math answer string match (lm_eval/tasks/minerva_math/utils.py):
-the answer after "Final Answer: The final answer is" (or, for styles without that line, the last
-\\boxed{}), normalised by Minerva's `normalize_final_answer` (Lewkowycz et al. 2022, appendix D) on both
-sides, then compared as strings. lm-eval additionally tries sympy's `parse_latex` on the two strings;
-that step is not done here (model output is never parsed by sympy outside the grading workers, and
-the symbolic comparison is what reasoneval's own `math` grade is for), so this figure is the string
-match alone.
+`exact_match` is lm-eval's minerva_math `is_equiv` (lm_eval/tasks/minerva_math/utils.py): the answer
+after "Final Answer: The final answer is" (or, for styles without that line, the last \\boxed{}),
+normalised by Minerva's `normalize_final_answer` (Lewkowycz et al. 2022, appendix D) on both sides; equal
+when the two strings are identical and non-empty, else (with `sympy`, as lm-eval) when sympy's
+`parse_latex` reads both and `simplify(a - b) == 0` within 5 s. That sympy step parses model output, so it
+runs in the grading workers (`lmeval_minerva_sympy`: time- and memory-bounded processes), never here.
+With the `hendrycks_math` prompt style (`pattern` HENDRYCKS) it is lm-eval's `hendrycks_math` task
+instead (lm_eval/tasks/hendrycks_math/utils.py `process_results`): the text between the first and the last
+`$` of the response (the whole response with fewer than two), compared by Hendrycks' `is_equiv`
+(`strip_string` on both sides, then string equality) with `remove_boxed(last_boxed_only_string(solution))`.
 
 `math_verify` is lm-eval's minerva_math `math_verify` column: `verify(gold=parse(solution),
 target=parse(response))` with math-verify's defaults, the reference solution (where the task has one;
@@ -30,7 +33,7 @@ from typing import Callable, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
-from reasoneval.scoring.base import Score, ScoringContext
+from reasoneval.scoring.base import Score, ScoringContext, TaskScoring
 from reasoneval.scoring.maths.extract import last_boxed
 from reasoneval.scoring.maths.scorer import grading_pool
 
@@ -42,13 +45,26 @@ GSM8K_IGNORE = (",", r"\$", r"(?s).*#### ", r"\.$")
 # lm_eval/tasks/minerva_math/utils.py, get_unnormalized_answer
 MINERVA_ANSWER = r"Final Answer: The final answer is(.*?). I hope it is correct."
 MINERVA_END = "I hope it is correct."
-# lm-eval's names for a task's per-subject rows: its group, and the subtask of each MATH subject
-# (lm_eval/tasks/benchmarks/minerva_math.yaml, one subtask per EleutherAI/hendrycks_math config).
-LMEVAL_GROUPS = {"hendrycks_math": "minerva_math"}
-MATH_SUBTASKS = {"Algebra": "minerva_math_algebra", "Counting & Probability": "minerva_math_counting_and_prob",
-                 "Geometry": "minerva_math_geometry", "Intermediate Algebra": "minerva_math_intermediate_algebra",
-                 "Number Theory": "minerva_math_num_theory", "Prealgebra": "minerva_math_prealgebra",
-                 "Precalculus": "minerva_math_precalc"}
+# lm-eval's names for a task's per-subject rows: its group (minerva_math with Minerva's prompt, hendrycks_math with
+# that style) and one subtask per MATH subject (EleutherAI/hendrycks_math's configs), `<group>_<suffix>`.
+LMEVAL_GROUP_TASKS = ("hendrycks_math",)
+MATH_SUBJECT_SUFFIXES = {"Algebra": "algebra", "Counting & Probability": "counting_and_prob", "Geometry": "geometry",
+                         "Intermediate Algebra": "intermediate_algebra", "Number Theory": "num_theory",
+                         "Prealgebra": "prealgebra", "Precalculus": "precalc"}
+
+
+def lmeval_group(task: str, scoring: TaskScoring | None) -> str | None:
+    """lm-eval's group name for a task it reports per subject, under the style the task was scored with (its
+    exact_match setting records it); None for other tasks."""
+    if task not in LMEVAL_GROUP_TASKS:
+        return None
+    exact = scoring.extra.get("exact_match") if scoring is not None else None
+    return HENDRYCKS if exact is not None and exact.settings.get("pattern") == HENDRYCKS else "minerva_math"
+
+
+def lmeval_subtask(group: str, subject: str) -> str:
+    """`minerva_math_counting_and_prob` for ("minerva_math", "Counting & Probability")."""
+    return f"{group}_{MATH_SUBJECT_SUFFIXES.get(subject, subject)}"
 
 
 def _compile(pattern: str, scorer: str) -> re.Pattern[str]:
@@ -274,34 +290,228 @@ def wild_pair_search(text: str, prefix: str, suffix: str) -> str | None:
         cursor = line_end + 1
 
 
+def check_parse_latex_runtime() -> None:
+    """sympy's parse_latex (the sympy step) runs only on antlr4-python3-runtime 4.11: say so before scoring, not
+    as every pair quietly counted unequal."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("antlr4-python3-runtime")
+    except PackageNotFoundError:
+        found = "none"
+    if not found.startswith("4.11"):
+        raise UserError(f"lm-eval's minerva_math exact_match needs sympy's parse_latex, which needs "
+                        f"antlr4-python3-runtime 4.11 (installed: {found}): pip install 'antlr4-python3-runtime==4.11.0'")
+
+
+# lm-eval's minerva_math answer when the response has no "Final Answer: ..." sentence (get_unnormalized_answer).
+MINERVA_INVALID = "[invalidanswer]"
+
+
+def minerva_answer(text: str, pattern: re.Pattern[str] | None) -> str | None:
+    """The unnormalised answer: Minerva's sentence (lm-eval appends "I hope it is correct." so that a response
+    stopped right after the answer matches), another style's `pattern` (one group), or the last \\boxed{}
+    (pattern None); None where there is none."""
+    if pattern is None:
+        return last_boxed(text)
+    if pattern.pattern == MINERVA_ANSWER:
+        found = wild_pair_search(text + MINERVA_END, "Final Answer: The final answer is", " I hope it is correct")
+        return found.strip() if found is not None else None
+    m = pattern.search(text + MINERVA_END)
+    return m.group(1).strip() if m else None
+
+
 class ExactMatchScorer:
-    """lm-eval's minerva_math `exact_match` (string part): the answer in the style's format (`pattern`,
-    default Minerva's "Final Answer: The final answer is X. I hope it is correct."), or with `pattern`
-    "boxed" the last \\boxed{} (hendrycks_math's extraction), Minerva-normalised, equal to the normalised reference as a string."""
+    """lm-eval's `exact_match` for MATH: minerva_math's by default (the answer in the style's format, `pattern`,
+    default Minerva's "Final Answer: The final answer is X. I hope it is correct."; with `pattern` "boxed" the
+    last \\boxed{}; both sides Minerva-normalised; identical strings, then with `sympy` lm-eval's sympy step in
+    the grading workers), or with `pattern` HENDRYCKS lm-eval's hendrycks_math `process_results`.
+
+    `sympy` defaults to False so that a run scored before the step existed (its config.json records no
+    `sympy`) reports what it reported; the shipped tasks set it (tasks/catalog.py)."""
 
     name = "exact_match"
-    version = VERSION
 
-    def __init__(self, context: ScoringContext, pattern: str | None = None) -> None:
+    def __init__(self, context: ScoringContext, pattern: str | None = None, sympy: bool = False) -> None:
+        self.context = context
+        self.hendrycks = pattern == HENDRYCKS
         self.boxed = pattern == BOXED
-        self.pattern = None if self.boxed else _compile(pattern or MINERVA_ANSWER, self.name)
+        self.pattern = None if self.boxed or self.hendrycks else _compile(pattern or MINERVA_ANSWER, self.name)
+        self.sympy = sympy and not self.hendrycks
+        self.version = VERSION + ("+sympy" if self.sympy else "")
+        if self.sympy:
+            check_parse_latex_runtime()
 
     def extract(self, text: str) -> str | None:
-        if self.pattern is None:
-            return last_boxed(text)
-        # lm-eval appends the closing sentence so that a response stopped right after the answer matches.
-        if self.pattern.pattern == MINERVA_ANSWER:
-            found = wild_pair_search(text + MINERVA_END, "Final Answer: The final answer is", " I hope it is correct")
-            return found.strip() if found is not None else None
-        m = self.pattern.search(text + MINERVA_END)
-        return m.group(1).strip() if m else None
+        if self.hendrycks:
+            return hendrycks_answer(text)
+        return minerva_answer(text, self.pattern)
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
-        out = string_match_scores(problems, samples, self.extract, normalize_final_answer)
-        # lm-eval's is_equiv counts identical strings only when non-empty (an empty one goes to sympy,
-        # which cannot parse it).
-        return [Score(False, False, s.answer, s.status) if s.correct and not normalize_final_answer(s.answer or "")
-                else s for s in out]
+        if self.hendrycks:
+            out = []
+            for p, s in zip(problems, samples):
+                answer = hendrycks_answer(s.text or "")
+                correct = hendrycks_is_equiv(answer, hendrycks_reference(p))
+                out.append(Score(correct=correct, value=correct, answer=answer, status="ok"))
+            return out
+        answers = [self.extract(s.text or "") for s in samples]
+        normalized = [(normalize_final_answer(MINERVA_INVALID if a is None else a), normalize_final_answer(p.answer))
+                      for a, p in zip(answers, problems)]
+        # lm-eval's is_equiv: identical non-empty strings are equal; any other pair goes to sympy.
+        equal = [bool(x) and x == y for x, y in normalized]
+        todo = [i for i, ok in enumerate(equal) if not ok] if self.sympy else []
+        statuses = ["ok"] * len(samples)
+        if todo:
+            jobs = [("lmeval_minerva_sympy", normalized[i]) for i in todo]
+            for i, (status, value) in zip(todo, grading_pool(self.context).run_jobs(jobs)):
+                # lm-eval counts a timeout or a failure of sympy as not equal; so does this.
+                equal[i] = status == "ok" and value is True
+                if status == "timeout":
+                    statuses[i] = "timeout"
+        return [Score(correct=ok, value=ok, answer=a, status=st if a is not None else "no_answer")
+                for ok, a, st in zip(equal, answers, statuses)]
+
+
+# lm_eval/tasks/hendrycks_math/utils.py (0.4.13): the `hendrycks_math` task's answer and Hendrycks' is_equiv.
+# A `pattern` of this value (the `hendrycks_math` prompt style's answer format) selects it.
+HENDRYCKS = "hendrycks_math"
+
+
+def lmeval_last_boxed_only_string(string: str) -> str | None:
+    """last_boxed_only_string of lm-eval's minerva_math and hendrycks_math utils.py (the same code), unchanged in
+    behaviour: the last `\\boxed{...}` (or `\\fbox{...}`) with its braces, or the text after a `\\boxed ` up to the
+    next `$`."""
+    idx = string.rfind("\\boxed")
+    if "\\boxed " in string:
+        return "\\boxed " + string.split("\\boxed ")[-1].split("$")[0]
+    if idx < 0:
+        idx = string.rfind("\\fbox")
+        if idx < 0:
+            return None
+    depth = 0
+    for i in range(idx, len(string)):
+        if string[i] == "{":
+            depth += 1
+        if string[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return string[idx:i + 1]
+    return None
+
+
+def lmeval_remove_boxed(s: str) -> str | None:
+    """remove_boxed of the same files; None where lm-eval's asserts would fail (`\\fbox`)."""
+    if "\\boxed " in s:
+        return s[len("\\boxed "):] if s.startswith("\\boxed ") else None
+    if s.startswith("\\boxed{") and s.endswith("}"):
+        return s[len("\\boxed{"):-1]
+    return None
+
+
+def lmeval_boxed_answer(solution: str) -> str | None:
+    """remove_boxed(last_boxed_only_string(solution)): the reference both MATH tasks of lm-eval compare with,
+    and hendrycks_math's few-shot target; None where lm-eval would fail on the row."""
+    boxed = lmeval_last_boxed_only_string(solution)
+    return lmeval_remove_boxed(boxed) if boxed is not None else None
+
+
+def hendrycks_reference(problem: Problem) -> str:
+    """What lm-eval's hendrycks_math compares a response with: the boxed answer of the problem's solution where
+    the task has solutions (the Hub's MATH), else its answer."""
+    solution = problem.metadata.get("solution")
+    found = lmeval_boxed_answer(str(solution)) if solution else None
+    return problem.answer if found is None else found
+
+
+def hendrycks_answer(text: str) -> str:
+    """process_results' answer: the text between the first and the last `$`, or all of it with fewer than two."""
+    first, last = text.find("$"), text.rfind("$")
+    return text if first == last else text[first + 1:last]
+
+
+def hendrycks_is_equiv(str1: str, str2: str) -> bool:
+    """Hendrycks' is_equiv: strip_string on both, then equality; where strip_string raises (as it does on some
+    strings: `a/b` with non-integers, a trailing `\\sqrt`, two `\\text{ `), the strings themselves."""
+    try:
+        return _strip_string(str1) == _strip_string(str2)
+    except Exception:
+        return str1 == str2
+
+
+def _fix_fracs(string: str) -> str:
+    substrs = string.split("\\frac")
+    new_str = substrs[0]
+    if len(substrs) > 1:
+        for substr in substrs[1:]:
+            new_str += "\\frac"
+            if substr[0] == "{":  # (an empty one raises IndexError, as in lm-eval: is_equiv falls back)
+                new_str += substr
+            else:
+                if len(substr) < 2:
+                    return string
+                a, b = substr[0], substr[1]
+                if b != "{":
+                    new_str += "{" + a + "}{" + b + "}" + substr[2:]
+                else:
+                    new_str += "{" + a + "}" + b + substr[2:]
+    return new_str
+
+
+def _fix_a_slash_b(string: str) -> str:
+    if len(string.split("/")) != 2:
+        return string
+    a_text, b_text = string.split("/")
+    a, b = int(a_text), int(b_text)  # a ValueError propagates, as in lm-eval (only AssertionError is caught)
+    if string != f"{a}/{b}":
+        return string
+    return "\\frac{" + str(a) + "}{" + str(b) + "}"
+
+
+def _remove_right_units(string: str) -> str:
+    if "\\text{ " in string:
+        splits = string.split("\\text{ ")
+        if len(splits) != 2:
+            raise ValueError("more than one \\text{ ")  # lm-eval's assert
+        return splits[0]
+    return string
+
+
+def _fix_sqrt(string: str) -> str:
+    if "\\sqrt" not in string:
+        return string
+    splits = string.split("\\sqrt")
+    new_string = splits[0]
+    for split in splits[1:]:
+        if split[0] != "{":  # (an empty one raises IndexError, as in lm-eval)
+            new_string += "\\sqrt{" + split[0] + "}" + split[1:]
+        else:
+            new_string += "\\sqrt" + split
+    return new_string
+
+
+def _strip_string(string: str) -> str:
+    """Hendrycks' strip_string, step for step (each step a replace or a split: linear in the length)."""
+    string = string.replace("\n", "").replace("\\!", "").replace("\\\\", "\\")
+    string = string.replace("tfrac", "frac").replace("dfrac", "frac")
+    string = string.replace("\\left", "").replace("\\right", "")
+    string = string.replace("^{\\circ}", "").replace("^\\circ", "")
+    string = string.replace("\\$", "")
+    string = _remove_right_units(string)
+    string = string.replace("\\%", "")
+    string = string.replace(" .", " 0.").replace("{.", "{0.")
+    if len(string) == 0:
+        return string
+    if string[0] == ".":
+        string = "0" + string
+    if len(string.split("=")) == 2 and len(string.split("=")[0]) <= 2:
+        string = string.split("=")[1]
+    string = _fix_sqrt(string)
+    string = string.replace(" ", "")
+    string = _fix_fracs(string)
+    if string == "0.5":
+        string = "\\frac{1}{2}"
+    return _fix_a_slash_b(string)
 
 
 def reference_solution(problem: Problem) -> str:

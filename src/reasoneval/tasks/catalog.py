@@ -15,7 +15,8 @@ from reasoneval.tasks.spec import HubSource, TaskSpec
 # MATH-style tasks the answer string match.
 LMEVAL_GSM8K = {"strict-match": TaskScoring("strict_match", {"pattern": FROM_PROMPT_STYLE}),
                 "flexible-extract": TaskScoring("flexible_extract")}
-LMEVAL_MATH = {"exact_match": TaskScoring("exact_match", {"pattern": FROM_PROMPT_STYLE})}
+# exact_match with lm-eval's sympy step (scoring/lmeval.py); under the `hendrycks_math` style it is that task's.
+LMEVAL_MATH = {"exact_match": TaskScoring("exact_match", {"pattern": FROM_PROMPT_STYLE, "sympy": True})}
 MATH_SCORING = TaskScoring("math", extra=LMEVAL_MATH)
 GSM8K_SCORING = TaskScoring("math", extra=LMEVAL_GSM8K)
 # lm-eval's minerva_math tasks report both exact_match and math_verify (its symbolic check).
@@ -38,10 +39,14 @@ AMC = TaskSpec("amc", "AMC 12 2022+2023 (AI-MO integer-answer version)", size=83
 MATH500 = TaskSpec("math500", "MATH-500 (PRM800K test subset of MATH; lm-eval: minerva_math500)", size=500,
                    scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva",),
                    hub=HubSource("HuggingFaceH4/MATH-500", "test", hub.map_math500))
-HENDRYCKS_MATH = TaskSpec("hendrycks_math", "MATH test set, all 7 subjects (lm-eval: minerva_math with the Minerva prompt; "
-                          "its hendrycks_math task is another prompt)", size=5000,
-                          scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva",),
+HENDRYCKS_MATH = TaskSpec("hendrycks_math", "MATH test set, all 7 subjects (lm-eval: minerva_math with the Minerva prompt, "
+                          "hendrycks_math with --prompt-style hendrycks_math)", size=5000,
+                          scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva", "hendrycks_math"),
                           hub=HubSource("EleutherAI/hendrycks_math", "test", hub.map_hendrycks_math, configs=MATH_SUBJECT_CONFIGS))
+HENDRYCKS_MATH_TRAIN = TaskSpec(
+    "hendrycks_math_train", "MATH train split, all 7 subjects (the pool lm-eval's hendrycks_math draws its few-shot "
+    "exemplars from, per subject)", size=7500, scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva", "hendrycks_math"),
+    hub=HubSource("EleutherAI/hendrycks_math", "train", hub.map_hendrycks_math, configs=MATH_SUBJECT_CONFIGS))
 MINERVA_MATH = TaskSpec(
     "minerva_math", "Minerva MIT OCW STEM problems (rLLM/DeepScaleR's 'Minerva'; not lm-eval's minerva_math, "
     "which is hendrycks_math)", size=272,
@@ -90,7 +95,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 
 # What lm-eval calls each task (`reasoneval tasks` prints it): the two "minerva" sets are different benchmarks.
 LMEVAL_NAMES: dict[str, str] = {
-    "hendrycks_math": "minerva_math (the 5,000-problem MATH test set with Minerva's 4-shot prompt)",
+    "hendrycks_math": "minerva_math (the 5,000-problem MATH test set with Minerva's 4-shot prompt); "
+                      "hendrycks_math with --prompt-style hendrycks_math",
     "math500": "minerva_math500",
     "minerva_math": "none: the 272 Minerva OCW problems (rLLM/DeepScaleR's 'Minerva'); not lm-eval's minerva_math",
     "gsm8k": "gsm8k (--prompt-style gsm8k_cot: gsm8k_cot)",

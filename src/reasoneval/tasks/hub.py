@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
+from reasoneval.scoring.lmeval import lmeval_boxed_answer
 from reasoneval.scoring.maths.extract import last_boxed
 from reasoneval.tasks.keys import problem_key, reference_text
 
@@ -110,36 +111,6 @@ def map_math500(row: Row) -> dict[str, Any]:
     })
 
 
-def lmeval_last_boxed_only_string(string: str) -> str | None:
-    """lm_eval/tasks/minerva_math/utils.py last_boxed_only_string (0.4.13), unchanged in behaviour: the last
-    `\\boxed{...}` (or `\\fbox{...}`) with its braces, or the text after a `\\boxed ` up to the next `$`."""
-    idx = string.rfind("\\boxed")
-    if "\\boxed " in string:
-        return "\\boxed " + string.split("\\boxed ")[-1].split("$")[0]
-    if idx < 0:
-        idx = string.rfind("\\fbox")
-        if idx < 0:
-            return None
-    depth = 0
-    for i in range(idx, len(string)):
-        if string[i] == "{":
-            depth += 1
-        if string[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return string[idx:i + 1]
-    return None
-
-
-def lmeval_remove_boxed(s: str) -> str | None:
-    """lm_eval/tasks/minerva_math/utils.py remove_boxed; None where lm-eval's asserts would fail (`\\fbox`)."""
-    if "\\boxed " in s:
-        return s[len("\\boxed "):] if s.startswith("\\boxed ") else None
-    if s.startswith("\\boxed{") and s.endswith("}"):
-        return s[len("\\boxed{"):-1]
-    return None
-
-
 MATH_LEVEL = re.compile(r"Level (\d+)")
 
 
@@ -148,8 +119,7 @@ def map_hendrycks_math(row: Row) -> dict[str, Any]:
     type ("Counting & Probability"), solution. The reference is what lm-eval's minerva_math compares with,
     before its normalisation: remove_boxed(last_boxed_only_string(solution))."""
     solution = str(_col(row, "solution"))
-    boxed = lmeval_last_boxed_only_string(solution)
-    answer = lmeval_remove_boxed(boxed) if boxed is not None else None
+    answer = lmeval_boxed_answer(solution)
     if answer is None:
         answer = last_boxed(solution)
     if answer is None:

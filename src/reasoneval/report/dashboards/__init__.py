@@ -241,12 +241,13 @@ class Dashboards:
         self._params: dict[tuple[Any, ...], dict[str, str | float | int]] = {}  # what each session recorded
         self._failed: set[str] = set()
 
-    def log(self, cfg: Any, result: Any, step: int | None = None) -> None:
-        """Log `result` (a scored RunResult) to every backend `cfg.log_to` names (an EvalConfig)."""
+    def log(self, cfg: Any, result: Any, step: int | None = None, metrics: Mapping[str, float] | None = None) -> None:
+        """Log `result` (a scored RunResult) to every backend `cfg.log_to` names (an EvalConfig); `metrics`: these
+        figures instead of the result's own (a battery's rows, `battery_metrics`)."""
         names = backend_names(cfg.log_to)
         if not names:
             return
-        metrics = result_metrics(result)
+        metrics = result_metrics(result) if metrics is None else metrics
         info = {"model": str(result.model), "run_id": str(result.run_id), "run_dir": str(result.run_dir),
                 "complete": str(bool(result.complete)).lower()}
         settings = run_settings(result)
@@ -304,10 +305,10 @@ class Dashboards:
         self.close()
 
 
-def log_once(cfg: Any, result: Any, step: int | None = None) -> None:
+def log_once(cfg: Any, result: Any, step: int | None = None, metrics: Mapping[str, float] | None = None) -> None:
     """Log one result to cfg.log_to and close the dashboard runs (`reasoneval run`, `report --log-to`)."""
     with Dashboards() as dashboards:
-        dashboards.log(cfg, result, step)
+        dashboards.log(cfg, result, step, metrics)
 
 
 def add_dashboard_args(p: Any) -> None:

@@ -356,6 +356,8 @@ def run_job(op: str, args: tuple[Any, ...]) -> Any:
         from math_verify import parse, verify
 
         return bool(verify(gold=parse(str(args[0])), target=parse(str(args[1]))))
+    if op == "lmeval_minerva_sympy":
+        return lmeval_minerva_sympy(str(args[0]), str(args[1]))
     if op == "sleep":  # used by tests to exercise the wall-time limit without a pathological input
         import time
 
@@ -364,6 +366,38 @@ def run_job(op: str, args: tuple[Any, ...]) -> Any:
     if op == "alloc":  # used by tests to exercise the memory limit
         return len(bytearray(int(args[0]) * 1024 * 1024))
     raise ValueError(f"unknown grading job {op!r}")
+
+
+LMEVAL_SYMPY_SECONDS = 5  # lm-eval's `timeout(seconds=5)` around the step
+
+
+def lmeval_minerva_sympy(x1: str, x2: str) -> bool:
+    """The sympy step of lm-eval 0.4.13's minerva_math `is_equiv` (lm_eval/tasks/minerva_math/utils.py), on two
+    Minerva-normalised strings: sympy's `parse_latex` on both, then `simplify(a - b) == 0`; a parse error, a
+    failed subtraction or simplification, any other exception, and running past 5 s (lm-eval's SIGALRM limit,
+    kept here: this runs in a worker's main thread) are all "not equal". sympy's parse_latex needs
+    antlr4-python3-runtime 4.11 (math-verify's `antlr4_11_0` extra); an ImportError propagates (lm-eval
+    raises too) and becomes the job's error status."""
+    import signal
+
+    import sympy
+    from sympy.parsing.latex import parse_latex
+
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError("lm-eval's 5 s limit")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(LMEVAL_SYMPY_SECONDS)
+    try:
+        diff = parse_latex(x1) - parse_latex(x2)
+        return bool(sympy.simplify(diff) == 0)
+    except ImportError:
+        raise
+    except Exception:
+        return False
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def check_available() -> None:
