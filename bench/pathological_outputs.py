@@ -51,7 +51,7 @@ from reasoneval.scoring.lmeval import (  # noqa: E402
 from reasoneval.scoring.maths.extract import extract_answer, last_boxed  # noqa: E402
 from reasoneval.scoring.maths.pool import GradingPool  # noqa: E402
 from reasoneval.scoring.programs.scorer import extract_code, strip_reasoning  # noqa: E402
-from reasoneval.scoring.programs.unfenced import ParseBudgetExceeded, UnfencedParser  # noqa: E402
+from reasoneval.scoring.programs.unfenced import PARSE_BUDGET_S, ParseBudgetExceeded, UnfencedParser  # noqa: E402
 
 LIMIT_S = 1.0
 
@@ -134,6 +134,10 @@ def _flexible(text: str) -> object:
     a = _FLEX.extract(text)
     return gsm8k_normalize(a) if a is not None else None
 
+
+# Parsers run under a time budget rather than in linear time (CPython's own parser is quadratic on some inputs,
+# e.g. many f-string fields): name -> the budget in seconds. Past it the answer is that sample's harness_error.
+BOUNDED: dict[str, float] = {"code: unfenced answer (worker, 0.5 s)": PARSE_BUDGET_S}
 
 # name -> parser (each as the scorers call it, on the whole response)
 PARSERS: dict[str, Callable[[str], object]] = {

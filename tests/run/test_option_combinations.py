@@ -40,6 +40,8 @@ ERRORS: dict[str, tuple[list[str], str]] = {
     "api_key_env": (["--engine", "echo", "--api-key-env", "MY_KEY"], r"--base-url, --api-key-env are for a server"),
     "log_args": (["--tensorboard-dir", "tb"], r"--tensorboard-dir is a setting of --log-to tensorboard, which is not "
                                               r"asked for"),
+    "battery": (["--battery", "lmeval-base"], r"--battery lmeval-base sets --tasks itself \(each row is lm-eval's "
+                                              r"setting\)"),
 }
 ERRORS_TARGET_SE = [
     (["--target-se", "inf"], r"--target-se is the re-run SE to reach, in points of accuracy, above 0 and below 25"),
@@ -54,6 +56,7 @@ WARNINGS: dict[str, tuple[list[str], str]] = {
     "lmeval_metrics": (["--data", "MINE", "--lmeval-metrics"],
                        "--lmeval-metrics has no effect here: none of mine has lm-eval's columns"),
     "data_dir": (["--data", "MINE"], "--data-dir is where catalog tasks' files are read from"),
+    "fewshot_seed": (["--tasks", "aime24", "--fewshot-seed", "42"], "--fewshot-seed has no effect without a few-shot prompt"),
 }
 
 

@@ -610,6 +610,9 @@ class EvalConfig:
         if "style_stop" in given and self.prompt_style is None and self.num_fewshot is None:
             log.warning("--no-style-stop has no effect without a few-shot prompt (--num-fewshot or --prompt-style): "
                         "zero-shot prompts send no stop sequences of their own")
+        if "fewshot_seed" in given and self.prompt_style is None and self.num_fewshot is None and not self.battery:
+            log.warning("--fewshot-seed has no effect without a few-shot prompt (--num-fewshot or --prompt-style): "
+                        "it seeds the draw of a drawing style's exemplars (gsm8k, hendrycks_math)")
         from reasoneval.report.dashboards import LOG_ARGS
 
         # A jobs file's log_args are left over, not ignored by mistake, when the command turned logging off (log_to: []).
