@@ -301,7 +301,7 @@ def check_parse_latex_runtime() -> None:
         found = "none"
     if not found.startswith("4.11"):
         raise UserError(f"lm-eval's minerva_math exact_match needs sympy's parse_latex, which needs "
-                        f"antlr4-python3-runtime 4.11 (installed: {found}): pip install 'antlr4-python3-runtime==4.11.0'")
+                        f"antlr4-python3-runtime 4.11 (installed: {found}): pip install 'antlr4-python3-runtime>=4.11,<4.12'")
 
 
 # lm-eval's minerva_math answer when the response has no "Final Answer: ..." sentence (get_unnormalized_answer).

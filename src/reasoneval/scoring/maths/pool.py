@@ -246,7 +246,7 @@ class GradingPool:
                             self.close()
                             raise UserError(
                                 f"a grading worker cannot start ({m['fatal']}): check that math-verify is installed "
-                                "(pip install 'math-verify[antlr4_11_0]' 'antlr4-python3-runtime==4.11.0') and memory_mb "
+                                "(pip install 'math-verify[antlr4_11_0]' 'antlr4-python3-runtime>=4.11,<4.12') and memory_mb "
                                 "is large enough"
                             )
                         if m.get("ready"):
