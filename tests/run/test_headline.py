@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -103,7 +104,9 @@ def test_the_headline_rule() -> None:
     assert choose_headline({"t": full}, {"t": True}, {"t": adaptive}, {"t": True}) == {"t": adaptive}
     assert choose_headline({"t": adaptive}, {"t": True}, {"t": full}, {"t": True}) == {"t": adaptive}
     assert view_name({"t": smoke}, {"t": full}) == "t-limit1-n1"
-    assert view_name({"t": TaskScope(("b",), 2)}, {"t": full}) == "t-1p-n2"
+    other = view_name({"t": TaskScope(("b",), 2)}, {"t": full})
+    assert re.fullmatch(r"t-1p[0-9a-f]{6}-n2", other)
+    assert view_name({"t": TaskScope(("c",), 2)}, {"t": full}) != other  # two subsets of one size: two views
     assert view_name({"t": TaskScope(("a", "b", "c"), 2)}, {"t": full, "u": full}) == "t-n2"
 
 

@@ -113,14 +113,17 @@ def describe(scope: Scope) -> str:
 
 def view_name(scope: Scope, headline: Scope) -> str:
     """A view's folder name from what it covers: its tasks, `limitN` when each is the headline's (or the task's)
-    first N problems (`Np` for another subset), and its samples (`nK`, `adaptive`), e.g. `aime24-limit3-n1`."""
+    first N problems (`Np` and the keys' digest for another subset), and its samples (`nK`, `adaptive`), e.g. `aime24-limit3-n1`."""
     parts = ["+".join(scope)]
     sizes = set()
     for t, s in scope.items():
         full = headline.get(t)
         if full is None or tuple(s.problems) != tuple(full.problems):
             prefix = full is not None and tuple(full.problems[:len(s.problems)]) == tuple(s.problems)
-            sizes.add(f"limit{len(s.problems)}" if prefix or full is None else f"{len(s.problems)}p")
+            if prefix or full is None:
+                sizes.add(f"limit{len(s.problems)}")
+            else:  # another subset: its keys' digest too, so two subsets of one size are two views
+                sizes.add(f"{len(s.problems)}p{hashlib.sha256(chr(10).join(s.problems).encode()).hexdigest()[:6]}")
     if sizes:
         parts.append("+".join(sorted(sizes)))
     ns = sorted({"adaptive" if s.adaptive else f"n{s.n}" for s in scope.values()})
