@@ -76,16 +76,17 @@ def _exact_moments(p: np.ndarray, tables_of: Any) -> tuple[np.ndarray, np.ndarra
 def test_the_estimate_and_its_variance_estimate_are_exactly_unbiased(rule: str) -> None:
     """Every pilot outcome of three problems and every later count, weighted by its probability: the mean of each
     problem's estimate is its p to 1e-12 and the mean of its variance estimate is its variance, whatever rule
-    decides the counts from the pilot. "plan" is the shipped plan (here reactive: Neyman on a bimodal task),
+    decides the counts from the pilot. "plan" is the shipped plan (here reactive: the totals move with the pilots),
     "plan-1" the first version's (whose runs still report with it); "adversarial" gives a problem many samples
     exactly when the task's pilot looked good."""
     p = np.array([0.05, 0.5, 0.97])
     if rule.startswith("plan"):
-        history = [{**_entry(6.0, max_n=16), "plan": 1 if rule == "plan-1" else RULE}]
+        history = [_entry(6.0, max_n=16) if rule == "plan-1" else {**_entry(7.0, max_n=12), "plan": RULE}]
 
         def tables_of(h: np.ndarray) -> np.ndarray:
             return count_tables(h, history)
-        some = history_totals(np.array([[1.0, 0, 1, 0, 1], [3, 0, 0, 0, 0], [0, 0, 3, 0, 0], [0, 1, 1, 1, 0]]), history)
+        some = history_totals(np.array([[1.0, 0, 1, 0, 1], [3, 0, 0, 0, 0], [0, 0, 3, 0, 0], [0, 1, 1, 1, 0],
+                                        [2, 0, 0, 0, 1], [1, 1, 0, 0, 1]]), history)
         assert len(set(some.ravel())) >= 3  # the plan does react to the pilots here
     else:
         def totals_of(h: np.ndarray) -> np.ndarray:
