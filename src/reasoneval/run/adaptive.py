@@ -221,11 +221,10 @@ class AdaptiveSampler:
             return np.array([len(s.verdicts) for s in states]), "max_n"
         ca, cb, _ = pilot_counts([s.verdicts for s in states])
         hist = np.bincount(ca + cb, minlength=PILOT + 1).astype(np.float64)
-        totals = history_totals(hist, self._entries, task)[0]
-        last = self._entries[-1]
-        reason = plan_totals(hist, float(last["target_se"]) / 100.0, int(last["max_n"]), budget,
-                             entry_rule(last)).reason[0]
-        return totals[ca + cb], reason
+        last = self._entries[-1]  # this command: planned once (the plan is the slow part, and the server waits)
+        plan = plan_totals(hist, float(last["target_se"]) / 100.0, int(last["max_n"]), budget, entry_rule(last))
+        totals = np.maximum(history_totals(hist, self._entries[:-1], task)[0], plan.totals[0])
+        return totals[ca + cb], plan.reason[0]
 
     def _log_stop(self, task: str, states: list[_ProblemState], reason: str) -> None:
         est = task_estimates([s.verdicts for s in states], self._entries, task)
