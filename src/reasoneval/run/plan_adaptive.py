@@ -8,9 +8,10 @@ The design (docs/statistics.md, "Adaptive sampling" says why each part is there)
    (the nonparametric maximum-likelihood mixture of binomials, `fit_prior`), takes each count's posterior mean and
    variance of p(1-p), and chooses every problem's total number of samples as a function of its pilot count:
    Neyman (n ∝ posterior SD) where the prior predicts it beats uniform clearly, uniform where it does not, a blend
-   in between (`plan_totals`). The scale is the smallest whose predicted variance, plus `MARGIN_Z` posterior SDs of
-   that prediction, is at most the target's. Nothing is re-planned: no decision ever reads the samples after the
-   pilot, so the stop cannot select lucky runs.
+   in between (`plan_totals`). The scale is the smallest whose predicted variance (that of the weighted estimate
+   below, `weight_factors`), plus `margin_z` posterior SDs of that prediction, is at most the target's. The
+   constants are a plan version (`PlanRule`, `RULES`) that each command's history entry names. Nothing is
+   re-planned: no decision ever reads the samples after the pilot, so the stop cannot select lucky runs.
 3. **Estimate.** A problem's accuracy is w_a·(rate of half a) + w_b·(rate of half b) + (1 - w_a - w_b)·(rate of
    the samples after the pilot). The weight of half a comes from the plan the problem would have had if half a had
    come out like half b (everything else as observed), and the same for half b: a weight never depends on the
@@ -244,24 +245,10 @@ def count_tables(hists: np.ndarray, history: Sequence[Mapping[str, Any]], task: 
     in row b's histogram (the other problems as observed), under every command of `history` (the most any asked
     for). table[b, c, c] is a problem's own total; table[b, c, 2j] is the total behind the weight of a pilot half
     whose other half is j of 2 (`pilot_weights`). Meaningless where row b has no problem of count c."""
-    h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
-    out = np.zeros((len(h), h.shape[1], h.shape[1]), dtype=np.int64)
-    for entry in history:
-        tasks = entry.get("tasks")
-        if task is not None and tasks is not None and task not in tasks:
-            continue
-        if entry.get("target_se") is None:
-            out = np.maximum(out, int(entry.get("n") or 0))
-            continue
-        rule, budget = entry_rule(entry), entry_budget(entry, task)
-        target, max_n = float(entry["target_se"]) / 100.0, int(entry["max_n"])
+    def totals_of(hs: np.ndarray) -> np.ndarray:
+        return history_totals(hs, history, task)
 
-        def totals_of(hs: np.ndarray, rule: PlanRule = rule, budget: int | None = budget,
-                      target: float = target, max_n: int = max_n) -> np.ndarray:
-            return plan_totals(hs, target, max_n, budget, rule).totals
-
-        out = np.maximum(out, swap_tables(h, totals_of))
-    return out
+    return swap_tables(hists, totals_of).astype(np.int64)
 
 
 def _plan_variants(variants: np.ndarray, totals_of: Any) -> np.ndarray:
