@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     from scripts.adaptive_simulation import MAX_N, plan_and_weights, uniform_se
 
-    from reasoneval.run.plan_adaptive import MIN_MAIN, PILOT, two_stage_estimates
+    from reasoneval.run.plan_adaptive import MIN_MAIN, PILOT, RULE, two_stage_estimates
 
     rng = np.random.default_rng(a.seed)
     print("| profile | Q | uniform K | adaptive samples | uniform samples | samples / uniform K | at the same true SE | "
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 p = make(rng, q)
                 target = uniform_se(p, k)
                 secs = lengths(rng, p)
-                history = [{"target_se": 100 * target, "max_n": MAX_N, "budget_samples": None}]
+                history = [{"target_se": 100 * target, "max_n": MAX_N, "budget_samples": None, "plan": RULE}]
                 ca, cb = rng.binomial(2, p, size=(1, q)), rng.binomial(2, p, size=(1, q))
                 totals, wa, wb, _ = plan_and_weights(ca, cb, history)
                 n_main = totals - PILOT

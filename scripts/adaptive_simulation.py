@@ -6,7 +6,7 @@ near-ceiling, one-hard-tail) come first, then `--profiles` more drawn at random 
 from Beta(a, b) with a, b log-uniform in 0.2-10, and in a third of the profiles one outlier at the other end.
 Each profile is run at two targets, the re-run SE uniform K = 16 and K = 64 would have on its true p_i
 (√(Σ p(1-p)/K)/Q), `--runs` times, with Bernoulli outcomes and the very functions a run uses
-(reasoneval.run.plan_adaptive: plan_totals, proxy_totals, pilot_weights, two_stage_estimates).
+(reasoneval.run.plan_adaptive: count_tables, own_totals, pilot_weights, two_stage_estimates).
 
 Per cell: the bias of the mean against mean(p_i) (the re-run estimand) with its Monte Carlo SE; how often
 mean ∓ 1.96·SE covers it; the RMS of the reported SE over the SD of the means (1 = honest); that SD over the
@@ -34,7 +34,16 @@ from typing import Any
 
 import numpy as np
 
-from reasoneval.run.plan_adaptive import PILOT, history_totals, pilot_weights, plan_totals, proxy_totals, two_stage_estimates
+from reasoneval.run.plan_adaptive import (
+    PILOT,
+    RULE,
+    count_tables,
+    entry_rule,
+    own_totals,
+    pilot_weights,
+    plan_totals,
+    two_stage_estimates,
+)
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: tests.plugins.bernoulli_engine for --real
 
@@ -81,8 +90,14 @@ class Cell:
     coverage: float
     se_ratio: float  # RMS of the reported SE / SD of the means
     sd_over_target: float
+    sd_mcse: float  # Monte Carlo SE of sd_over_target: √((kurtosis - 1)/(4 runs)) of it
     samples_vs_uniform_run: float  # per run, at the same true SE
     samples_vs_uniform_pooled: float  # mean samples x SD² of the means, against uniform at that SD
+    # pooled = per run x size_spread x rest: size_spread = E[N]·E[V]/E[N·V] (V a run's true variance, N its
+    # samples) is what sizing each run from its own pilot costs (E[N]·E[1/N] where V ∝ 1/N, Jensen), rest = SD²/E[V]
+    # what the covariance between problems through the shared plan adds
+    size_spread: float
+    rest: float
     samples_vs_uniform_k: float  # mean samples / (Q K)
     met: float
     neyman_share: float
@@ -98,28 +113,26 @@ def plan_and_weights(ca: np.ndarray, cb: np.ndarray, history: list[dict[str, Any
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """For runs (rows) of one task, from their pilot halves' counts (ca, cb: right of 2, shape (R, Q)): each
     problem's planned total, its pilot weights (wa, wb), and each run's Neyman share. The calls a run makes
-    (plan_adaptive.history_totals, proxy_totals, pilot_weights), on every run at once."""
+    (plan_adaptive.count_tables, own_totals, pilot_weights), on every run at once."""
     c = ca + cb
     hists = np.stack([np.bincount(row, minlength=PILOT + 1) for row in c]).astype(np.float64)
     uniq, inverse = np.unique(hists, axis=0, return_inverse=True)  # runs often share a histogram
     inverse = inverse.reshape(-1)
-
-    def totals_of(h: np.ndarray) -> np.ndarray:
-        return history_totals(h, history, task)
-
-    totals = np.take_along_axis(totals_of(uniq)[inverse], c, axis=1)
-    wa, wb = pilot_weights(ca, cb, proxy_totals(uniq, totals_of)[inverse])
+    table = count_tables(uniq, history, task)[inverse]
+    totals = own_totals(c, table)
+    wa, wb = pilot_weights(ca, cb, table)
     last = history[-1]
-    gamma = plan_totals(uniq, float(last["target_se"]) / 100.0, int(last["max_n"])).gamma[inverse]
+    gamma = plan_totals(uniq, float(last["target_se"]) / 100.0, int(last["max_n"]), rule=entry_rule(last)).gamma[inverse]
     return totals, wa, wb, gamma
 
 
 def simulate(name: str, p: np.ndarray, k_ref: int, runs: int, rng: np.random.Generator, *,
-             max_n: int = MAX_N) -> Cell:
-    """`runs` simulated runs of `run --target-se` on the fixed accuracies p, target = uniform_se(p, k_ref)."""
+             max_n: int = MAX_N, plan: int = RULE) -> Cell:
+    """`runs` simulated runs of `run --target-se` on the fixed accuracies p, target = uniform_se(p, k_ref), with
+    the plan version `plan` (plan_adaptive.RULES)."""
     q = len(p)
     target = uniform_se(p, k_ref)
-    history: list[dict[str, Any]] = [{"target_se": 100 * target, "max_n": max_n, "budget_samples": None}]
+    history: list[dict[str, Any]] = [{"target_se": 100 * target, "max_n": max_n, "budget_samples": None, "plan": plan}]
     half = PILOT // 2
     ca = rng.binomial(half, p, size=(runs, q))
     cb = rng.binomial(half, p, size=(runs, q))
@@ -163,9 +176,14 @@ def _cell(name: str, p: np.ndarray, k_ref: int, mean: np.ndarray, se: np.ndarray
                 bias_mcse_points=100 * sd / math.sqrt(runs), coverage=float(np.mean(np.abs(err) <= 1.96 * se)),
                 se_ratio=math.sqrt(float(np.mean(se * se))) / sd if sd > 0 else math.nan,
                 sd_over_target=sd / target,
+                sd_mcse=(sd / target) * math.sqrt(max(float(np.mean((err - err.mean()) ** 4)) / sd**4 - 1, 0.0) / (4 * runs))
+                if sd > 0 else math.nan,
                 samples_vs_uniform_run=(float(np.mean(samples * var_run / (q * per_sample))) if var_run is not None
                                         else math.nan),
                 samples_vs_uniform_pooled=float(samples.mean()) * sd * sd / (q * per_sample),
+                size_spread=(float(samples.mean() * np.mean(var_run) / np.mean(samples * var_run))
+                             if var_run is not None else math.nan),
+                rest=sd * sd / float(np.mean(var_run)) if var_run is not None else math.nan,
                 samples_vs_uniform_k=float(samples.mean()) / (q * k_ref), met=float(np.mean(se <= target)),
                 neyman_share=float(gamma.mean()),
                 kurtosis=float(np.mean((err - err.mean()) ** 4)) / sd**4 if sd > 0 else math.nan,
@@ -227,14 +245,16 @@ def real_path(name: str, p: np.ndarray, k_ref: int, runs: int, work: Path, seed0
 
 
 HEADER = ("| profile | Q | target = SE of uniform K | runs | bias (points) | bias / MC SE | coverage | SE / SD "
-          "| SD / target | samples vs uniform at same SE (per run) | (pooled) | samples / (Q K) | SE ≤ target "
+          "| SD / target | samples vs uniform at same SE (per run) | (pooled) | size spread | rest | samples / (Q K) "
+          "| SE ≤ target "
           "| Neyman share | error kurtosis | largest error / SD |")
 
 
 def row(c: Cell) -> str:
     return (f"| {c.profile} | {c.q} | K = {c.k_ref} | {c.runs} | {c.bias_points:+.3f} ± {c.bias_mcse_points:.3f} "
-            f"| {c.bias_z:+.2f} | {c.coverage:.3f} | {c.se_ratio:.3f} | {c.sd_over_target:.3f} "
-            f"| {c.samples_vs_uniform_run:.3f} | {c.samples_vs_uniform_pooled:.3f} | {c.samples_vs_uniform_k:.3f} "
+            f"| {c.bias_z:+.2f} | {c.coverage:.3f} | {c.se_ratio:.3f} | {c.sd_over_target:.3f} ± {c.sd_mcse:.3f} "
+            f"| {c.samples_vs_uniform_run:.3f} | {c.samples_vs_uniform_pooled:.3f} | {c.size_spread:.3f} | {c.rest:.3f} "
+            f"| {c.samples_vs_uniform_k:.3f} "
             f"| {c.met:.2f} | {c.neyman_share:.2f} | {c.kurtosis:.1f} | {c.worst_error_sd:.1f} |")
 
 
@@ -287,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n({time.monotonic() - t0:.0f} s; {len(cells)} cells)\n\nworst cells:")
     for label, key in (("coverage", lambda c: c.coverage), ("|bias| / MC SE", lambda c: -abs(c.bias_z)),
                        ("SE / SD, low", lambda c: c.se_ratio), ("SE / SD, high", lambda c: -c.se_ratio),
+                       ("SD / target", lambda c: -c.sd_over_target),
+                       ("(SD / target - 1) / its MC SE", lambda c: -(c.sd_over_target - 1) / c.sd_mcse),
                        ("samples vs uniform, per run", lambda c: -c.samples_vs_uniform_run),
                        ("samples vs uniform, pooled", lambda c: -c.samples_vs_uniform_pooled)):
         print(f"- {label}: {row(min(cells, key=key))}")

@@ -112,7 +112,7 @@ def test_an_adaptive_run_is_compared_on_its_two_stage_estimates(make_openai_serv
     def acc_c(i: int, j: int) -> bool:  # 5 never solved, 5 always, 2 in between (at another rate after the pilot)
         return i > 6 or (4 < i < 7 and (j % 2 == 0 if j < 4 else j % 3 == 0))
 
-    a = make_run(make_openai_server, tmp_path / "a", "model-a", acc_c, q=12, n=34, target_se=2.0, max_n=34,
+    a = make_run(make_openai_server, tmp_path / "a", "model-a", acc_c, q=12, n=34, target_se=2.5, max_n=34,
                  concurrency=4)
     b = make_run(make_openai_server, tmp_path / "b", "model-b", acc_b, q=12, n=4)
     rows = read_problem_rows(a)

@@ -7,6 +7,8 @@ answers, on the synthetic data of tests/fixtures/hub; how: tests/fixtures/runs/R
 - pre_layout: written just before the issue-23 refactor (commit 12dc819; schema 2); arith (6 problems),
   math500, gsm8k, mbpp, ifeval (2 each) with the lm-eval columns, 4 samples each, the code verdicts cached.
 - adaptive_crossfit: a `run --target-se` of the cross-fit design (commit d2d4a3d), before the two-stage one.
+- adaptive_two_stage: two `run --target-se` commands of the two-stage design's first plan (commit dfcfac7), before
+  the plan sized its margin from the pilot's own spread and planned each problem from the others' pilots.
 Their summary.json is the one the old code wrote. `v0_1_0.summary_reported.json` is what `report` of the
 commit that moved the layout (a9aa693) wrote for the v0_1_0 copy (schema 2, newer figures added).
 """
@@ -168,6 +170,19 @@ def test_an_adaptive_run_of_the_cross_fit_design_reports_as_it_did(tmp_path: Pat
                            "--concurrency", "4", "--grading-workers", "1", "--no-progress"], capsys)
         assert not [q for q in server.requests() if q.path.endswith("completions")]
     assert_clean_error(r, 2, "earlier --target-se rule .* cannot be extended")
+
+
+def test_an_adaptive_run_of_the_first_two_stage_plan_reports_byte_for_byte(tmp_path: Path) -> None:
+    """adaptive_two_stage: `run --target-se 2`, then `--target-se 1.2` in the same directory, with the first plan of
+    the two-stage design (one plan per task from the whole pilot histogram, a margin of 1.5 posterior SDs; commit
+    dfcfac7). Its counts followed that plan, so its estimate keeps that plan's weights: `report` writes the very
+    summary.json that commit wrote (mean, SE, planned SE, samples)."""
+    run_dir = copy_run("adaptive_two_stage", tmp_path)
+    original = (RUNS / "adaptive_two_stage" / SUMMARY_FILE).read_bytes()
+    adaptive = json.loads(original)["adaptive"]["aime24"]
+    assert len(json.loads(original)["config"]["adaptive"]["history"]) == 2 and adaptive["n_max"] > adaptive["n_min"]
+    assert main(["report", str(run_dir), "--grading-workers", "1"]) == 0
+    assert (run_dir / SUMMARY_FILE).read_bytes() == original
 
 
 def _rows(run_dir: Path) -> list[Any]:

@@ -17,15 +17,20 @@ from scipy import stats
 from reasoneval.run.plan_adaptive import (
     MIN_MAIN,
     PILOT,
+    RULE,
+    RULES,
+    count_tables,
     fit_prior,
     history_totals,
     main_floor,
+    own_totals,
     pilot_weights,
     plan_totals,
     posterior_moments,
-    proxy_totals,
+    swap_tables,
     task_estimates,
     two_stage_estimates,
+    weight_factors,
 )
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/run/this file)
@@ -35,9 +40,10 @@ def _entry(target_points: float, max_n: int = 256, budget: int | None = None) ->
     return {"target_se": target_points, "max_n": max_n, "budget_samples": budget}
 
 
-def _exact_moments(p: np.ndarray, totals_of: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+def _exact_moments(p: np.ndarray, tables_of: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
     """E[estimate_i], Var(estimate_i), E[variance estimate_i], Var(Σ estimate), E[samples] by enumerating every
-    pilot outcome of every problem and every count of right answers after it (two_stage_estimates itself)."""
+    pilot outcome of every problem and every count of right answers after it (two_stage_estimates itself).
+    tables_of: pilot histograms (B, PILOT + 1) -> their count tables (B, PILOT + 1, PILOT + 1), `count_tables`."""
     q = len(p)
     e1, e2, ev = np.zeros(q), np.zeros(q), np.zeros(q)
     esum, esum2, samples = 0.0, 0.0, 0.0
@@ -46,8 +52,9 @@ def _exact_moments(p: np.ndarray, totals_of: Any) -> tuple[np.ndarray, np.ndarra
         ca, cb = np.array(pilot[:q]), np.array(pilot[q:])
         prob = float(np.prod(half[ca, np.arange(q)] * half[cb, np.arange(q)]))
         hist = np.bincount(ca + cb, minlength=PILOT + 1).astype(float)
-        n_main = totals_of(hist[None, :])[0][ca + cb] - PILOT
-        wa, wb = pilot_weights(ca, cb, proxy_totals(hist[None, :], totals_of)[0])
+        table = tables_of(hist[None, :])[0]
+        n_main = own_totals(ca + cb, table) - PILOT
+        wa, wb = pilot_weights(ca, cb, table)
         m_i, m2_i = np.zeros(q), np.zeros(q)
         for i in range(q):
             na, nb = (n_main[i] + 1) // 2, n_main[i] // 2
@@ -65,25 +72,30 @@ def _exact_moments(p: np.ndarray, totals_of: Any) -> tuple[np.ndarray, np.ndarra
     return e1, e2 - e1**2, ev, esum2 - esum**2, samples
 
 
-@pytest.mark.parametrize("rule", ["plan", "adversarial"])
+@pytest.mark.parametrize("rule", ["plan", "plan-1", "adversarial"])
 def test_the_estimate_and_its_variance_estimate_are_exactly_unbiased(rule: str) -> None:
     """Every pilot outcome of three problems and every later count, weighted by its probability: the mean of each
     problem's estimate is its p to 1e-12 and the mean of its variance estimate is its variance, whatever rule
-    decides the counts from the pilot. "plan" is the shipped plan (here reactive: Neyman on a bimodal task);
-    "adversarial" gives a problem many samples exactly when the task's pilot looked good."""
+    decides the counts from the pilot. "plan" is the shipped plan (here reactive: the totals move with the pilots),
+    "plan-1" the first version's (whose runs still report with it); "adversarial" gives a problem many samples
+    exactly when the task's pilot looked good."""
     p = np.array([0.05, 0.5, 0.97])
-    if rule == "plan":
-        history = [_entry(6.0, max_n=16)]
+    if rule.startswith("plan"):
+        history = [_entry(6.0, max_n=16) if rule == "plan-1" else {**_entry(7.0, max_n=12), "plan": RULE}]
 
-        def totals_of(h: np.ndarray) -> np.ndarray:
-            return history_totals(h, history)
-        some = totals_of(np.array([[1.0, 0, 1, 0, 1], [3, 0, 0, 0, 0], [0, 0, 3, 0, 0], [0, 1, 1, 1, 0]]))
+        def tables_of(h: np.ndarray) -> np.ndarray:
+            return count_tables(h, history)
+        some = history_totals(np.array([[1.0, 0, 1, 0, 1], [3, 0, 0, 0, 0], [0, 0, 3, 0, 0], [0, 1, 1, 1, 0],
+                                        [2, 0, 0, 0, 1], [1, 1, 0, 0, 1]]), history)
         assert len(set(some.ravel())) >= 3  # the plan does react to the pilots here
     else:
         def totals_of(h: np.ndarray) -> np.ndarray:
             right = h @ np.arange(PILOT + 1)
             return np.where((right[:, None] >= 6) ^ (np.arange(PILOT + 1) % 2 == 0), 12, 6)
-    mean, var, var_hat, var_sum, _ = _exact_moments(p, totals_of)
+
+        def tables_of(h: np.ndarray) -> np.ndarray:
+            return swap_tables(h, totals_of)
+    mean, var, var_hat, var_sum, _ = _exact_moments(p, tables_of)
     assert np.allclose(mean, p, atol=1e-12, rtol=0)
     assert np.allclose(var_hat, var, atol=1e-12, rtol=0)
     # problems are not independent (their counts share the task's plan); the SE counts the diagonal only
@@ -102,7 +114,7 @@ def test_pooling_the_same_samples_would_be_biased() -> None:
         n = totals_of(np.zeros((1, PILOT + 1)))[0][c]
         bias += stats.binom.pmf(c, PILOT, 0.9) * ((c + (n - PILOT) * 0.9) / n - 0.9)
     assert bias > 0.005  # half a point per problem
-    mean, _, _, _, _ = _exact_moments(p, totals_of)
+    mean, _, _, _, _ = _exact_moments(p, lambda h: swap_tables(h, totals_of))
     assert np.allclose(mean, p, atol=1e-12)
 
 
@@ -122,9 +134,13 @@ def test_the_prior_takes_point_masses_and_an_outlier() -> None:
 def test_neyman_where_it_pays_uniform_where_it_does_not() -> None:
     bimodal = plan_totals(np.array([[50.0, 6, 6, 6, 50]]), 0.005, 256)  # most problems settled, a few not
     spread = plan_totals(np.array([[5.0, 20, 40, 20, 5]]), 0.005, 256)
-    assert bimodal.gamma[0] > 0.8 and bimodal.totals[0, 2] > 3 * bimodal.totals[0, 0]
+    # the shipped plan counts what weighing a problem's halves by other counts' totals costs (weight_factors), so it
+    # goes part of the way to Neyman here; the first version, which predicted 1/T, went nearly all the way
+    assert 0.2 < bimodal.gamma[0] < 0.8 and bimodal.totals[0, 2] > 1.4 * bimodal.totals[0, 0]
+    first = plan_totals(np.array([[50.0, 6, 6, 6, 50]]), 0.005, 256, rule=RULES[1])
+    assert first.gamma[0] > 0.8 and first.totals[0, 2] > 3 * first.totals[0, 0]
     assert spread.gamma[0] == 0.0 and len(set(spread.totals[0])) == 1
-    for plans in (bimodal, spread):
+    for plans in (bimodal, spread, first):
         assert plans.reason == ["target"] and plans.predicted_se[0] <= 0.005
         assert plans.totals.min() >= PILOT + MIN_MAIN
 
@@ -142,6 +158,40 @@ def test_budget_max_n_and_a_loose_target() -> None:
     # a target that even problems all at p = 1/2 meet with the pilot: the pilot only
     assert main_floor(0.2, 50) == 0 and (plan_totals(h, 0.2, 256).totals == PILOT).all()
     assert main_floor(0.03, 50) == 2 and main_floor(0.01, 50) == MIN_MAIN  # 1/(4 Q S²): 5.6 and 50
+
+
+def test_weight_factors_are_the_variance_of_the_weighted_estimate() -> None:
+    """weight_factors[c]: over the ways c of 4 splits into the halves, (wa² + wb²)/2 + wm²/(T_c - 4) with the
+    weights pilot_weights gives from a table whose totals do not move with the histogram; 1/T for a uniform plan."""
+    tot = np.array([8.0, 20, 30, 20, 9])
+    table = np.tile(tot, (PILOT + 1, 1))  # table[c, d] = tot[d]
+    f = weight_factors(tot[None, :])[0]
+    for c in range(PILOT + 1):
+        want = 0.0
+        for ca in range(3):
+            cb = c - ca
+            if not 0 <= cb <= 2:
+                continue
+            p_split = math.comb(2, ca) * math.comb(2, cb) / math.comb(PILOT, c)
+            wa, wb = pilot_weights(np.array([ca]), np.array([cb]), table)
+            wm = 1 - wa[0] - wb[0]
+            want += p_split * ((wa[0] ** 2 + wb[0] ** 2) / 2 + wm**2 / (tot[c] - PILOT))
+        assert math.isclose(f[c], want, rel_tol=1e-12)
+    assert f[2] > 1.3 / tot[2]  # a 2/4 problem whose halves disagree weighs them by the 8s of counts 0 and 4
+    assert np.allclose(weight_factors(np.full((1, PILOT + 1), 12.0)), 1 / 12)
+
+
+def test_an_entry_plans_with_the_version_it_names() -> None:
+    """A history entry without "plan" (a run made before versions were recorded) plans with version 1, so such a
+    run reports as it did (tests/fixtures/runs/adaptive_two_stage); a new command's entry names RULE."""
+    from reasoneval.run.adaptive import history_entry
+
+    h = np.array([[20.0, 3, 2, 3, 12]])
+    old, new = _entry(1.0), {**_entry(1.0), "plan": RULE}
+    assert (history_totals(h, [old]) == plan_totals(h, 0.01, 256, rule=RULES[1]).totals).all()
+    assert (history_totals(h, [new]) == plan_totals(h, 0.01, 256, rule=RULES[RULE]).totals).all()
+    assert not (history_totals(h, [old]) == history_totals(h, [new])).all()
+    assert history_entry(1.0, 256, None, {"aime24": 40})["plan"] == RULE
 
 
 def test_a_history_keeps_what_earlier_commands_drew() -> None:

@@ -31,7 +31,16 @@ from reasoneval.errors import UserError
 from reasoneval.metrics import ProblemOutcome
 from reasoneval.records import Problem, Request, SampleRecord
 from reasoneval.run.plan import LoadedTask
-from reasoneval.run.plan_adaptive import PILOT, entry_budget, history_totals, pilot_counts, plan_totals, task_estimates
+from reasoneval.run.plan_adaptive import (
+    PILOT,
+    RULE,
+    entry_budget,
+    entry_rule,
+    history_totals,
+    pilot_counts,
+    plan_totals,
+    task_estimates,
+)
 from reasoneval.scoring import Scorer
 from reasoneval.scoring.stream import score_store
 
@@ -55,10 +64,11 @@ class AdaptiveSettings:
 
 def history_entry(target_se: float, max_n: int, budget_samples: int | None, tasks: Mapping[str, int]
                   ) -> dict[str, Any]:
-    """config.adaptive's record of one `run --target-se` command: its settings and, per task, the number of
-    problems and its share of --budget-samples (in proportion to its problems; fixed before any outcome)."""
+    """config.adaptive's record of one `run --target-se` command: its settings, the plan version it plans with
+    (plan_adaptive.RULES) and, per task, the number of problems and its share of --budget-samples (in proportion to
+    its problems; fixed before any outcome)."""
     total = sum(tasks.values())
-    return {"target_se": target_se, "max_n": max_n, "budget_samples": budget_samples,
+    return {"target_se": target_se, "max_n": max_n, "budget_samples": budget_samples, "plan": RULE,
             "tasks": {t: {"num_problems": q, "budget": None if budget_samples is None or not total
                           else int(math.floor(budget_samples * q / total))} for t, q in tasks.items()}}
 
@@ -211,10 +221,10 @@ class AdaptiveSampler:
             return np.array([len(s.verdicts) for s in states]), "max_n"
         ca, cb, _ = pilot_counts([s.verdicts for s in states])
         hist = np.bincount(ca + cb, minlength=PILOT + 1).astype(np.float64)
-        totals = history_totals(hist, self._entries, task)[0]
-        last = self._entries[-1]
-        reason = plan_totals(hist, float(last["target_se"]) / 100.0, int(last["max_n"]), budget).reason[0]
-        return totals[ca + cb], reason
+        last = self._entries[-1]  # this command: planned once (the plan is the slow part, and the server waits)
+        plan = plan_totals(hist, float(last["target_se"]) / 100.0, int(last["max_n"]), budget, entry_rule(last))
+        totals = np.maximum(history_totals(hist, self._entries[:-1], task)[0], plan.totals[0])
+        return totals[ca + cb], plan.reason[0]
 
     def _log_stop(self, task: str, states: list[_ProblemState], reason: str) -> None:
         est = task_estimates([s.verdicts for s in states], self._entries, task)

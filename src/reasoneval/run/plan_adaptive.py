@@ -8,9 +8,10 @@ The design (docs/statistics.md, "Adaptive sampling" says why each part is there)
    (the nonparametric maximum-likelihood mixture of binomials, `fit_prior`), takes each count's posterior mean and
    variance of p(1-p), and chooses every problem's total number of samples as a function of its pilot count:
    Neyman (n ∝ posterior SD) where the prior predicts it beats uniform clearly, uniform where it does not, a blend
-   in between (`plan_totals`). The scale is the smallest whose predicted variance, plus `MARGIN_Z` posterior SDs of
-   that prediction, is at most the target's. Nothing is re-planned: no decision ever reads the samples after the
-   pilot, so the stop cannot select lucky runs.
+   in between (`plan_totals`). The scale is the smallest whose predicted variance (that of the weighted estimate
+   below, `weight_factors`), plus `margin_z` posterior SDs of that prediction, is at most the target's. The
+   constants are a plan version (`PlanRule`, `RULES`) that each command's history entry names. Nothing is
+   re-planned: no decision ever reads the samples after the pilot, so the stop cannot select lucky runs.
 3. **Estimate.** A problem's accuracy is w_a·(rate of half a) + w_b·(rate of half b) + (1 - w_a - w_b)·(rate of
    the samples after the pilot). The weight of half a comes from the plan the problem would have had if half a had
    come out like half b (everything else as observed), and the same for half b: a weight never depends on the
@@ -37,13 +38,37 @@ PILOT = 4  # samples every problem gets before the plan: two halves of two
 # its pilot from reporting a variance of 0 as often), fewer only for a target so loose that even problems all at
 # p = 1/2 would need fewer (`main_floor`).
 MIN_MAIN = 4
-MARGIN_Z = 1.5  # plan for the predicted variance plus this many of its posterior SDs
 # The blend between Neyman and uniform, from the predicted cost of Neyman over uniform at the same predicted SE:
 # at or below NEYMAN_FULL all Neyman, at or above NEYMAN_NONE all uniform, linear in between (no jump: a jump
 # would let one problem's pilot flip every other problem's plan).
 NEYMAN_FULL = 0.70
 NEYMAN_NONE = 0.90
 EM_ITERATIONS = 300
+
+
+@dataclass(frozen=True)
+class PlanRule:
+    """The constants of one version of the plan. A run's history entries name the version they were planned with
+    (`"plan"`; none: version 1), so a run keeps reporting with the plan that drew its samples."""
+
+    margin_z: float  # plan for the predicted variance plus this many of its posterior SDs
+    # predict each count's variance with the pilot weights its halves will get (`pilot_weights`, `weight_factors`)
+    # rather than as 1/T: where the plan is Neyman a problem whose halves disagree weighs them by other counts'
+    # totals, which costs up to 10% of the variance (issue 34, round two)
+    weighted: bool
+    # pseudo-problems added to every pilot count before the prior is fitted: the NPMLE from a few dozen 4-sample
+    # pilots puts point masses at exactly 0 and 1 where the truth is 0.05 or 0.95, and the plan then trusts them
+    smoothing: float
+
+
+RULES = {1: PlanRule(margin_z=1.5, smoothing=0.0, weighted=False),  # issue 34's first round
+         2: PlanRule(margin_z=2.0, smoothing=0.25, weighted=True)}  # round two: set on seeds 11-13
+RULE = 2  # the version new commands plan with
+
+
+def entry_rule(entry: Mapping[str, Any]) -> PlanRule:
+    """The plan version a history entry was made with (entries before versions were recorded: 1)."""
+    return RULES[int(entry.get("plan", 1))]
 # The prior's support: 0 and 1 themselves (problems a model always or never solves), dense near both ends.
 _ENDS = np.geomspace(1e-3, 0.5, 30)
 GRID = np.unique(np.concatenate([[0.0, 1.0], _ENDS, 1.0 - _ENDS]))
@@ -70,10 +95,11 @@ def fit_prior(hists: np.ndarray) -> np.ndarray:
     return w
 
 
-def posterior_moments(hists: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row and pilot count c: the posterior mean and variance of p(1-p) under the row's fitted prior."""
+def posterior_moments(hists: np.ndarray, smoothing: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Per row and pilot count c: the posterior mean and variance of p(1-p) under the row's fitted prior (fitted to
+    the counts plus `smoothing` pseudo-problems at every count)."""
     h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
-    w = fit_prior(h)
+    w = fit_prior(h + smoothing)
     like = _likelihood(h.shape[1] - 1)
     den = np.maximum(w @ like.T, 1e-300)
     mean = ((w * _V) @ like.T) / den
@@ -94,11 +120,12 @@ class Plans:
     reason: list[str]
 
 
-def plan_totals(hists: np.ndarray, target: float, max_n: int, budget: int | None = None) -> Plans:
+def plan_totals(hists: np.ndarray, target: float, max_n: int, budget: int | None = None,
+                rule: PlanRule = RULES[RULE]) -> Plans:
     """The plan of each row of `hists` (shape (B, PILOT + 1): how many problems had c of PILOT pilot samples right).
 
     target: SE of the task's mean (fraction). max_n: most samples per problem. budget: most samples the task may
-    hold in all (pilot included); a plan over it is scaled down (`_within_budget`)."""
+    hold in all (pilot included); a plan over it is scaled down (`_within_budget`). rule: the plan's constants."""
     h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
     b = len(h)
     q = h.sum(axis=1)
@@ -106,13 +133,14 @@ def plan_totals(hists: np.ndarray, target: float, max_n: int, budget: int | None
     if lo == PILOT or max_n < lo:  # the pilot alone (at most max_n samples) is all there is
         tot = np.full(h.shape, min(PILOT, max_n), dtype=np.int64)
         return Plans(tot, np.zeros(b), np.full(b, math.inf), ["target" if lo == PILOT else "max_n"] * b)
-    mean, var = posterior_moments(h)
+    mean, var = posterior_moments(h, rule.smoothing)
     goal = (q * target) ** 2
     sd = np.sqrt(np.maximum(mean, 1e-12))
 
     def predicted(tot: np.ndarray) -> np.ndarray:
-        return (np.sum(h * mean / tot, axis=1)
-                + MARGIN_Z * np.sqrt(np.maximum(np.sum(h * var / (tot * tot), axis=1), 0.0)))
+        f = weight_factors(tot) if rule.weighted else 1.0 / tot
+        return (np.sum(h * mean * f, axis=1)
+                + rule.margin_z * np.sqrt(np.maximum(np.sum(h * var * f * f, axis=1), 0.0)))
 
     def fit(shape: np.ndarray) -> np.ndarray:
         """Totals clip(ceil(s · shape), lo, max_n) at the smallest s (per row) predicted to meet the goal."""
@@ -137,6 +165,27 @@ def plan_totals(hists: np.ndarray, target: float, max_n: int, budget: int | None
             reason = ["budget" if o else r for o, r in zip(over, reason)]
     se = np.sqrt(np.maximum(np.sum(h * mean / tot, axis=1), 0.0)) / np.maximum(q, 1)
     return Plans(tot.astype(np.int64), gamma, se, reason)
+
+
+# Every way a pilot count c splits over the halves (j of 2 in half a, c - j in half b), with its probability given c
+# (hypergeometric): `weight_factors` sums over them.
+_SPLITS = [(c, j, math.comb(2, j) * math.comb(2, c - j) / math.comb(PILOT, c))
+           for c in range(PILOT + 1) for j in range(3) if 0 <= c - j <= 2]
+_SPLIT_C = np.array([c for c, _, _ in _SPLITS])
+_SPLIT_A = np.array([2 * (c - j) for c, j, _ in _SPLITS])  # the count behind half a's weight: half b's doubled
+_SPLIT_B = np.array([2 * j for _, j, _ in _SPLITS])
+_SPLIT_SUM = np.array([[pr if c == cc else 0.0 for cc in range(PILOT + 1)] for c, _, pr in _SPLITS])
+
+
+def weight_factors(tot: np.ndarray) -> np.ndarray:
+    """f[b, c]: the variance of a problem's estimate per unit of p(1-p) when its pilot count is c and the totals
+    are tot[b] (shape (B, PILOT + 1)), averaged over how c splits over the halves: (w_a² + w_b²)/2 + w_m²/(T_c - 4)
+    with w_a = 2/T at half b's count doubled, w_b = 2/T at half a's (`pilot_weights`, the histogram's shift from
+    moving one problem left out). Equal to 1/T_c where the plan is uniform."""
+    t = np.asarray(tot, dtype=np.float64)
+    wa, wb = 2.0 / t[:, _SPLIT_A], 2.0 / t[:, _SPLIT_B]
+    main = np.maximum(t[:, _SPLIT_C] - PILOT, 1.0)
+    return ((wa * wa + wb * wb) / 2.0 + (1.0 - wa - wb) ** 2 / main) @ _SPLIT_SUM
 
 
 def main_floor(target: float, q: int) -> int:
@@ -170,10 +219,12 @@ def _within_budget(h: np.ndarray, shape: np.ndarray, lo: int, max_n: int, budget
 
 
 def history_totals(hists: np.ndarray, history: Sequence[Mapping[str, Any]], task: str | None = None) -> np.ndarray:
-    """The totals of a run whose commands were `history` (oldest first); a problem holds the most any of them
-    asked for (a smaller later target only adds). An entry is a uniform run `{"n": K}` or an adaptive one
-    `{"target_se": points, "max_n": N, "budget_samples": B or None}`; with `"tasks": {name: {"budget": b}}` it
-    applies to those tasks only, with that task's share of the budget (`run/adaptive.py`, `history_entry`)."""
+    """totals[b, c]: the total of a problem of pilot count c in a run whose pilot histogram is row b and whose
+    commands were `history` (oldest first); a problem holds the most any of them asked for (a smaller later target
+    only adds). An entry is a uniform run `{"n": K}` or an adaptive one `{"target_se": points, "max_n": N,
+    "budget_samples": B or None, "plan": version}`; with `"tasks": {name: {"budget": b}}` it applies to those tasks
+    only, with that task's share of the budget (`run/adaptive.py`, `history_entry`). The diagonal of
+    `count_tables`, planned on the histogram alone."""
     h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
     out = np.zeros(h.shape, dtype=np.int64)
     for entry in history:
@@ -183,39 +234,59 @@ def history_totals(hists: np.ndarray, history: Sequence[Mapping[str, Any]], task
         if entry.get("target_se") is None:
             out = np.maximum(out, int(entry.get("n") or 0))
             continue
-        plans = plan_totals(h, float(entry["target_se"]) / 100.0, int(entry["max_n"]), entry_budget(entry, task))
+        plans = plan_totals(h, float(entry["target_se"]) / 100.0, int(entry["max_n"]), entry_budget(entry, task),
+                            entry_rule(entry))
         out = np.maximum(out, plans.totals)
     return out
 
 
+def count_tables(hists: np.ndarray, history: Sequence[Mapping[str, Any]], task: str | None = None) -> np.ndarray:
+    """table[b, c, d]: the total a problem gets at pilot count d when it takes the place of one problem of count c
+    in row b's histogram (the other problems as observed), under every command of `history` (the most any asked
+    for). table[b, c, c] is a problem's own total; table[b, c, 2j] is the total behind the weight of a pilot half
+    whose other half is j of 2 (`pilot_weights`). Meaningless where row b has no problem of count c."""
+    def totals_of(hs: np.ndarray) -> np.ndarray:
+        return history_totals(hs, history, task)
+
+    return swap_tables(hists, totals_of).astype(np.int64)
+
+
+def _plan_variants(variants: np.ndarray, totals_of: Any) -> np.ndarray:
+    """totals_of on every histogram of variants (shape (..., k)), each distinct one planned once."""
+    k = variants.shape[-1]
+    uniq, inverse = np.unique(variants.reshape(-1, k), axis=0, return_inverse=True)
+    return np.asarray(totals_of(uniq), dtype=np.float64)[inverse.reshape(-1)].reshape(variants.shape)
+
+
+def swap_tables(hists: np.ndarray, totals_of: Any) -> np.ndarray:
+    """table[b, c, d] = totals_of(row b with one problem moved from count c to d)[d]."""
+    h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
+    b, k = h.shape
+    eye = np.eye(k)
+    variants = np.maximum(h[:, None, None, :] - eye[None, :, None, :] + eye[None, None, :, :], 0.0)  # (B, c, d, k)
+    tot = _plan_variants(variants, totals_of)
+    return np.take_along_axis(tot, np.arange(k)[None, None, :, None], axis=3)[..., 0]
+
+
 def pilot_weights(ca: np.ndarray, cb: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Weights of pilot halves a and b of each problem. ca, cb: right of 2 in each half, shape (..., Q); table:
-    `proxy_totals` of the task's pilot histogram, shape (..., PILOT + 1, 3).
+    `count_tables` of the task's pilot histogram, shape (..., PILOT + 1, PILOT + 1).
 
     Half a's weight is 2/T (its share of the problem's samples), T the total the plan gives a problem whose pilot
-    is half b twice, with this problem moved to that count in the histogram and every other problem as observed:
-    a function of half b and of the other problems, never of half a. Half b's the same way from half a."""
+    is half b twice, in the place of this problem, every other problem as observed: a function of half b and of
+    the other problems, never of half a. Half b's the same way from half a."""
     ca, cb = np.asarray(ca, dtype=np.int64), np.asarray(cb, dtype=np.int64)
-    row = np.take_along_axis(table, (ca + cb)[..., None], axis=-2)  # (..., Q, 3): the other problems + e_2j
-    ta = np.take_along_axis(row, cb[..., None], axis=-1)[..., 0]
-    tb = np.take_along_axis(row, ca[..., None], axis=-1)[..., 0]
+    row = np.take_along_axis(table, (ca + cb)[..., None], axis=-2)  # (..., Q, k): the others + this one at d
+    ta = np.take_along_axis(row, 2 * cb[..., None], axis=-1)[..., 0]
+    tb = np.take_along_axis(row, 2 * ca[..., None], axis=-1)[..., 0]
     return 2.0 / ta, 2.0 / tb
 
 
-def proxy_totals(hists: np.ndarray, totals_of: Any) -> np.ndarray:
-    """table[b, c, j]: the total a problem with pilot count 2j gets when one problem of count c in row b's
-    histogram is moved to count 2j (meaningless where row b has no problem of count c)."""
-    h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
-    b, k = h.shape
-    half = (k - 1) // 2
-    variants = np.repeat(h[:, None, None, :], k, axis=1).repeat(half + 1, axis=2)  # (B, k, half+1, k)
-    for c in range(k):
-        for j in range(half + 1):
-            variants[:, c, j, c] -= 1
-            variants[:, c, j, 2 * j] += 1
-    flat = np.maximum(variants.reshape(-1, k), 0.0)
-    tot = np.asarray(totals_of(flat), dtype=np.float64).reshape(b, k, half + 1, k)
-    return np.take_along_axis(tot, (2 * np.arange(half + 1))[None, None, :, None], axis=3)[..., 0]
+def own_totals(c: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Each problem's total, table[c, c] (c: pilot counts, shape (..., Q); table: `count_tables`, (..., k, k))."""
+    c = np.asarray(c, dtype=np.int64)
+    row = np.take_along_axis(table, c[..., None], axis=-2)
+    return np.take_along_axis(row, c[..., None], axis=-1)[..., 0].astype(np.int64)
 
 
 def two_stage_estimates(ca: np.ndarray, cb: np.ndarray, ma: np.ndarray, na: np.ndarray, mb: np.ndarray, nb: np.ndarray,
@@ -284,18 +355,15 @@ def task_estimates(outcomes: Sequence[Mapping[int, bool]], history: Sequence[Map
     adaptive_entries = [e for e in history if e.get("target_se") is not None
                         and (task is None or e.get("tasks") is None or task in e["tasks"])]
 
-    def totals_of(hs: np.ndarray) -> np.ndarray:
-        return history_totals(hs, history, task)
-
-    totals_by_count = totals_of(hist)[0]
-    totals = np.where(full, totals_by_count[ca + cb], np.array([len(x) for x in outcomes]))
+    table = count_tables(hist, history, task)[0]
+    totals = np.where(full, own_totals(ca + cb, table), np.array([len(x) for x in outcomes]))
     last = adaptive_entries[-1] if adaptive_entries else None
     plan = None
     if last is not None:
         budget = entry_budget(last, task)
-        plan = plan_totals(hist, float(last["target_se"]) / 100.0, int(last["max_n"]), budget)
-    if full.all() and totals_by_count.max() > PILOT:
-        wa, wb = pilot_weights(ca, cb, proxy_totals(hist[None, :], totals_of)[0])
+        plan = plan_totals(hist, float(last["target_se"]) / 100.0, int(last["max_n"]), budget, entry_rule(last))
+    if full.all() and totals[full].max() > PILOT:
+        wa, wb = pilot_weights(ca, cb, table)
         main = [[bool(x[j]) for j in sorted(x) if j >= PILOT][: max(0, int(t) - PILOT)] for x, t in zip(outcomes, totals)]
         ma, na = np.array([sum(m[0::2]) for m in main]), np.array([len(m[0::2]) for m in main])
         mb, nb = np.array([sum(m[1::2]) for m in main]), np.array([len(m[1::2]) for m in main])
