@@ -1,4 +1,4 @@
-"""CLI commands of the readers: `compare`, `analyze`, `runs`, `export` (registered by cli.build_parser)."""
+"""CLI commands of the readers: `compare`, `analyze`, `runs`, `export` (listed in cli.main.COMMANDS)."""
 
 from __future__ import annotations
 
@@ -141,19 +141,19 @@ def _cmd_export(a: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any, fmt: Any) -> None:
-    p = sub.add_parser("compare", help="paired comparison of runs on the problems they share", formatter_class=fmt,
-                       epilog="example:\n  reasoneval compare results/m/run1 results/m/run2 --markdown\n"
-                       "Each run after the first is compared with the first: B - A, SE paired over problems "
-                       "(docs/statistics.md).")
+def add_compare_parser(p: argparse.ArgumentParser) -> None:
+    p.epilog = ("example:\n  reasoneval compare results/m/run1 results/m/run2 --markdown\n"
+                "Each run after the first is compared with the first: B - A, SE paired over problems "
+                "(docs/statistics.md).")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     p.add_argument("--json", action="store_true")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--html", metavar="FILE", help="also write the comparison page")
     p.set_defaults(func=_cmd_compare)
 
-    p = sub.add_parser("analyze", help="SE against samples per problem, samples for a target SE, spread of reruns",
-                       formatter_class=fmt, epilog="example:\n  reasoneval analyze results/m/run1 --target-se 0.01")
+
+def add_analyze_parser(p: argparse.ArgumentParser) -> None:
+    p.epilog = "example:\n  reasoneval analyze results/m/run1 --target-se 0.01"
     p.add_argument("run_dir")
     p.add_argument("--target-se", type=float,
                    help="samples per problem needed for this SE of pass@1, as a fraction (0.01 = 1 point; "
@@ -164,9 +164,10 @@ def add_parsers(sub: Any, fmt: Any) -> None:
     p.add_argument("--markdown", action="store_true")
     p.set_defaults(func=_cmd_analyze)
 
-    p = sub.add_parser("runs", help="one table of every run under a results folder", formatter_class=fmt,
-                       epilog="examples:\n  reasoneval runs results --model 'Qwen*' --task 'aime*' --csv > runs.csv\n"
-                       "  reasoneval runs results --by-checkpoint --markdown   # checkpoints x (task, metric)")
+
+def add_runs_parser(p: argparse.ArgumentParser) -> None:
+    p.epilog = ("examples:\n  reasoneval runs results --model 'Qwen*' --task 'aime*' --csv > runs.csv\n"
+                "  reasoneval runs results --by-checkpoint --markdown   # checkpoints x (task, metric)")
     p.add_argument("dir", nargs="?", default="results")
     p.add_argument("--model", metavar="GLOB")
     p.add_argument("--task", metavar="GLOB")
@@ -178,8 +179,9 @@ def add_parsers(sub: Any, fmt: Any) -> None:
     p.add_argument("--metric", metavar="GLOB", help="with --by-checkpoint: only these metrics (e.g. 'exact_match*')")
     p.set_defaults(func=_cmd_runs)
 
-    p = sub.add_parser("export", help="samples as chat-message training data (JSONL or Parquet)", formatter_class=fmt,
-                       epilog="example:\n  reasoneval export results/m/run1 -o sft.jsonl --correct-only --max-per-problem 4")
+
+def add_export_parser(p: argparse.ArgumentParser) -> None:
+    p.epilog = "example:\n  reasoneval export results/m/run1 -o sft.jsonl --correct-only --max-per-problem 4"
     p.add_argument("run_dir")
     p.add_argument("-o", "--output", help="file to write (.jsonl or .parquet; default RUN_DIR/export.jsonl)")
     p.add_argument("--format", choices=["jsonl", "parquet"])

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 
-def add_score_parser(sub: Any, fmt: Any) -> None:
+def add_score_parser(p: argparse.ArgumentParser) -> None:
     from reasoneval.run.options import GRADING_OPTIONS, EvalConfig, StoreWithOldSpellings, add_options
     from reasoneval.scoring import SCORERS
 
-    p = sub.add_parser("score", help="grade a run directory again, or an external file of generations",
-                       formatter_class=fmt, epilog="examples:\n"
+    p.epilog = ("examples:\n"
                        "  reasoneval score results/my-model/0123abcd4567     # after a grader change\n"
                        "  reasoneval score gens.jsonl --response-key gen --answer-key gt\n"
                        "  reasoneval score samples_aime24_2025-01-01.jsonl   # lm-evaluation-harness log\n"

@@ -304,7 +304,7 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
         result = score_run(stage, workers=workers, grading_timeout=grading_timeout, print_table=False)
     result = dataclasses.replace(result, run_dir=out)
     if print_table:
-        from reasoneval.report import render_table
+        from reasoneval.report.table import render_table
 
         render_table(result)
     return result

@@ -28,8 +28,10 @@ from reasoneval.errors import RunIncomplete, UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
 from reasoneval.prompts import Exemplar, PromptConfig
 from reasoneval.records import Problem
-from reasoneval.report import ResultsWriter, render_table, write_summary
 from reasoneval.report.html_page import write_run_html
+from reasoneval.report.parquet import ResultsWriter
+from reasoneval.report.summary_json import write_summary
+from reasoneval.report.table import render_table
 from reasoneval.results.schema import (
     CONFIG_FILE,
     SUMMARY_FILE,
