@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -19,6 +18,7 @@ from reasoneval.engines import ENGINES, make_options
 from reasoneval.errors import UserError
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.tasks import TASKS, TaskSpec
+from tests.plugins import register_for_the_test
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
@@ -36,19 +36,16 @@ def test_the_docs_examples_are_the_test_suites_modules(name: str, module: str) -
     assert example(name) == (PLUGINS / module).read_text()
 
 
+ARITH_EXACT = TaskSpec("arith_exact", "arith scored by exact match", scoring=TaskScoring("last_line", {"ignore_case": True}),
+                       generate=TASKS.get("arith").generate, size=TASKS.get("arith").size)
+
+
 @pytest.fixture
-def registered() -> Iterator[None]:
-    """The two examples registered as the doc says (one entry each), removed again after the test."""
-    SCORERS.add_lazy("last_line", "tests.plugins.last_line:LastLineScorer")
-    ENGINES.add_lazy("constant", "tests.plugins.constant_engine")
-    TASKS.add("arith_exact", TaskSpec("arith_exact", "arith scored by exact match", scoring=TaskScoring(
-        "last_line", {"ignore_case": True}), generate=TASKS.get("arith").generate, size=TASKS.get("arith").size))
-    try:
-        yield
-    finally:
-        SCORERS.remove("last_line")
-        ENGINES.remove("constant")
-        TASKS.remove("arith_exact")
+def registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two examples registered as the doc says (one entry each), for the test only."""
+    register_for_the_test(monkeypatch, SCORERS, "last_line", "tests.plugins.last_line:LastLineScorer")
+    register_for_the_test(monkeypatch, ENGINES, "constant", "tests.plugins.constant_engine")
+    register_for_the_test(monkeypatch, TASKS, "arith_exact", "tests.test_architecture:ARITH_EXACT")
 
 
 def test_example_scorer_and_engine_run_end_to_end(registered: None, tmp_path: Path) -> None:
@@ -96,7 +93,8 @@ import reasoneval.scoring
 from reasoneval.scoring import SCORERS
 assert not [m for m in sys.modules if m.endswith(".scorer") or m == "reasoneval.scoring.lmeval"], sorted(sys.modules)
 SCORERS.add_lazy("last_line", "tests.plugins.last_line:LastLineScorer")
-names = SCORERS.names()
+# The built-ins, in the order added (any installed package's scorers come after them: not this test's).
+names = [n for n in SCORERS.names() if SCORERS.origin(n) is None]
 assert names[-1] == "last_line" and {"math", "choice", "code", "ifeval", "strict_match"} <= set(names), names
 for name in names:
     SCORERS.get(name)

@@ -76,9 +76,10 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
     data_dir = a.data_dir or os.environ.get("REASONEVAL_DATA_DIR")
     rows = task_listing(Path(data_dir) if data_dir else None)
     console = console_for_tables()
-    print_table(["name", "source", "scorer", "local", "size"],
-                [[str(r["name"]), str(r["source"]), str(r.get("scorer", "")), "yes" if r.get("local") else "no",
-                  "" if r.get("size") is None else str(r["size"])] for r in rows], "tasks", console, left=4)
+    print_table(["name", "source", "scorer", "from", "local", "size"],
+                [[str(r["name"]), str(r["source"]), str(r.get("scorer", "")), str(r["from"]),
+                  "yes" if r.get("local") else "no", "" if r.get("size") is None else str(r["size"])] for r in rows],
+                "tasks", console, left=5)
     for g, members in GROUPS.items():
         console.print(f"group [bold]{g}[/bold] = {', '.join(members)}")
     for t, lm in LMEVAL_NAMES.items():
@@ -87,17 +88,19 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
 
 
 def _cmd_engines(a: argparse.Namespace) -> int:
-    from reasoneval.engines import ENGINES, capabilities, engine_module, options_class
+    from reasoneval.engines import ENGINES
     from reasoneval.report.text import console_for_tables, print_table
     from reasoneval.run.options import engine_flags
 
     console = console_for_tables()
     flags = engine_flags()
-    for engine in ENGINES:
-        module = engine_module(engine)
-        caps = capabilities(engine)
-        console.print(f"[bold]--engine {engine}[/bold]: {(module.__doc__ or '').strip().splitlines()[0]}")
-        fields = dataclasses.fields(options_class(engine))
+    for engine, module in ENGINES.available():  # a plugin engine that cannot be loaded: left out with a warning
+        caps = module.CAPABILITIES
+        origin = ENGINES.provenance(engine)
+        console.print(f"[bold]--engine {engine}[/bold]: {(module.__doc__ or '').strip().splitlines()[0]}",
+                      soft_wrap=True)
+        console.print(f"  from {f'the package {origin}' if origin else 'reasoneval (built in)'}")
+        fields = dataclasses.fields(module.Options)
         if fields:
             print_table(["option (--engine-arg KEY=VALUE)", "flag", "default", "help"],
                         [[f.name, flags[f.name][0] if f.name in flags else "", repr(f.default), f.metadata.get("help", "")]

@@ -99,6 +99,10 @@ class RunConfig(JsonRecord):
     adaptive: dict[str, Any] | None = None
     # task -> its samples per problem, where the headline's tasks differ (a K extension of one task); else empty
     task_n: dict[str, int] = json_field(default_factory=dict, omit_empty=True)
+    # "kind/name" -> "distribution==version" of every plugin the run used (its engine, tasks, their scorers and
+    # prompt styles; run/pipeline.py used_plugins): what traces a result to the code outside reasoneval that made
+    # it. Built-ins are reasoneval's own (versions["reasoneval"]); none used: not written, so no run id changes.
+    plugins: dict[str, str] = json_field(default_factory=dict, omit_empty=True)
 
     @property
     def model(self) -> str:
