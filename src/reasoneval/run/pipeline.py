@@ -39,6 +39,7 @@ from reasoneval.results.schema import (
     GenerationTiming,
     RunConfig,
     RunResult,
+    TaskData,
     load_config,
     load_run,
     write_config,
@@ -216,8 +217,8 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
             scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if engine_name == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
-            datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
-                               "source": t.spec.source, "version": t.spec.version} for t in tasks},
+            datasets={t.name: TaskData(len(t.problems), dataset_hash(list(t.problems)), t.spec.source, t.spec.version)
+                      for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
             created=now, updated=now, plugins=used_plugins(cfg, tasks),
             adaptive={"design": DESIGN, "target_se": cfg.target_se, "max_n": cfg.max_n,
