@@ -67,3 +67,23 @@ def test_every_command_is_listed_but_only_the_one_given_gets_its_flags() -> None
                                            (["tasks", "--data-dir", "d"], "tasks"), ([], None)])
 def test_the_command_is_the_first_word_that_is_not_an_option(argv: list[str], command: str | None) -> None:
     assert command_of(argv) == command
+
+
+@pytest.mark.parametrize("command, flags_class", [("compare", "CompareFlags"), ("analyze", "AnalyzeFlags"),
+                                                  ("runs", "RunsFlags"), ("export", "ExportFlags")])
+def test_the_readers_flags_are_their_declared_fields(command: str, flags_class: str) -> None:
+    """Each flag of compare/analyze/runs/export (but `-o`) is generated from one field: its spelling, old spellings
+    and default are the field's."""
+    import dataclasses
+
+    from reasoneval.cli import analysis
+    from reasoneval.run.options import cli_of, field_default, flag_of
+
+    cls = getattr(analysis, flags_class)
+    parser = subparsers(build_parser([command]))[command]
+    flags = {s for a in parser._actions for s in a.option_strings} - {"-h", "--help", "-o", "--output"}
+    fields = dataclasses.fields(cls)
+    assert flags == {s for f in fields for s in (flag_of(f), *(cli_of(f).aliases))}  # type: ignore[union-attr]
+    given = {"compare": ["a"], "analyze": ["a"], "runs": [], "export": ["a"]}[command]
+    parsed = parser.parse_args(given)
+    assert {f.name: getattr(parsed, f.name) for f in fields} == {f.name: field_default(f) for f in fields}
