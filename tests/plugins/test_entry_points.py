@@ -213,3 +213,14 @@ def test_lazy_entries_are_listed_without_importing_and_resolved_once() -> None:
         things.add_lazy("len", "builtins:len")
     with pytest.raises(UserError, match="unknown thing 'size'; known things: dumps, len"):
         things.get("size")
+
+
+def test_a_file_scored_by_a_plugin_scorer_records_it(tmp_path: Path) -> None:
+    gens = tmp_path / "gens.jsonl"
+    gens.write_text("".join(json.dumps({"problem": f"What is {n} squared?", "answer": str(n * n),
+                                        "response": str(n * n if n < 3 else n)}) + "\n" for n in range(1, 5)))
+    r = reasoneval("score", str(gens), "--scorer", "demo_exact", "--json", path=(SITE,), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout)["tasks"]["gens"]["mean"] == pytest.approx(0.5)  # 1 and 4 right; 3 and 4 not squared
+    config = json.loads((tmp_path / "gens.jsonl.reasoneval" / "config.json").read_text())
+    assert config["plugins"] == {"scorer/demo_exact": "reasoneval-demo-plugin==0.1.0"}

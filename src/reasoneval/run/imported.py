@@ -116,7 +116,8 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
     write_config(out_dir, RunConfig(
         run_id=run_id or out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path),
         n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]}, scoring={task: TaskScoring(scorer)},
-        created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        plugins={f"scorer/{scorer}": origin for origin in [SCORERS.provenance(scorer)] if origin}))
     return K
 
 
