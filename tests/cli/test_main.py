@@ -69,21 +69,27 @@ def test_the_command_is_the_first_word_that_is_not_an_option(argv: list[str], co
     assert command_of(argv) == command
 
 
-@pytest.mark.parametrize("command, flags_class", [("compare", "CompareFlags"), ("analyze", "AnalyzeFlags"),
-                                                  ("runs", "RunsFlags"), ("export", "ExportFlags")])
-def test_the_readers_flags_are_their_declared_fields(command: str, flags_class: str) -> None:
-    """Each flag of compare/analyze/runs/export (but `-o`) is generated from one field: its spelling, old spellings
-    and default are the field's."""
-    import dataclasses
+# run's own flags that `score` shares (EvalConfig's fields: tests/run/test_options.py holds them to their fields).
+SHARED = {"--data-dir", "--grading-workers", "--grading-timeout"}
 
-    from reasoneval.cli import analysis
+
+@pytest.mark.parametrize("command, flags_class", [("compare", "analysis:CompareFlags"), ("analyze", "analysis:AnalyzeFlags"),
+                                                  ("runs", "analysis:RunsFlags"), ("export", "analysis:ExportFlags"),
+                                                  ("score", "score:ScoreFlags")])
+def test_the_commands_flags_are_their_declared_fields(command: str, flags_class: str) -> None:
+    """Each flag of compare/analyze/runs/export/score (but export's `-o` and run's flags score shares) is generated
+    from one field: its spelling, old spellings and default are the field's."""
+    import dataclasses
+    import importlib
+
     from reasoneval.run.options import cli_of, field_default, flag_of
 
-    cls = getattr(analysis, flags_class)
+    module, name = flags_class.split(":")
+    cls = getattr(importlib.import_module(f"reasoneval.cli.{module}"), name)
     parser = subparsers(build_parser([command]))[command]
-    flags = {s for a in parser._actions for s in a.option_strings} - {"-h", "--help", "-o", "--output"}
+    flags = {s for a in parser._actions for s in a.option_strings} - {"-h", "--help", "-o", "--output", *SHARED}
     fields = dataclasses.fields(cls)
     assert flags == {s for f in fields for s in (flag_of(f), *(cli_of(f).aliases))}  # type: ignore[union-attr]
-    given = {"compare": ["a"], "analyze": ["a"], "runs": [], "export": ["a"]}[command]
+    given = {"compare": ["a"], "analyze": ["a"], "runs": [], "export": ["a"], "score": ["a"]}[command]
     parsed = parser.parse_args(given)
     assert {f.name: getattr(parsed, f.name) for f in fields} == {f.name: field_default(f) for f in fields}
