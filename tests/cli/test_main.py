@@ -75,7 +75,7 @@ SHARED = {"--data-dir", "--grading-workers", "--grading-timeout"}
 
 @pytest.mark.parametrize("command, flags_class", [("compare", "analysis:CompareFlags"), ("analyze", "analysis:AnalyzeFlags"),
                                                   ("runs", "analysis:RunsFlags"), ("export", "analysis:ExportFlags"),
-                                                  ("score", "score:ScoreFlags")])
+                                                  ("score", "score:ScoreFlags"), ("report", "report:ReportFlags")])
 def test_the_commands_flags_are_their_declared_fields(command: str, flags_class: str) -> None:
     """Each flag of compare/analyze/runs/export/score (but export's `-o` and run's flags score shares) is generated
     from one field: its spelling, old spellings and default are the field's."""
@@ -87,9 +87,13 @@ def test_the_commands_flags_are_their_declared_fields(command: str, flags_class:
     module, name = flags_class.split(":")
     cls = getattr(importlib.import_module(f"reasoneval.cli.{module}"), name)
     parser = subparsers(build_parser([command]))[command]
-    flags = {s for a in parser._actions for s in a.option_strings} - {"-h", "--help", "-o", "--output", *SHARED}
+    from reasoneval.report.dashboards import LOG_ARGS
+
+    # report's dashboard flags are report.dashboards' own, and its --html (an optional value) is hand-written.
+    own = {"--html", "--log-to", *(flag for flag, _ in LOG_ARGS.values())} if command == "report" else set()
+    flags = {s for a in parser._actions for s in a.option_strings} - {"-h", "--help", "-o", "--output", *SHARED, *own}
     fields = dataclasses.fields(cls)
     assert flags == {s for f in fields for s in (flag_of(f), *(cli_of(f).aliases))}  # type: ignore[union-attr]
-    given = {"compare": ["a"], "analyze": ["a"], "runs": [], "export": ["a"], "score": ["a"]}[command]
+    given = {"compare": ["a"], "analyze": ["a"], "runs": [], "export": ["a"], "score": ["a"], "report": ["a"]}[command]
     parsed = parser.parse_args(given)
     assert {f.name: getattr(parsed, f.name) for f in fields} == {f.name: field_default(f) for f in fields}

@@ -1,12 +1,11 @@
-"""The command line: the top parser, built from each command group's module (run, score, fleet, analysis,
-doctor), and the small commands `report | engines | tasks | data pull`."""
+"""The command line: the top parser, built from each command group's module (run, report, score, fleet, analysis,
+doctor), and the small commands `engines | tasks | data pull`."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import importlib
-import json
 import logging
 import sys
 from typing import Collection, Sequence
@@ -22,47 +21,6 @@ def _csv(values: Sequence[str] | None) -> list[str]:
     for v in values or []:
         out.extend(x.strip() for x in v.split(",") if x.strip())
     return out
-
-
-def _cmd_report(a: argparse.Namespace) -> int:
-    from reasoneval.run.pipeline import score_run
-
-    tasks = _csv(a.tasks) or None
-    from reasoneval.report.dashboards import LOG_ARGS, check_backends, dashboard_options, log_once, model_checkpoint
-
-    log_to, log_args = dashboard_options(a)
-    check_backends(log_to, log_args)
-    if a.step is not None and not log_to:
-        raise UserError("--step is the training step results are logged at with --log-to; without --log-to it does "
-                        "nothing: add --log-to NAME or drop --step")
-    if log_args and not log_to:
-        raise UserError(f"{', '.join(LOG_ARGS[k][0] for k in log_args)} are settings of --log-to, which is not "
-                        "asked for: add --log-to NAME or drop them")
-    summary = score_run(a.run_dir, n=a.n, tasks=tasks, workers=a.grading_workers, grading_timeout=a.grading_timeout,
-                        print_table=not a.json)
-    if a.json:
-        print(json.dumps(summary.to_json_dict(), indent=2))
-    if a.html is not None:
-        from pathlib import Path
-
-        from reasoneval.report.html_page import REPORT_FILE, write_run_html
-
-        page = write_run_html(summary, Path(a.html)) if a.html else summary.run_dir / REPORT_FILE
-        print(f"HTML report: {page}", file=sys.stderr)
-    if log_to:
-        from pathlib import Path
-
-        from reasoneval.results.schema import load_run
-
-        headline = load_run(summary.run_dir) if summary.view else summary  # the dashboards show the run's headline
-        step = a.step if a.step is not None else model_checkpoint(headline.config).step
-        from reasoneval.run.options import EvalConfig
-
-        log_once(EvalConfig(log_to=log_to, log_args=log_args, output_dir=str(Path(a.run_dir).resolve().parents[1])),
-                 headline, step)
-    if not summary.complete:
-        raise RunIncomplete(summary)
-    return 0
 
 
 def _cmd_tasks(a: argparse.Namespace) -> int:
@@ -126,7 +84,7 @@ def _cmd_data_pull(a: argparse.Namespace) -> int:
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("generate, grade and report", "reasoneval.cli.run:add_run_parser"),
     "report": ("rebuild the table, summary.json and results.parquet from a run directory",
-               "reasoneval.cli.main:add_report_parser"),
+               "reasoneval.cli.report:add_report_parser"),
     "engines": ("list the engines with their options and the package each comes from",
                 "reasoneval.cli.main:add_engines_parser"),
     "tasks": ("list tasks with sizes and sources", "reasoneval.cli.main:add_tasks_parser"),
@@ -145,24 +103,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("one table of every run under a results folder", "reasoneval.cli.analysis:add_runs_parser"),
     "export": ("samples as chat-message training data (JSONL or Parquet)", "reasoneval.cli.analysis:add_export_parser"),
 }
-
-
-def add_report_parser(p: argparse.ArgumentParser) -> None:
-    from reasoneval.report.dashboards import add_dashboard_args
-    from reasoneval.run.options import GRADING_OPTIONS, EvalConfig, add_options
-
-    p.epilog = "example:\n  reasoneval report results/my-model/0123abcd4567 --n 8"
-    p.add_argument("run_dir")
-    p.add_argument("--n", type=int, help="use sample indices < N (default: the run's --n)")
-    p.add_argument("--tasks", action="append", help="only these tasks")
-    add_options(p, EvalConfig, GRADING_OPTIONS)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--html", nargs="?", const="", metavar="FILE",
-                   help="say where report.html is (written into the run directory), or write it to FILE too")
-    p.add_argument("--step", type=int, help="training step to log at with --log-to (default: from the model's "
-                   "name, e.g. checkpoint-1200)")
-    add_dashboard_args(p)
-    p.set_defaults(func=_cmd_report)
 
 
 def add_engines_parser(p: argparse.ArgumentParser) -> None:
