@@ -5,12 +5,14 @@ through them."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,8 @@ from reasoneval.engines import ENGINES, make_options
 from reasoneval.errors import UserError
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.tasks import TASKS, TaskSpec
+from reasoneval.tasks.schema import INT_META, STR_META
+from tests.plugins import register_for_the_test
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
@@ -31,24 +35,22 @@ def example(name: str) -> str:
     return m.group(1)
 
 
-@pytest.mark.parametrize(("name", "module"), [("scorer", "last_line.py"), ("engine", "constant_engine.py")])
+@pytest.mark.parametrize(("name", "module"), [("scorer", "last_line.py"), ("engine", "constant_engine.py"),
+                                             ("task", "doubles_task.py")])
 def test_the_docs_examples_are_the_test_suites_modules(name: str, module: str) -> None:
     assert example(name) == (PLUGINS / module).read_text()
 
 
+ARITH_EXACT = TaskSpec("arith_exact", "arith scored by exact match", scoring=TaskScoring("last_line", {"ignore_case": True}),
+                       generate=TASKS.get("arith").generate, size=TASKS.get("arith").size)
+
+
 @pytest.fixture
-def registered() -> Iterator[None]:
-    """The two examples registered as the doc says (one entry each), removed again after the test."""
-    SCORERS.add_lazy("last_line", "tests.plugins.last_line:LastLineScorer")
-    ENGINES.add_lazy("constant", "tests.plugins.constant_engine")
-    TASKS.add("arith_exact", TaskSpec("arith_exact", "arith scored by exact match", scoring=TaskScoring(
-        "last_line", {"ignore_case": True}), generate=TASKS.get("arith").generate, size=TASKS.get("arith").size))
-    try:
-        yield
-    finally:
-        SCORERS.remove("last_line")
-        ENGINES.remove("constant")
-        TASKS.remove("arith_exact")
+def registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two examples registered as the doc says (one entry each), for the test only."""
+    register_for_the_test(monkeypatch, SCORERS, "last_line", "tests.plugins.last_line:LastLineScorer")
+    register_for_the_test(monkeypatch, ENGINES, "constant", "tests.plugins.constant_engine")
+    register_for_the_test(monkeypatch, TASKS, "arith_exact", "tests.test_architecture:ARITH_EXACT")
 
 
 def test_example_scorer_and_engine_run_end_to_end(registered: None, tmp_path: Path) -> None:
@@ -70,6 +72,40 @@ def test_example_scorer_and_engine_run_end_to_end(registered: None, tmp_path: Pa
     from tests.plugins import constant_engine, last_line
 
     assert SCORERS.get("last_line") is last_line.LastLineScorer and ENGINES.get("constant") is constant_engine
+
+
+def test_example_task_runs_end_to_end(registered: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    register_for_the_test(monkeypatch, TASKS, "doubles", "tests.plugins.doubles_task:DOUBLES")
+    result = reasoneval.evaluate(tasks=["doubles"], engine="constant", engine_args={"answer": "10"}, n=1,
+                                 output_dir=str(tmp_path), print_table=False, progress=False)
+    doubles = result.tasks["doubles"]
+    assert doubles.num_problems == 20 and doubles.mean == pytest.approx(1 / 20)  # 5 + 5 is the one right answer
+    assert result.config.task_version("doubles") == "1" and result.config.datasets["doubles"].source == "generated"
+    from tests.plugins.doubles_task import DOUBLES
+
+    assert TASKS.get("doubles") is DOUBLES and DOUBLES.fewshot is None  # the default: no exemplars of another kind
+
+
+def _doc_block(marker: str) -> str:
+    m = re.search(rf"<!-- {marker} -->\n?(.*?)<!-- /{marker} -->", DOC.read_text(), re.S)
+    assert m, f"no {marker} block in {DOC}"
+    return m.group(1)
+
+
+def _shown(f: dataclasses.Field[Any]) -> str:
+    if f.default_factory is not dataclasses.MISSING:
+        return f"`{getattr(f.default_factory, '__name__', '?')}()`"
+    if f.default is dataclasses.MISSING:
+        return "required"
+    return f"`{json.dumps(f.default) if isinstance(f.default, str) else repr(f.default)}`"
+
+
+def test_the_docs_show_every_taskspec_field_with_its_default_and_every_row_key() -> None:
+    rows = [line.split("|")[1:3] for line in _doc_block("taskspec-fields").splitlines()[2:] if line.startswith("|")]
+    assert [(name.strip(), default.strip()) for name, default in rows] == \
+        [(f"`{f.name}`", _shown(f)) for f in dataclasses.fields(TaskSpec)]
+    keys = re.findall(r"`(\w+)`", _doc_block("row-keys"))
+    assert sorted(keys) == sorted({"id", "problem", "answer", "choices", *STR_META, *INT_META})
 
 
 def test_engine_options_are_typed_and_checked(registered: None) -> None:
@@ -96,7 +132,8 @@ import reasoneval.scoring
 from reasoneval.scoring import SCORERS
 assert not [m for m in sys.modules if m.endswith(".scorer") or m == "reasoneval.scoring.lmeval"], sorted(sys.modules)
 SCORERS.add_lazy("last_line", "tests.plugins.last_line:LastLineScorer")
-names = SCORERS.names()
+# The built-ins, in the order added (any installed package's scorers come after them: not this test's).
+names = [n for n in SCORERS.names() if SCORERS.origin(n) is None]
 assert names[-1] == "last_line" and {"math", "choice", "code", "ifeval", "strict_match"} <= set(names), names
 for name in names:
     SCORERS.get(name)

@@ -2,14 +2,21 @@
 
 An entry is an object (`add`) or a lazy reference `"package.module:attr"` (`add_lazy`; `"package.module"`
 for a module itself), imported on the first `get`. `names()`, `in` and iteration never import anything.
+Each registry's `check(name, obj)` holds an entry to its protocol (an engine module's `Options`, `CAPABILITIES`
+and `create`; a scorer's `name`, `version` and `score_many`; a TaskSpec; a PromptStyle) when it is first
+resolved, so a plugin that lacks something is one line naming its package and what is missing, before any
+sample is generated.
 
 Other packages add entries through Python entry points (`importlib.metadata`), one group per registry
 (`reasoneval.engines`, `reasoneval.tasks`, `reasoneval.scorers`, `reasoneval.prompts`), each entry
 `name = "package.module:attr"`. They are discovered the first time a name that is not built in is asked
-for (or the names are listed), and imported only when used. A plugin whose target cannot be imported is
-a one-line `UserError` naming the package. A built-in name always wins: a plugin entry with a built-in's
-name is left out with a warning, so installing a package never changes what a built-in name means. Two
-packages giving the same name make that name an error until one is uninstalled.
+for (or the names are listed), and imported only when used. A plugin whose target cannot be imported, or
+that fails its check, is a one-line `UserError` naming the package when it is asked for; a listing of every
+entry (`available()`: `reasoneval tasks`, `engines`, `run`'s engine flags) leaves it out with a warning
+instead. `provenance(name)` is the `distribution==version` a plugin entry comes from (config.json's
+`plugins`). A built-in name always wins: a plugin entry with a built-in's name is left out with a warning,
+so installing a package never changes what a built-in name means. Two packages giving the same name make
+that name an error until one is uninstalled.
 """
 
 from __future__ import annotations
@@ -62,6 +69,10 @@ class Plugin:
 
     ref: str
     package: str
+    version: str = ""
+
+    def provenance(self) -> str:
+        return f"{self.package}=={self.version}" if self.version else self.package
 
 
 @functools.lru_cache(maxsize=4)
@@ -80,7 +91,7 @@ def _entry_points(search_path: tuple[str, ...]) -> dict[str, list[tuple[str, Plu
             continue
         seen.add(key)
         for ep in ours:
-            out.setdefault(ep.group, []).append((ep.name, Plugin(ep.value, package)))
+            out.setdefault(ep.group, []).append((ep.name, Plugin(ep.value, package, dist.version or "")))
     return out
 
 
@@ -98,16 +109,10 @@ class Registry(Generic[T]):
         self._plugins: dict[str, Plugin] | None = None  # None until discovered
         self._clashes: dict[str, list[Plugin]] = {}
         self._resolved_plugins: dict[str, Any] = {}
+        self._left_out: set[str] = set()  # plugins available() warned about
         self._lock = threading.Lock()
 
     # --- adding -------------------------------------------------------------------------------------
-    def register(self, name: str) -> Callable[[T], T]:
-        def deco(obj: T) -> T:
-            self.add(name, obj)
-            return obj
-
-        return deco
-
     def add(self, name: str, obj: T) -> None:
         """A built-in entry, as an object."""
         self._claim(name)
@@ -119,10 +124,6 @@ class Registry(Generic[T]):
         """A built-in entry imported on first use: `"package.module:attr"`, or `"package.module"`."""
         self._claim(name)
         self._entries[name] = _Lazy(ref)
-
-    def remove(self, name: str) -> None:
-        """Forget an entry added with add / add_lazy (tests that register their own)."""
-        self._entries.pop(name, None)
 
     def _claim(self, name: str) -> None:
         if name in self._entries:
@@ -159,6 +160,29 @@ class Registry(Generic[T]):
             return None
         plugin = self.plugins().get(name)
         return plugin.package if plugin is not None else None
+
+    def provenance(self, name: str) -> str | None:
+        """`distribution==version` of the package a plugin entry comes from; None for a built-in."""
+        if name in self._entries:
+            return None
+        plugin = self.plugins().get(name)
+        return plugin.provenance() if plugin is not None else None
+
+    def available(self) -> list[tuple[str, T]]:
+        """Every entry that loads and passes its check, in `names()` order. A plugin that does not is left out
+        with a warning (once), so one broken package never stops a listing of the others; a built-in that
+        does not is a bug, raised."""
+        out = []
+        for name in self.names():
+            try:
+                out.append((name, self.get(name)))
+            except UserError as e:
+                if name in self._entries:
+                    raise
+                if name not in self._left_out:
+                    self._left_out.add(name)
+                    log.warning("%s; it is left out", e)
+        return out
 
     # --- lookup -------------------------------------------------------------------------------------
     def get(self, name: str) -> T:

@@ -13,13 +13,14 @@ import asyncio
 import collections
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from reasoneval.engines import ENGINES, CommonOptions, create_engine
 from reasoneval.errors import EngineDown
 from reasoneval.run.pipeline import EvalConfig, generate_run, load_tasks
+from tests.plugins import register_for_the_test
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
@@ -67,14 +68,11 @@ def test_killed_replica_is_restarted_and_every_sample_is_journaled_exactly_once(
 
 
 @pytest.fixture
-def slow_first_echo() -> Iterator[str]:
+def slow_first_echo(monkeypatch: pytest.MonkeyPatch) -> str:
     """A test-only engine registered in this process only (tests/plugins/slow_echo.py): the replicas get it
     from the registry's reference, as they would a plugin's engine."""
-    ENGINES.add_lazy("slow_first_echo", "tests.plugins.slow_echo")
-    try:
-        yield "slow_first_echo"
-    finally:
-        ENGINES.remove("slow_first_echo")
+    register_for_the_test(monkeypatch, ENGINES, "slow_first_echo", "tests.plugins.slow_echo")
+    return "slow_first_echo"
 
 
 def test_a_slow_replica_gets_few_requests_pull_based_not_round_robin(tmp_path: Path, slow_first_echo: str) -> None:

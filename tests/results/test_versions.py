@@ -12,7 +12,7 @@ import pytest
 from reasoneval.analysis.outcomes import read_problem_rows
 from reasoneval.atomic import atomic_open, atomic_write_json, json_text
 from reasoneval.errors import UserError
-from reasoneval.results.schema import RESULTS_VERSION, RESULTS_VERSION_KEY, load_config, load_run
+from reasoneval.results.schema import RESULTS_VERSION, RESULTS_VERSION_KEY, TaskData, load_config, load_run
 from reasoneval.tasks import TASKS
 from tests.analysis.runs import TASK, make_run
 
@@ -40,6 +40,11 @@ def test_config_records_each_tasks_version(make_openai_server: Any, tmp_path: Pa
     assert json.loads((run / "config.json").read_text())["datasets"][TASK]["version"] == TASKS.get(TASK).version == "1"
     assert load_config(run).task_version(TASK) == "1" and load_run(run).config.task_version(TASK) == "1"
     assert load_config(RUNS / "pre_layout").task_version("gsm8k") is None  # written before task versions
+    # A typed record, read and written back key for key (0.1.0's runs had only the count and hash).
+    data = load_config(run).datasets[TASK]
+    assert isinstance(data, TaskData) and data.version == "1" and data.num_problems == 2 and len(data.hash) == 16
+    old = json.loads((RUNS / "v0_1_0" / "config.json").read_text())["datasets"]
+    assert {t: d.to_json_dict() for t, d in load_config(RUNS / "v0_1_0").datasets.items()} == old
 
 
 def test_atomic_writes_leave_the_old_file_on_error(tmp_path: Path) -> None:

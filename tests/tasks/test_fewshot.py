@@ -14,7 +14,7 @@ from reasoneval.errors import UserError
 from reasoneval.prompts import FEWSHOT_STYLES, PromptConfig, build_messages, build_prompt
 from reasoneval.records import Problem, SamplingParams
 from reasoneval.run.plan import LoadedTask, plan
-from reasoneval.tasks import TASKS
+from reasoneval.tasks import TASKS, TaskSpec
 
 EXPECTED = Path(__file__).parent / "fewshot_expected"
 GSM = Problem("gsm8k", "gsm8k-0", "Janet's ducks lay 16 eggs per day. How many does she sell?", "18", "k-gsm")
@@ -73,6 +73,21 @@ def test_style_choice_per_task() -> None:
     assert PromptConfig(style_override="qwen").for_task("gsm8k", "boxed", "gsm8k").style == "qwen"
     with pytest.raises(UserError, match="gpqa_diamond has no few-shot prompt style"):
         cfg.for_task("gpqa_diamond", "choice", TASKS.get("gpqa_diamond").fewshot)
+
+
+@pytest.mark.parametrize("task", ["humaneval", "mbpp", "ifeval"])
+def test_a_task_that_is_not_math_gets_no_math_exemplars(task: str) -> None:
+    """--num-fewshot without --prompt-style takes the task's own few-shot style; a task without one (the code and
+    IFEval tasks, and a plugin's TaskSpec that names none: the default) is told so, never given Minerva's math
+    exemplars."""
+    spec = TASKS.get(task)
+    assert spec.fewshot is None
+    with pytest.raises(UserError, match=f"task {task} has no few-shot prompt style: pass --prompt-style NAME"):
+        PromptConfig(num_fewshot=4).for_task(task, spec.prompt, spec.fewshot)
+    plugin_like = TaskSpec("riddles", "a plugin's task that names no few-shot style")
+    assert plugin_like.fewshot is None
+    math_tasks = [n for n in TASKS.names() if TASKS.origin(n) is None and TASKS.get(n).scoring.scorer == "math"]
+    assert math_tasks and all(TASKS.get(n).fewshot in ("minerva", "gsm8k", "gsm8k_wei") for n in math_tasks)
     with pytest.raises(UserError, match="unknown --prompt-style 'nope'"):
         PromptConfig(style_override="nope")
     with pytest.raises(UserError, match="--num-fewshot 9 is out of range"):

@@ -1,14 +1,16 @@
-"""CLI commands of the readers: `compare`, `analyze`, `runs`, `export` (registered by cli.build_parser)."""
+"""CLI commands of the readers: `compare`, `analyze`, `runs`, `export` (listed in cli.main.COMMANDS)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reasoneval.report.text import csv_text, markdown_table, pct, print_table
+from reasoneval.run.options import add_options, run_option
 
 
 def _one_format(a: argparse.Namespace, *names: str) -> None:
@@ -141,58 +143,88 @@ def _cmd_export(a: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any, fmt: Any) -> None:
-    p = sub.add_parser("compare", help="paired comparison of runs on the problems they share", formatter_class=fmt,
-                       epilog="example:\n  reasoneval compare results/m/run1 results/m/run2 --markdown\n"
-                       "Each run after the first is compared with the first: B - A, SE paired over problems "
-                       "(docs/statistics.md).")
+# The readers' flags, declared once each (reasoneval.run.options.run_option: the flag, its default, help and parsing
+# are the field's); their positional arguments are the parsers' own.
+def _switch(help_: str) -> Any:
+    return run_option(False, group="", action="true", help=help_)
+
+
+JSON = "print the result as JSON instead of the table"
+MARKDOWN = "print Markdown tables instead of the terminal's"
+
+
+@dataclass(frozen=True)
+class CompareFlags:
+    json: bool = _switch(JSON)
+    markdown: bool = _switch(MARKDOWN)
+    html: str | None = run_option(None, group="", metavar="FILE", help="also write the comparison page")
+
+
+@dataclass(frozen=True)
+class AnalyzeFlags:
+    target_se: float | None = run_option(
+        None, group="", parse=float, help="samples per problem needed for this SE of pass@1, as a fraction (0.01 = 1 "
+        "point; `run --target-se` takes points)")
+    draws: int = run_option(200, group="", parse=int, help="random subsets per k for the subsampling check")
+    seed: int = run_option(0, group="", parse=int, help="seed of the random subsets")
+    json: bool = _switch(JSON)
+    markdown: bool = _switch(MARKDOWN)
+
+
+@dataclass(frozen=True)
+class RunsFlags:
+    model: str | None = run_option(None, group="", metavar="GLOB", help="only runs of models matching GLOB")
+    task: str | None = run_option(None, group="", metavar="GLOB", help="only runs with a task matching GLOB")
+    csv: bool = _switch("print CSV (one row per run and task) instead of the table")
+    markdown: bool = _switch(MARKDOWN)
+    by_checkpoint: bool = _switch(
+        "one row per checkpoint by training step (from names like checkpoint-1200), one column per task and metric, "
+        "lm-eval's metric names (exact_match,strict-match, ...)")
+    metric: str | None = run_option(None, group="", metavar="GLOB",
+                                    help="with --by-checkpoint: only these metrics (e.g. 'exact_match*')")
+
+
+@dataclass(frozen=True)
+class ExportFlags:
+    format: str | None = run_option(None, group="", choices=("jsonl", "parquet"),
+                                    help="jsonl or parquet (default: from -o's suffix, else jsonl)")
+    correct_only: bool = _switch("only responses scored correct")
+    max_per_problem: int | None = run_option(None, group="", parse=int, metavar="N", help="at most N responses a problem")
+    # Not --max-tokens: in `run` that is the generation limit; here it filters finished responses by length.
+    min_tokens: int | None = run_option(None, group="", parse=int, metavar="N", flag="--min-response-tokens",
+                                        aliases=("--min-tokens",), help="drop responses shorter than N tokens")
+    max_tokens: int | None = run_option(None, group="", parse=int, metavar="N", flag="--max-response-tokens",
+                                        aliases=("--max-tokens",), help="drop responses longer than N tokens")
+    keep_truncated: bool = _switch("keep responses cut at max tokens (dropped by default)")
+
+
+def add_compare_parser(p: argparse.ArgumentParser) -> None:
+    p.epilog = ("example:\n  reasoneval compare results/m/run1 results/m/run2 --markdown\n"
+                "Each run after the first is compared with the first: B - A, SE paired over problems "
+                "(docs/statistics.md).")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--markdown", action="store_true")
-    p.add_argument("--html", metavar="FILE", help="also write the comparison page")
+    add_options(p, CompareFlags)
     p.set_defaults(func=_cmd_compare)
 
-    p = sub.add_parser("analyze", help="SE against samples per problem, samples for a target SE, spread of reruns",
-                       formatter_class=fmt, epilog="example:\n  reasoneval analyze results/m/run1 --target-se 0.01")
+
+def add_analyze_parser(p: argparse.ArgumentParser) -> None:
+    p.epilog = "example:\n  reasoneval analyze results/m/run1 --target-se 0.01"
     p.add_argument("run_dir")
-    p.add_argument("--target-se", type=float,
-                   help="samples per problem needed for this SE of pass@1, as a fraction (0.01 = 1 point; "
-                        "`run --target-se` takes points)")
-    p.add_argument("--draws", type=int, default=200, help="random subsets per k for the subsampling check")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--markdown", action="store_true")
+    add_options(p, AnalyzeFlags)
     p.set_defaults(func=_cmd_analyze)
 
-    p = sub.add_parser("runs", help="one table of every run under a results folder", formatter_class=fmt,
-                       epilog="examples:\n  reasoneval runs results --model 'Qwen*' --task 'aime*' --csv > runs.csv\n"
-                       "  reasoneval runs results --by-checkpoint --markdown   # checkpoints x (task, metric)")
+
+def add_runs_parser(p: argparse.ArgumentParser) -> None:
+    p.epilog = ("examples:\n  reasoneval runs results --model 'Qwen*' --task 'aime*' --csv > runs.csv\n"
+                "  reasoneval runs results --by-checkpoint --markdown   # checkpoints x (task, metric)")
     p.add_argument("dir", nargs="?", default="results")
-    p.add_argument("--model", metavar="GLOB")
-    p.add_argument("--task", metavar="GLOB")
-    p.add_argument("--csv", action="store_true")
-    p.add_argument("--markdown", action="store_true")
-    p.add_argument("--by-checkpoint", action="store_true",
-                   help="one row per checkpoint by training step (from names like checkpoint-1200), one column per "
-                   "task and metric, lm-eval's metric names (exact_match,strict-match, ...)")
-    p.add_argument("--metric", metavar="GLOB", help="with --by-checkpoint: only these metrics (e.g. 'exact_match*')")
+    add_options(p, RunsFlags)
     p.set_defaults(func=_cmd_runs)
 
-    p = sub.add_parser("export", help="samples as chat-message training data (JSONL or Parquet)", formatter_class=fmt,
-                       epilog="example:\n  reasoneval export results/m/run1 -o sft.jsonl --correct-only --max-per-problem 4")
+
+def add_export_parser(p: argparse.ArgumentParser) -> None:
+    p.epilog = "example:\n  reasoneval export results/m/run1 -o sft.jsonl --correct-only --max-per-problem 4"
     p.add_argument("run_dir")
     p.add_argument("-o", "--output", help="file to write (.jsonl or .parquet; default RUN_DIR/export.jsonl)")
-    p.add_argument("--format", choices=["jsonl", "parquet"])
-    p.add_argument("--correct-only", action="store_true")
-    p.add_argument("--max-per-problem", type=int, metavar="N")
-    # Not --max-tokens: in `run` that is the generation limit; here it filters finished responses by length.
-    from reasoneval.run.options import StoreWithOldSpellings
-
-    p.add_argument("--min-response-tokens", "--min-tokens", dest="min_tokens", type=int, metavar="N",
-                   action=StoreWithOldSpellings, aliases=("--min-tokens",),
-                   help="drop responses shorter than N tokens (old spelling: --min-tokens)")
-    p.add_argument("--max-response-tokens", "--max-tokens", dest="max_tokens", type=int, metavar="N",
-                   action=StoreWithOldSpellings, aliases=("--max-tokens",),
-                   help="drop responses longer than N tokens (old spelling: --max-tokens)")
-    p.add_argument("--keep-truncated", action="store_true", help="keep responses cut at max tokens (dropped by default)")
+    add_options(p, ExportFlags)
     p.set_defaults(func=_cmd_export)

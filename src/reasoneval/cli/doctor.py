@@ -6,14 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
 
 
-def add_doctor_parser(sub: Any, fmt: Any) -> None:
+def add_doctor_parser(p: argparse.ArgumentParser) -> None:
     from reasoneval.scoring.programs.sandbox.run import MODES
 
-    p = sub.add_parser("doctor", help="what the code sandbox can do here: its mode, the memory bound in force",
-                       formatter_class=fmt, epilog="example:\n  reasoneval doctor\n  reasoneval doctor --sandbox rlimits")
+    p.epilog = "example:\n  reasoneval doctor\n  reasoneval doctor --sandbox rlimits"
     p.add_argument("--sandbox", choices=MODES, default=os.environ.get("REASONEVAL_SANDBOX", "auto").strip() or "auto",
                    help="the mode to check (default: $REASONEVAL_SANDBOX, else auto, as the code scorer picks)")
     p.add_argument("--json", action="store_true", help="print the facts as JSON")

@@ -39,12 +39,11 @@ def dashboard_defaults(a: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in given.items() if v}
 
 
-def add_sweep_parser(sub: Any, fmt: Any) -> None:
+def add_sweep_parser(p: argparse.ArgumentParser) -> None:
     from reasoneval.fleet import jobs, loop
 
-    p = sub.add_parser("sweep", help="evaluate every model/checkpoint of a jobs file on a Ray cluster, one job per GPU",
-                       formatter_class=fmt, description=_doc_part(loop.__doc__, 0),
-                       epilog="jobs file:\n" + _doc_part(jobs.__doc__, 1) + "\n\n" + _doc_part(loop.__doc__, 1)
+    p.description = _doc_part(loop.__doc__, 0)
+    p.epilog = ("jobs file:\n" + _doc_part(jobs.__doc__, 1) + "\n\n" + _doc_part(loop.__doc__, 1)
                        + "\n\nexamples:\n"
                        "  reasoneval sweep jobs.yaml                      # a local cluster of this machine's GPUs\n"
                        "  reasoneval sweep jobs.yaml --ray-address auto   # on the head of a running cluster\n"
@@ -69,13 +68,12 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
     return 0 if sweep(path, opts) else 3
 
 
-def add_watch_parser(sub: Any, fmt: Any) -> None:
+def add_watch_parser(p: argparse.ArgumentParser) -> None:
     from reasoneval.fleet import watch
 
-    p = sub.add_parser("watch", help="evaluate every checkpoint that appears under a folder, once complete",
-                       formatter_class=fmt, description=_doc_part(watch.__doc__, 0),
-                       epilog=_doc_part(watch.__doc__, 1) + "\n\nexample:\n"
-                       "  reasoneval watch /ckpt/run7 --settings eval.yaml   # eval.yaml: tasks: [aime24], n: 16, ...")
+    p.description = _doc_part(watch.__doc__, 0)
+    p.epilog = (_doc_part(watch.__doc__, 1) + "\n\nexample:\n"
+                "  reasoneval watch /ckpt/run7 --settings eval.yaml   # eval.yaml: tasks: [aime24], n: 16, ...")
     p.add_argument("dir")
     p.add_argument("--settings", required=True, help="YAML of `reasoneval run` options (a jobs file's defaults)")
     p.add_argument("--marker", default="COMPLETE", help="a file whose presence marks a checkpoint complete")

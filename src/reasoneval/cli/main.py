@@ -1,18 +1,16 @@
-"""The command line: the top parser, built from each command group's module (run, score, fleet, analysis,
-doctor), and the small commands `report | engines | tasks | data pull`."""
+"""The command line: the top parser, built from each command group's module (run, report, score, fleet, analysis,
+doctor), and the small commands `engines | tasks | data pull`."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
+import importlib
 import logging
 import sys
-from typing import Sequence
+from typing import Collection, Sequence
 
-from reasoneval.engines import ENGINES, capabilities, engine_module, options_class
 from reasoneval.errors import RunIncomplete, UserError
-from reasoneval.run.options import GRADING_OPTIONS, EvalConfig, add_options, engine_flags
 from reasoneval.version import __version__
 
 log = logging.getLogger("reasoneval")
@@ -23,45 +21,6 @@ def _csv(values: Sequence[str] | None) -> list[str]:
     for v in values or []:
         out.extend(x.strip() for x in v.split(",") if x.strip())
     return out
-
-
-def _cmd_report(a: argparse.Namespace) -> int:
-    from reasoneval.run.pipeline import score_run
-
-    tasks = _csv(a.tasks) or None
-    from reasoneval.report.dashboards import LOG_ARGS, check_backends, dashboard_options, log_once, model_checkpoint
-
-    log_to, log_args = dashboard_options(a)
-    check_backends(log_to, log_args)
-    if a.step is not None and not log_to:
-        raise UserError("--step is the training step results are logged at with --log-to; without --log-to it does "
-                        "nothing: add --log-to NAME or drop --step")
-    if log_args and not log_to:
-        raise UserError(f"{', '.join(LOG_ARGS[k][0] for k in log_args)} are settings of --log-to, which is not "
-                        "asked for: add --log-to NAME or drop them")
-    summary = score_run(a.run_dir, n=a.n, tasks=tasks, workers=a.grading_workers, grading_timeout=a.grading_timeout,
-                        print_table=not a.json)
-    if a.json:
-        print(json.dumps(summary.to_json_dict(), indent=2))
-    if a.html is not None:
-        from pathlib import Path
-
-        from reasoneval.report.html_page import REPORT_FILE, write_run_html
-
-        page = write_run_html(summary, Path(a.html)) if a.html else summary.run_dir / REPORT_FILE
-        print(f"HTML report: {page}", file=sys.stderr)
-    if log_to:
-        from pathlib import Path
-
-        from reasoneval.results.schema import load_run
-
-        headline = load_run(summary.run_dir) if summary.view else summary  # the dashboards show the run's headline
-        step = a.step if a.step is not None else model_checkpoint(headline.config).step
-        log_once(EvalConfig(log_to=log_to, log_args=log_args, output_dir=str(Path(a.run_dir).resolve().parents[1])),
-                 headline, step)
-    if not summary.complete:
-        raise RunIncomplete(summary)
-    return 0
 
 
 def _cmd_tasks(a: argparse.Namespace) -> int:
@@ -75,9 +34,10 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
     data_dir = a.data_dir or os.environ.get("REASONEVAL_DATA_DIR")
     rows = task_listing(Path(data_dir) if data_dir else None)
     console = console_for_tables()
-    print_table(["name", "source", "scorer", "local", "size"],
-                [[str(r["name"]), str(r["source"]), str(r.get("scorer", "")), "yes" if r.get("local") else "no",
-                  "" if r.get("size") is None else str(r["size"])] for r in rows], "tasks", console, left=4)
+    print_table(["name", "source", "scorer", "from", "local", "size"],
+                [[str(r["name"]), str(r["source"]), str(r.get("scorer", "")), str(r["from"]),
+                  "yes" if r.get("local") else "no", "" if r.get("size") is None else str(r["size"])] for r in rows],
+                "tasks", console, left=5)
     for g, members in GROUPS.items():
         console.print(f"group [bold]{g}[/bold] = {', '.join(members)}")
     for t, lm in LMEVAL_NAMES.items():
@@ -86,15 +46,19 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
 
 
 def _cmd_engines(a: argparse.Namespace) -> int:
+    from reasoneval.engines import ENGINES
     from reasoneval.report.text import console_for_tables, print_table
+    from reasoneval.run.options import engine_flags
 
     console = console_for_tables()
     flags = engine_flags()
-    for engine in ENGINES:
-        module = engine_module(engine)
-        caps = capabilities(engine)
-        console.print(f"[bold]--engine {engine}[/bold]: {(module.__doc__ or '').strip().splitlines()[0]}")
-        fields = dataclasses.fields(options_class(engine))
+    for engine, module in ENGINES.available():  # a plugin engine that cannot be loaded: left out with a warning
+        caps = module.CAPABILITIES
+        origin = ENGINES.provenance(engine)
+        console.print(f"[bold]--engine {engine}[/bold]: {(module.__doc__ or '').strip().splitlines()[0]}",
+                      soft_wrap=True)
+        console.print(f"  from {f'the package {origin}' if origin else 'reasoneval (built in)'}")
+        fields = dataclasses.fields(module.Options)
         if fields:
             print_table(["option (--engine-arg KEY=VALUE)", "flag", "default", "help"],
                         [[f.name, flags[f.name][0] if f.name in flags else "", repr(f.default), f.metadata.get("help", "")]
@@ -114,73 +78,83 @@ def _cmd_data_pull(a: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Every command: its one line in `reasoneval --help`, and the function that adds its flags (module:function, given
+# the command's parser). Only the command on the command line is built, so `--version`, `tasks` or `report` never
+# import the engines (plugins among them) or pyarrow and scipy to make flags they do not take.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("generate, grade and report", "reasoneval.cli.run:add_run_parser"),
+    "report": ("rebuild the table, summary.json and results.parquet from a run directory",
+               "reasoneval.cli.report:add_report_parser"),
+    "engines": ("list the engines with their options and the package each comes from",
+                "reasoneval.cli.main:add_engines_parser"),
+    "tasks": ("list tasks with sizes and sources", "reasoneval.cli.main:add_tasks_parser"),
+    "data": ("download benchmarks ahead of time", "reasoneval.cli.main:add_data_parser"),
+    "score": ("grade a run directory again, or an external file of generations",
+              "reasoneval.cli.score:add_score_parser"),
+    "doctor": ("what the code sandbox can do here: its mode, the memory bound in force",
+               "reasoneval.cli.doctor:add_doctor_parser"),
+    "sweep": ("evaluate every model/checkpoint of a jobs file on a Ray cluster, one job per GPU",
+              "reasoneval.cli.fleet:add_sweep_parser"),
+    "watch": ("evaluate every checkpoint that appears under a folder, once complete",
+              "reasoneval.cli.fleet:add_watch_parser"),
+    "compare": ("paired comparison of runs on the problems they share", "reasoneval.cli.analysis:add_compare_parser"),
+    "analyze": ("SE against samples per problem, samples for a target SE, spread of reruns",
+                "reasoneval.cli.analysis:add_analyze_parser"),
+    "runs": ("one table of every run under a results folder", "reasoneval.cli.analysis:add_runs_parser"),
+    "export": ("samples as chat-message training data (JSONL or Parquet)", "reasoneval.cli.analysis:add_export_parser"),
+}
+
+
+def add_engines_parser(p: argparse.ArgumentParser) -> None:
+    p.epilog = "example:\n  reasoneval engines\n  reasoneval run --engine local --engine-arg replicas=2"
+    p.set_defaults(func=_cmd_engines)
+
+
+def add_tasks_parser(p: argparse.ArgumentParser) -> None:
+    from reasoneval.run.options import EvalConfig, add_options
+
+    p.epilog = "example:\n  REASONEVAL_DATA_DIR=data reasoneval tasks"
+    add_options(p, EvalConfig, ["data_dir"])
+    p.set_defaults(func=_cmd_tasks)
+
+
+def add_data_parser(p: argparse.ArgumentParser) -> None:
+    dsub = p.add_subparsers(dest="data_command", metavar="pull")
+    q = dsub.add_parser("pull", help="download tasks from the Hugging Face Hub into the local cache",
+                        epilog="example:\n  reasoneval data pull math gsm8k", formatter_class=p.formatter_class)
+    q.add_argument("tasks", nargs="+")
+    q.set_defaults(func=_cmd_data_pull)
+
+
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The top parser with every command listed; the flags only of `commands` (None: of all of them)."""
     parser = argparse.ArgumentParser(prog="reasoneval", description="Evaluate reasoning models on math and "
                                      "science benchmarks: resumable K-sampling, pass@k, honest error bars.")
     parser.add_argument("--version", action="version", version=f"reasoneval {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    fmt = argparse.RawDescriptionHelpFormatter
-
-    from reasoneval.cli.run import add_run_parser
-
-    add_run_parser(sub, fmt)
-
-    p = sub.add_parser("report", help="rebuild the table, summary.json and results.parquet from a run directory",
-                       epilog="example:\n  reasoneval report results/my-model/0123abcd4567 --n 8", formatter_class=fmt)
-    p.add_argument("run_dir")
-    p.add_argument("--n", type=int, help="use sample indices < N (default: the run's --n)")
-    p.add_argument("--tasks", action="append", help="only these tasks")
-    add_options(p, EvalConfig, GRADING_OPTIONS)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--html", nargs="?", const="", metavar="FILE",
-                   help="say where report.html is (written into the run directory), or write it to FILE too")
-    p.add_argument("--step", type=int, help="training step to log at with --log-to (default: from the model's "
-                   "name, e.g. checkpoint-1200)")
-    from reasoneval.report.dashboards import add_dashboard_args
-
-    add_dashboard_args(p)
-    p.set_defaults(func=_cmd_report)
-
-    p = sub.add_parser("engines", help="list the engines with their options",
-                       epilog="example:\n  reasoneval engines\n  reasoneval run --engine local --engine-arg replicas=2",
-                       formatter_class=fmt)
-    p.set_defaults(func=_cmd_engines)
-
-    p = sub.add_parser("tasks", help="list tasks with sizes and sources",
-                       epilog="example:\n  REASONEVAL_DATA_DIR=data reasoneval tasks", formatter_class=fmt)
-    add_options(p, EvalConfig, ["data_dir"])
-    p.set_defaults(func=_cmd_tasks)
-
-    p = sub.add_parser("data", help="download benchmarks ahead of time")
-    dsub = p.add_subparsers(dest="data_command", metavar="pull")
-    q = dsub.add_parser("pull", help="download tasks from the Hugging Face Hub into the local cache",
-                        epilog="example:\n  reasoneval data pull math gsm8k", formatter_class=fmt)
-    q.add_argument("tasks", nargs="+")
-    q.set_defaults(func=_cmd_data_pull)
-
-    from reasoneval.cli.doctor import add_doctor_parser
-    from reasoneval.cli.fleet import add_sweep_parser, add_watch_parser
-    from reasoneval.cli.score import add_score_parser
-
-    add_score_parser(sub, fmt)
-    add_doctor_parser(sub, fmt)
-    add_sweep_parser(sub, fmt)
-    add_watch_parser(sub, fmt)
-
-    from reasoneval.cli.analysis import add_parsers
-
-    add_parsers(sub, fmt)
+    for name, (help_, where) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_, formatter_class=argparse.RawDescriptionHelpFormatter)
+        if commands is None or name in commands:
+            module, function = where.split(":")
+            getattr(importlib.import_module(module), function)(p)
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command an argument list names: its first word that is not an option (the top parser's options,
+    --debug and --version, take no value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from reasoneval.run.progress import setup_logging
 
     setup_logging()  # before parsing: an old flag spelling warns in the usual log format
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        parser = build_parser()
-    except UserError as e:  # a plugin engine that cannot be loaded (every engine's options make flags)
+        parser = build_parser([command_of(argv) or ""])
+    except UserError as e:  # `run`'s flags: a plugin engine that cannot be loaded (each engine's options make flags)
         print(f"reasoneval: error: {e}", file=sys.stderr)
         return e.exit_code
     a = parser.parse_args(argv)

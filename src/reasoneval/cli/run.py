@@ -28,10 +28,10 @@ Exit status: 0 done, 2 bad input, 3 some samples missing or failed (summary has 
 """
 
 
-def add_run_parser(sub: Any, fmt: Any) -> None:
+def add_run_parser(p: argparse.ArgumentParser) -> None:
     from reasoneval.run.options import add_run_options
 
-    p = sub.add_parser("run", help="generate, grade and report", epilog=RUN_EXAMPLES, formatter_class=fmt)
+    p.epilog = RUN_EXAMPLES
     add_run_options(p)
     p.set_defaults(func=_cmd_run)
 

@@ -4,15 +4,43 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from dataclasses import dataclass
+
+from reasoneval.run.options import add_options, run_option
 
 
-def add_score_parser(sub: Any, fmt: Any) -> None:
-    from reasoneval.run.options import GRADING_OPTIONS, EvalConfig, StoreWithOldSpellings, add_options
+def _scorer_help() -> str:
     from reasoneval.scoring import SCORERS
 
-    p = sub.add_parser("score", help="grade a run directory again, or an external file of generations",
-                       formatter_class=fmt, epilog="examples:\n"
+    return "how a file's responses are scored: " + ", ".join(SCORERS.names()) + " (default math)"
+
+
+@dataclass(frozen=True)
+class ScoreFlags:
+    """`score`'s own flags, declared once (run.options.run_option); --data-dir and the grading flags are run's."""
+
+    n: int | None = run_option(None, group="", parse=int, help="use sample indices < N")
+    output_dir: str | None = run_option(None, group="",
+                                        help="where a file's run directory goes (default: FILE.reasoneval beside it)")
+    task: str | None = run_option(
+        None, group="", help="task name for a file (default: the file name); humaneval, mbpp, mbpp_sanitized or "
+        "ifeval: join the file's rows to that task's problems by task_id / key / prompt")
+    scorer: str = run_option("math", group="", aliases=("--kind",), help=_scorer_help)
+    # The same fields as `run --problem-key / --answer-key`; here the default is to look for the usual names.
+    problem_key_name: str | None = run_option(
+        None, group="", flag="--problem-key", metavar="FIELD",
+        help="the field holding the problem (default: the first of problem, question, prompt, input, query)")
+    answer_key: str | None = run_option(None, group="", metavar="FIELD",
+                                        help="the field holding the reference answer (default: answer, gt, ...)")
+    response_key: str | None = run_option(None, group="", metavar="FIELD",
+                                          help="the field holding the response or list of responses")
+    json: bool = run_option(False, group="", action="true", help="print summary.json to stdout instead of the table")
+
+
+def add_score_parser(p: argparse.ArgumentParser) -> None:
+    from reasoneval.run.options import GRADING_OPTIONS, EvalConfig
+
+    p.epilog = ("examples:\n"
                        "  reasoneval score results/my-model/0123abcd4567     # after a grader change\n"
                        "  reasoneval score gens.jsonl --response-key gen --answer-key gt\n"
                        "  reasoneval score samples_aime24_2025-01-01.jsonl   # lm-evaluation-harness log\n"
@@ -20,21 +48,11 @@ def add_score_parser(sub: Any, fmt: Any) -> None:
                        "  reasoneval score ifeval_responses.jsonl --task ifeval       # Google's prompt + response\n"
                        "Writes summary.json, results.parquet and the table (for a file: into FILE.reasoneval/).")
     p.add_argument("path")
-    p.add_argument("--n", type=int, help="use sample indices < N")
-    p.add_argument("--output-dir", help="where a file's run directory goes (default: FILE.reasoneval beside it)")
-    p.add_argument("--task", help="task name for a file (default: the file name); humaneval, mbpp, mbpp_sanitized "
-                   "or ifeval: join the file's rows to that task's problems by task_id / key / prompt")
-    add_options(p, EvalConfig, ["data_dir"])
-    p.add_argument("--scorer", "--kind", dest="scorer", default="math", action=StoreWithOldSpellings, aliases=("--kind",),
-                   help="how a file's responses are scored: " + ", ".join(SCORERS.names())
-                   + " (default math; old spelling: --kind)")
-    # The same fields as `run --problem-key / --answer-key`; here the default is to look for the usual names.
-    p.add_argument("--problem-key", dest="problem_key_name", metavar="FIELD",
-                   help="the field holding the problem (default: the first of problem, question, prompt, input, query)")
-    p.add_argument("--answer-key", metavar="FIELD", help="the field holding the reference answer (default: answer, gt, ...)")
-    p.add_argument("--response-key", metavar="FIELD", help="the field holding the response or list of responses")
+    groups = add_options(p, ScoreFlags, ["n", "output_dir", "task"])
+    add_options(p, EvalConfig, ["data_dir"], groups)
+    add_options(p, ScoreFlags, ["scorer", "problem_key_name", "answer_key", "response_key"], groups)
     add_options(p, EvalConfig, GRADING_OPTIONS)
-    p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the table")
+    add_options(p, ScoreFlags, ["json"], groups)
     p.set_defaults(func=_cmd_score)
 
 

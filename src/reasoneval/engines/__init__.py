@@ -28,7 +28,12 @@ from reasoneval.registry import ENGINE_GROUP, Registry
 
 
 def _check_engine(name: str, module: Any) -> None:
-    missing = [a for a in ("Options", "CAPABILITIES", "create") if not hasattr(module, a)]
+    """An engine module has `Options` (a dataclass: its options make flags and --engine-arg keys), `CAPABILITIES`
+    (a Capabilities) and `create(common, options) -> Engine`."""
+    missing = [what for what, ok in (
+        ("Options (a dataclass)", dataclasses.is_dataclass(getattr(module, "Options", None))),
+        ("CAPABILITIES (an engines.Capabilities)", isinstance(getattr(module, "CAPABILITIES", None), Capabilities)),
+        ("create(common, options)", callable(getattr(module, "create", None)))) if not ok]
     if missing:
         raise UserError(f"engine {name!r} ({getattr(module, '__name__', module)!r}) is not an engine module: "
                         f"it lacks {', '.join(missing)}")

@@ -1,8 +1,6 @@
-"""Renderers of a run's result: the terminal table and summary.json (from a `RunResult`), and
-results.parquet (one row per problem, written while the run is scored)."""
+"""Renderers of a run's result: the terminal table (report.table) and summary.json (report.summary_json) from a
+`RunResult`, and results.parquet (report.parquet: one row per problem, written while the run is scored).
 
-from reasoneval.report.parquet import ResultsWriter
-from reasoneval.report.summary_json import write_summary
-from reasoneval.report.table import render_table
-
-__all__ = ["ResultsWriter", "render_table", "write_summary"]
+Nothing is imported here: `report.text` and `report.dashboards` are read by commands that start in a blink
+(`reasoneval tasks`, `report --help`), which must not load pyarrow and scipy through this package.
+"""

@@ -58,6 +58,18 @@ class GenerationTiming(JsonRecord):
     output_tokens: int = 0
 
 
+@dataclass(frozen=True)
+class TaskData(JsonRecord):
+    """config.json's `datasets[task]`: the problems the run asked the task with (their count and hash), where they
+    came from, and the version of the task's definition (TaskSpec.version; None in runs written before tasks had
+    versions, whose definition is version "1"). Fields are written in this order; an absent one is not written."""
+
+    num_problems: int = 0
+    hash: str = ""
+    source: str | None = json_field(default=None, omit_none=True)
+    version: str | None = json_field(default=None, omit_none=True)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunConfig(JsonRecord):
     """config.json: what a run is (its identity and settings) and what it covers. Fields are written in
@@ -82,9 +94,8 @@ class RunConfig(JsonRecord):
     base_url: str | None = None
     api_key_env: str | None = None
     limit: int | None = None
-    # task -> {"num_problems", "hash" (of its problems), "source", "version" (TaskSpec.version; not in runs
-    # written before tasks had versions: task_version() is None then)}
-    datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # task -> its problems' count and hash, their source and the task's version
+    datasets: dict[str, TaskData] = field(default_factory=dict)
     concurrency: int | None = None
     max_model_len: int | None = None
     versions: dict[str, str] = field(default_factory=dict)
@@ -99,6 +110,10 @@ class RunConfig(JsonRecord):
     adaptive: dict[str, Any] | None = None
     # task -> its samples per problem, where the headline's tasks differ (a K extension of one task); else empty
     task_n: dict[str, int] = json_field(default_factory=dict, omit_empty=True)
+    # "kind/name" -> "distribution==version" of every plugin the run used (its engine, tasks, their scorers and
+    # prompt styles; run/pipeline.py used_plugins): what traces a result to the code outside reasoneval that made
+    # it. Built-ins are reasoneval's own (versions["reasoneval"]); none used: not written, so no run id changes.
+    plugins: dict[str, str] = json_field(default_factory=dict, omit_empty=True)
 
     @property
     def model(self) -> str:
@@ -107,8 +122,8 @@ class RunConfig(JsonRecord):
     def task_version(self, task: str) -> str | None:
         """The version of the task definition the run was made with; None for a run written before tasks
         had versions (the definition then is version "1")."""
-        v = self.datasets.get(task, {}).get("version")
-        return None if v is None else str(v)
+        data = self.datasets.get(task)
+        return None if data is None else data.version
 
     @classmethod
     def from_json_dict(cls, d: Mapping[str, Any], legacy_scoring: Mapping[str, TaskScoring] | None = None

@@ -116,7 +116,8 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
     write_config(out_dir, RunConfig(
         run_id=run_id or out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path),
         n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]}, scoring={task: TaskScoring(scorer)},
-        created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        plugins={f"scorer/{scorer}": origin for origin in [SCORERS.provenance(scorer)] if origin}))
     return K
 
 
@@ -304,7 +305,7 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
         result = score_run(stage, workers=workers, grading_timeout=grading_timeout, print_table=False)
     result = dataclasses.replace(result, run_dir=out)
     if print_table:
-        from reasoneval.report import render_table
+        from reasoneval.report.table import render_table
 
         render_table(result)
     return result

@@ -315,12 +315,13 @@ def _prompt_style_help() -> str:
 
 def engine_flags() -> dict[str, tuple[str, dataclasses.Field[Any], list[str]]]:
     """Engine options that are also top-level flags (engines.base.option(flag=...)):
-    dest -> (flag, field, engines that have it)."""
-    from reasoneval.engines import ENGINES, options_class
+    dest -> (flag, field, engines that have it). A plugin engine that cannot be loaded is left out with a warning
+    (asked for by --engine, it is a one-line error then)."""
+    from reasoneval.engines import ENGINES
 
     out: dict[str, tuple[str, dataclasses.Field[Any], list[str]]] = {}
-    for engine in ENGINES:
-        for f in dataclasses.fields(options_class(engine)):
+    for engine, module in ENGINES.available():
+        for f in dataclasses.fields(module.Options):
             flag = f.metadata.get("flag")
             if not flag:
                 continue

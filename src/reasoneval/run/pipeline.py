@@ -23,19 +23,23 @@ from rich.console import Console
 
 from reasoneval.analysis.outcomes import RESULTS_FILE
 from reasoneval.atomic import FileSet
-from reasoneval.engines import Engine, EngineInfo, capabilities, check_supported, create_engine
+from reasoneval.engines import ENGINES, Engine, EngineInfo, capabilities, check_supported, create_engine
 from reasoneval.errors import RunIncomplete, UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
-from reasoneval.prompts import Exemplar, PromptConfig
+from reasoneval.prompts import PROMPTS, Exemplar, PromptConfig
 from reasoneval.records import Problem
-from reasoneval.report import ResultsWriter, render_table, write_summary
+from reasoneval.registry import Registry
 from reasoneval.report.html_page import write_run_html
+from reasoneval.report.parquet import ResultsWriter
+from reasoneval.report.summary_json import write_summary
+from reasoneval.report.table import render_table
 from reasoneval.results.schema import (
     CONFIG_FILE,
     SUMMARY_FILE,
     GenerationTiming,
     RunConfig,
     RunResult,
+    TaskData,
     load_config,
     load_run,
     write_config,
@@ -58,10 +62,10 @@ from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_
 from reasoneval.run.plan_adaptive import PILOT
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
-from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring import SCORERS, ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.lmeval import hendrycks_reference
 from reasoneval.scoring.stream import ChunkSink, ScoredProblem, score_store
-from reasoneval.tasks import dataset_hash, load_task, load_user_data, resolve_task_names
+from reasoneval.tasks import TASKS, dataset_hash, load_task, load_user_data, resolve_task_names
 from reasoneval.version import __version__
 
 log = logging.getLogger("reasoneval")
@@ -132,6 +136,32 @@ def pool_exemplar(row: Problem, by: str | None) -> Exemplar:
     return Exemplar(row.problem, hendrycks_reference(row), None if group is None else str(group))
 
 
+def used_plugins(cfg: EvalConfig, tasks: Sequence[LoadedTask]) -> dict[str, str]:
+    """Resolve what the run will use (its engine, each task, the scorers its scoring names and the prompt style each
+    task is asked with), so that one that breaks its protocol is a one-line error before any generation; returns
+    "kind/name" -> "distribution==version" for those that come from other packages (RunConfig.plugins)."""
+    prompt = cfg.prompt()
+    used: list[tuple[str, Registry[Any], str]] = [("engine", ENGINES, cfg.engine_name())]
+    inner = cfg.engine_args.get("inner") if cfg.engine_name() == "ray" else None
+    if isinstance(inner, str) and inner in ENGINES:  # the engine the Ray replicas run
+        used.append(("engine", ENGINES, inner))
+    for t in tasks:
+        if t.name in TASKS:
+            used.append(("task", TASKS, t.name))
+        scoring = task_scoring(t, prompt, cfg.lmeval_metrics)
+        used += [("scorer", SCORERS, s.scorer) for s in (scoring, *scoring.extra.values())]
+        style = prompt.for_task(t.name, t.spec.prompt, t.spec.fewshot)
+        if style.template is None:
+            used.append(("prompt", PROMPTS, style.style))
+    out = {}
+    for kind, registry, name in used:
+        registry.get(name)
+        origin = registry.provenance(name)
+        if origin is not None:
+            out[f"{kind}/{name}"] = origin
+    return dict(sorted(out.items()))
+
+
 @contextlib.asynccontextmanager
 async def started_engine(cfg: EvalConfig) -> AsyncIterator[tuple[Engine, EngineInfo]]:
     """The configured engine, checked against what the run asks for, started, and closed at the end."""
@@ -187,10 +217,10 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
             scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if engine_name == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
-            datasets={t.name: {"num_problems": len(t.problems), "hash": dataset_hash(list(t.problems)),
-                               "source": t.spec.source, "version": t.spec.version} for t in tasks},
+            datasets={t.name: TaskData(len(t.problems), dataset_hash(list(t.problems)), t.spec.source, t.spec.version)
+                      for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
-            created=now, updated=now,
+            created=now, updated=now, plugins=used_plugins(cfg, tasks),
             adaptive={"design": DESIGN, "target_se": cfg.target_se, "max_n": cfg.max_n,
                       "budget_samples": cfg.budget_samples, "history": history, "stopped": {}} if adaptive else None)
         if new_run:
@@ -254,7 +284,8 @@ def on_disk(run_dir: Path, command: RunConfig) -> RunConfig:
         return command
     return dataclasses.replace(command, tasks=old.tasks, problem_keys=old.problem_keys, n=old.n, task_n=old.task_n,
                                adaptive=old.adaptive, limit=old.limit, created=old.created or command.created,
-                               scoring={**old.scoring, **command.scoring}, datasets={**old.datasets, **command.datasets})
+                               scoring={**old.scoring, **command.scoring}, datasets={**old.datasets, **command.datasets},
+                               plugins={**old.plugins, **command.plugins})
 
 
 def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: PromptConfig, run_dir: Path,
@@ -315,6 +346,7 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     cfg.validate()
     cfg.check_given(set(options))
     tasks = load_tasks(cfg)
+    used_plugins(cfg, tasks)  # a broken engine, task, scorer or prompt style: one line now, not after generating
     if cfg.lmeval_metrics and not any(t.spec.scoring.extra for t in tasks):
         log.warning("--lmeval-metrics has no effect here: none of %s has lm-eval's columns",
                     ", ".join(t.name for t in tasks))

@@ -8,12 +8,13 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from reasoneval.run.runner import GenerationStats
+if TYPE_CHECKING:  # the CLI sets up logging with this module before it knows the command: no runner imports
+    from reasoneval.run.runner import GenerationStats
 
 log = logging.getLogger("reasoneval")
 

@@ -14,10 +14,11 @@ from reasoneval.scoring.base import (
     Scorer,
     ScoringContext,
     TaskScoring,
+    check_scorers,
     cluster,
     cluster_by_text,
     create_scorer,
 )
 
-__all__ = ["FROM_PROMPT_STYLE", "SCORERS", "AnswerClusterer", "Score", "Scorer", "ScoringContext", "TaskScoring", "cluster",
-           "cluster_by_text", "create_scorer"]
+__all__ = ["FROM_PROMPT_STYLE", "SCORERS", "AnswerClusterer", "Score", "Scorer", "ScoringContext", "TaskScoring", "check_scorers",
+           "cluster", "cluster_by_text", "create_scorer"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
@@ -120,9 +120,20 @@ class ScoringContext:
 ScorerFactory = Callable[..., Scorer]
 
 
+def scorer_lacks(obj: Any) -> list[str]:
+    """What of the Scorer protocol `obj` (a Scorer class or instance) lacks: `name` and `version` (strings, recorded
+    with the results; on a class, class attributes: an instance may refine its version) and `score_many`."""
+    missing = [a for a in ("name", "version") if not isinstance(getattr(obj, a, None), str)]
+    return missing + ([] if callable(getattr(obj, "score_many", None)) else ["score_many"])
+
+
 def _check_scorer(name: str, factory: Any) -> None:
     if not callable(factory):
         raise UserError(f"scorer {name!r} is {factory!r}, not a factory (context, **settings) -> Scorer")
+    missing = scorer_lacks(factory) if isinstance(factory, type) else []  # a function factory: its Scorer, when made
+    if missing:
+        raise UserError(f"scorer {name!r} ({factory.__module__}:{factory.__qualname__}) is not a Scorer: it lacks "
+                        f"{', '.join(missing)} (reasoneval.scoring.Scorer: name and version strings, score_many)")
 
 
 # The shipped scorers, each imported only when a task is scored with it (so a scorer module can import
@@ -143,9 +154,23 @@ def create_scorer(scoring: TaskScoring, context: ScoringContext) -> Scorer:
     """The scorer a task names, with its settings; a setting the scorer does not take is a one-line error."""
     factory = SCORERS.get(scoring.scorer)
     try:
-        return factory(context, **dict(scoring.settings))
+        scorer = factory(context, **dict(scoring.settings))
     except TypeError as e:
         raise UserError(f"scorer {scoring.scorer!r} does not take settings {dict(scoring.settings)}: {e}") from None
+    missing = scorer_lacks(scorer)
+    if missing:
+        origin = SCORERS.origin(scoring.scorer)
+        raise UserError(f"scorer {scoring.scorer!r}{f' of package {origin}' if origin else ''} made "
+                        f"{type(scorer).__name__}, not a Scorer: it lacks {', '.join(missing)}")
+    return scorer
+
+
+def check_scorers(scorings: Iterable[TaskScoring]) -> None:
+    """Resolve every scorer the tasks name (their extra columns too) before any sample is generated: an unknown
+    or broken one is a one-line error now, not after the generation (its settings are checked when it is made)."""
+    for scoring in scorings:
+        for s in (scoring, *scoring.extra.values()):
+            SCORERS.get(s.scorer)
 
 
 def cluster_by_text(groups: Sequence[tuple[Problem, Sequence[str | None]]]) -> list[list[int | None]]:

@@ -331,6 +331,7 @@ class ExactMatchScorer:
     `sympy`) reports what it reported; the shipped tasks set it (tasks/catalog.py)."""
 
     name = "exact_match"
+    version = VERSION  # with sympy, each instance's is VERSION+sympy
 
     def __init__(self, context: ScoringContext, pattern: str | None = None, sympy: bool = False) -> None:
         self.context = context

@@ -29,24 +29,24 @@ MATH_SUBJECT_CONFIGS = ("algebra", "counting_and_probability", "geometry", "inte
 
 
 AIME24 = TaskSpec("aime24", "AIME 2024 I+II", size=30, scoring=MATH_SCORING,
-                  hub=HubSource("HuggingFaceH4/aime_2024", "train", hub.map_aime24))
+                  hub=HubSource("HuggingFaceH4/aime_2024", "train", hub.map_aime24), fewshot="minerva")
 AIME25 = TaskSpec("aime25", "AIME 2025 I+II", size=30, scoring=MATH_SCORING,
-                  hub=HubSource("math-ai/aime25", "test", hub.map_aime25))
+                  hub=HubSource("math-ai/aime25", "test", hub.map_aime25), fewshot="minerva")
 AMC23 = TaskSpec("amc23", "AMC 12 2023 (AI-MO integer-answer version)", size=40, scoring=MATH_SCORING,
-                 hub=HubSource("math-ai/amc23", "test", hub.map_amc23))
+                 hub=HubSource("math-ai/amc23", "test", hub.map_amc23), fewshot="minerva")
 AMC = TaskSpec("amc", "AMC 12 2022+2023 (AI-MO integer-answer version)", size=83, scoring=MATH_SCORING,
-               hub=HubSource("AI-MO/aimo-validation-amc", "train", hub.map_amc))
+               hub=HubSource("AI-MO/aimo-validation-amc", "train", hub.map_amc), fewshot="minerva")
 MATH500 = TaskSpec("math500", "MATH-500 (PRM800K test subset of MATH; lm-eval: minerva_math500)", size=500,
                    scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva",),
-                   hub=HubSource("HuggingFaceH4/MATH-500", "test", hub.map_math500))
+                   hub=HubSource("HuggingFaceH4/MATH-500", "test", hub.map_math500), fewshot="minerva")
 HENDRYCKS_MATH = TaskSpec("hendrycks_math", "MATH test set, all 7 subjects (lm-eval: minerva_math with the Minerva prompt, "
                           "hendrycks_math with --prompt-style hendrycks_math)", size=5000,
-                          scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva", "hendrycks_math"),
+                          scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva", "hendrycks_math"), fewshot="minerva",
                           hub=HubSource("EleutherAI/hendrycks_math", "test", hub.map_hendrycks_math, configs=MATH_SUBJECT_CONFIGS))
 HENDRYCKS_MATH_TRAIN = TaskSpec(
     "hendrycks_math_train", "MATH train split, all 7 subjects (the pool lm-eval's hendrycks_math draws its few-shot "
     "exemplars from, per subject)", size=7500, scoring=MINERVA_MATH_SCORING, lmeval_styles=("minerva", "hendrycks_math"),
-    hub=HubSource("EleutherAI/hendrycks_math", "train", hub.map_hendrycks_math, configs=MATH_SUBJECT_CONFIGS))
+    hub=HubSource("EleutherAI/hendrycks_math", "train", hub.map_hendrycks_math, configs=MATH_SUBJECT_CONFIGS), fewshot="minerva")
 MINERVA_MATH = TaskSpec(
     "minerva_math", "Minerva MIT OCW STEM problems (rLLM/DeepScaleR's 'Minerva'; not lm-eval's minerva_math, "
     "which is hendrycks_math)", size=272,
@@ -56,9 +56,9 @@ MINERVA_MATH = TaskSpec(
     # as integers too ("measured"), accepts those and still rejects a wrong answer (typically off by
     # far more, or by an order of magnitude). docs/grading.md, "Policy".
     scoring=TaskScoring("math", {"rel_tol": 1e-2, "approx": "measured"}, extra=LMEVAL_MATH),
-    hub=HubSource("math-ai/minervamath", "test", hub.map_minerva))
+    hub=HubSource("math-ai/minervamath", "test", hub.map_minerva), fewshot="minerva")
 OLYMPIADBENCH = TaskSpec("olympiadbench", "OlympiadBench OE_TO_maths_en_COMP", size=675, scoring=MATH_SCORING,
-                         hub=HubSource("math-ai/olympiadbench", "test", hub.map_olympiadbench))
+                         hub=HubSource("math-ai/olympiadbench", "test", hub.map_olympiadbench), fewshot="minerva")
 GSM8K = TaskSpec("gsm8k", "GSM8K test", size=1319,
                  fewshot="gsm8k", scoring=GSM8K_SCORING, lmeval_styles=GSM8K_STYLES,
                  hub=HubSource("openai/gsm8k", "test", hub.map_gsm8k, config="main"))
@@ -70,7 +70,7 @@ GPQA_DIAMOND = TaskSpec("gpqa_diamond", "GPQA Diamond (multiple choice, gated)",
                         scoring=TaskScoring("choice"), prompt="choice", fewshot=None,
                         hub=HubSource("Idavidrein/gpqa", "train", hub.map_gpqa, config="gpqa_diamond", gated=True))
 LIMO = TaskSpec("limo", "LIMO (817 curated training problems)", size=817,
-                hub=HubSource("GAIR/LIMO", "train", hub.map_limo))
+                hub=HubSource("GAIR/LIMO", "train", hub.map_limo), fewshot="minerva")
 ARITH = TaskSpec("arith", "generated 1-2 digit additions/subtractions (demo, tiny models)",
                  size=arith.SIZE, generate=arith.generate, fewshot="gsm8k_wei", scoring=GSM8K_SCORING)
 

@@ -211,9 +211,9 @@ def task_listing(data_dir: Path | None) -> list[dict[str, Any]]:
     """One entry per task: name, size (loaded count if local, else expected), source, local."""
     ddir = resolve_data_dir(data_dir)
     out: list[dict[str, Any]] = []
-    for name in TASKS:
-        spec = TASKS.get(name)
-        entry: dict[str, Any] = {"name": name, "size": spec.size, "source": spec.source, "local": False}
+    for name, spec in TASKS.available():  # a plugin task that cannot be loaded: left out with a warning
+        entry: dict[str, Any] = {"name": name, "size": spec.size, "source": spec.source, "local": False,
+                                 "from": TASKS.provenance(name) or "built in"}
         if spec.generate is not None:
             try:
                 entry.update(size=len(spec.generate()), local=True)

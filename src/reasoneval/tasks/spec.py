@@ -42,7 +42,8 @@ class TaskSpec:
       optional `rel_tol`, `choice` for a letter answer; see reasoneval.scoring).
     prompt: the registered prompt style (reasoneval.prompts.PROMPTS) the task is asked with.
     fewshot: the few-shot style (a PROMPTS entry with exemplars) used when --num-fewshot is given
-      without --prompt-style; None: the task has none (a --prompt-style is then needed).
+      without --prompt-style; None (the default): the task has none, and --num-fewshot without a
+      --prompt-style is a one-line error (the math tasks name "minerva": math exemplars are theirs only).
     size: the expected number of problems (the source's row count) for listings before the
       data is loaded; the loaded count can differ (other copies of a benchmark differ).
     generate: for tasks generated in code (no file, no download): returns uniform rows.
@@ -62,7 +63,7 @@ class TaskSpec:
     description: str
     scoring: TaskScoring = field(default_factory=TaskScoring)
     prompt: str = "boxed"
-    fewshot: str | None = "minerva"
+    fewshot: str | None = None
     hub: HubSource | None = None
     size: int | None = None
     generate: Callable[[], list[dict[str, Any]]] | None = None

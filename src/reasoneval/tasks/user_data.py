@@ -171,6 +171,8 @@ def load_user_data(source: str, *, question_key: str, answer_key: str, id_key: s
             raise UserError(f"{where}: duplicate id {prob.id!r} (first at {seen[prob.id]}); ids must be unique")
         seen[prob.id] = where
         problems.append(prob)
+    # A file scored as math answers takes the math tasks' few-shot style; other scorers have none of their own.
     spec = TaskSpec(name=task_name, description=f"user data {source}", origin=origin,
-                    scoring=TaskScoring(scorer) if scorer else TaskScoring())
+                    scoring=TaskScoring(scorer) if scorer else TaskScoring(),
+                    fewshot="minerva" if scorer in (None, "math") else None)
     return spec, problems
