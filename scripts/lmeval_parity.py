@@ -348,6 +348,8 @@ def main() -> None:
                   f"   reasoneval {'-' if ours is None else f'{100 * ours:6.1f}'}")
         print(f"   {'reasoneval grade':58s} {'':14s} reasoneval {100 * (result.tasks[e.task].mean or 0):6.1f}")
         verdict_differences(e, rows, docs, problems, lm)
+        if e.task == "ifeval":
+            instruction_differences(docs, problems)
         print()
 
 
@@ -383,6 +385,27 @@ def verdict_differences(e: Entry, rows: list[BatteryRow], docs: list[dict[str, d
                 why += f"; reasoneval: {str(details)[:240]!r}"
             print(f"     problem {i} ({p['id']}): lm-eval {theirs}, reasoneval {ours}; response "
                   f"{p['responses'][0][:160]!r}{why}")
+
+
+def instruction_differences(docs: list[dict[str, dict[str, Any]]], problems: list[dict[str, Any]]) -> None:
+    """IFEval: each instruction's strict and loose verdict (lm-eval's inst_level lists against the instructions in
+    reasoneval's details), and each difference with the instruction's arguments and the response."""
+    for level in ("strict", "loose"):
+        same = total = 0
+        for i, (d, p) in enumerate(zip(docs, problems)):
+            s = d["none"]
+            theirs = [bool(x) for x in s[f"inst_level_{level}_acc"]]
+            ours = [bool(x[level]) for x in json.loads(p["details"][0])["instructions"]]
+            total += len(theirs)
+            for j, (a, b) in enumerate(zip(theirs, ours)):
+                same += a == b
+                if a != b:
+                    iid = s["doc"]["instruction_id_list"][j]
+                    print(f"     problem {i} ({p['id']}) instruction {iid} {s['doc']['kwargs'][j]}: lm-eval {a}, "
+                          f"reasoneval {b} ({level}); response {p['responses'][0][:160]!r}")
+            if len(theirs) != len(ours):
+                print(f"     problem {i} ({p['id']}): lm-eval checked {len(theirs)} instructions, reasoneval {len(ours)}")
+        print(f"   instruction verdicts {level}: identical {same}/{total}")
 
 
 if __name__ == "__main__":
