@@ -146,6 +146,14 @@ async def started_engine(cfg: EvalConfig) -> AsyncIterator[tuple[Engine, EngineI
         await engine.close()
 
 
+def run_settings(cfg: EvalConfig, *, model: str, model_identity: str | None) -> RunSettings:
+    """What the run id of `cfg` hashes, with an engine serving `model` (config.json's `settings`)."""
+    prompt = cfg.prompt()
+    return RunSettings(model=model, model_identity=model_identity, api=cfg.api, system_prompt=cfg.system_prompt,
+                       prompt_template=prompt.template, sampling=cfg.sampling(), seed=cfg.seed,
+                       prompt_style=prompt.identity())
+
+
 async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Engine, info: EngineInfo,
                        console: Console | None = None, expected: Mapping[ProblemRef, float] | None = None,
                        ) -> tuple[Path, RunConfig, GenerationStats]:
@@ -160,9 +168,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
     """
     prompt = cfg.prompt()
     sampling = cfg.sampling()
-    settings = RunSettings(model=info.model, model_identity=info.model_identity, api=cfg.api,
-                           system_prompt=cfg.system_prompt, prompt_template=prompt.template, sampling=sampling,
-                           seed=cfg.seed, prompt_style=prompt.identity())
+    settings = run_settings(cfg, model=info.model, model_identity=info.model_identity)
     run_dir = run_dir_for(Path(cfg.output_dir), settings)
     # A run's config.json changes only when a command finishes generating (a failure leaves it as it was); a new run
     # writes it at once, so a run that never finishes is still a run directory `report` can read.
