@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from reasoneval.report.text import csv_text, markdown_table, pct, print_table
+from reasoneval.run.options import OUTPUT_DIR
 
 
 def _one_format(a: argparse.Namespace, *names: str) -> None:
@@ -167,7 +168,7 @@ def add_parsers(sub: Any, fmt: Any) -> None:
     p = sub.add_parser("runs", help="one table of every run under a results folder", formatter_class=fmt,
                        epilog="examples:\n  reasoneval runs results --model 'Qwen*' --task 'aime*' --csv > runs.csv\n"
                        "  reasoneval runs results --by-checkpoint --markdown   # checkpoints x (task, metric)")
-    p.add_argument("dir", nargs="?", default="results")
+    p.add_argument("dir", nargs="?", default=OUTPUT_DIR)
     p.add_argument("--model", metavar="GLOB")
     p.add_argument("--task", metavar="GLOB")
     p.add_argument("--csv", action="store_true")

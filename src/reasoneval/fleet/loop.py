@@ -107,7 +107,11 @@ def _run_key(job: Job) -> tuple[str, str]:
 
 # ---- the loop ----------------------------------------------------------------------------------
 
-def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = 2, grading_workers: int | None = 1,
+# How often Ray starts a job again whose worker died (--job-retries), by default.
+JOB_RETRIES = 2
+
+
+def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = JOB_RETRIES, grading_workers: int | None = 1,
              on_change: Callable[[], object] | None = None, dashboards: Any = None) -> SweepState:
     """Run the jobs that are not finished on the connected Ray cluster; returns the state (also on disk).
 
@@ -240,8 +244,8 @@ CLUSTER = "cluster"
 class SweepOptions:
     """sweep's (and watch's) own flags, declared like `run`'s (reasoneval.run.options)."""
 
-    job_retries: int = run_option(2, group=CLUSTER, parse=int, aliases=("--max-retries",),
-                                  help="retries of a job whose worker died (default 2)")
+    job_retries: int = run_option(JOB_RETRIES, group=CLUSTER, parse=int, aliases=("--max-retries",),
+                                  help="retries of a job whose worker died (default %(default)s)")
     ray_address: str | None = run_option(
         None, group=CLUSTER, help="Ray cluster to join (`auto`: the running one); default: start a local one")
     num_gpus: int | None = run_option(None, group=CLUSTER, parse=int,

@@ -59,6 +59,7 @@ from reasoneval.run.plan_adaptive import PILOT
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.scoring.lmeval import hendrycks_reference
 from reasoneval.scoring.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.tasks import dataset_hash, load_task, load_user_data, resolve_task_names
@@ -366,7 +367,7 @@ def _loop_running() -> bool:
 
 
 def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | None = None,
-              workers: int | None = None, grading_timeout: float = 5.0, print_table: bool = True,
+              workers: int | None = None, grading_timeout: float = GRADING_TIMEOUT_S, print_table: bool = True,
               write: bool = True, scope: Scope | None = None, adaptive: Mapping[str, Any] | None = None) -> RunResult:
     """Score a run directory's store for one command and print its table; no request is sent. Returns the
     command's result.

@@ -174,11 +174,11 @@ class Decoder:
         """The chain `Llama._init_sampler` builds for these parameters (mirostat off, no grammar)."""
         C = self.C
         chain = C.llama_sampler_chain_init(C.llama_sampler_chain_default_params())
-        extra = p["extra_body"]
+        # p: engines.sampling.llama_fields, the set options and extra_body's keys by name (an unset one is absent).
         # Same arguments as llama-cpp-python's LlamaSampler.add_penalties (last_n_tokens_size = 64).
         C.llama_sampler_chain_add(chain, C.llama_sampler_init_penalties(
-            self.n_vocab, 64, float(extra.get("repetition_penalty", 1.0)),
-            float(extra.get("frequency_penalty", 0.0)), float(extra.get("presence_penalty", 0.0))))
+            self.n_vocab, 64, float(p.get("repetition_penalty", 1.0)),
+            float(p.get("frequency_penalty", 0.0)), float(p.get("presence_penalty", 0.0))))
         temp = float(p["temperature"])
         if temp < 0.0:
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_dist(seed))
@@ -186,8 +186,8 @@ class Decoder:
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_greedy())
         else:
             # OpenAI semantics: unset means "off", not llama.cpp's defaults (top_k=40, min_p=0.05).
-            top_k = int(p["top_k"]) if p["top_k"] is not None else 0
-            min_p = float(p["min_p"]) if p["min_p"] is not None else 0.0
+            top_k = int(p.get("top_k") or 0)
+            min_p = float(p.get("min_p") or 0.0)
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_top_k(top_k))
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_typical(1.0, 1))
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_top_p(float(p["top_p"]), 1))
@@ -199,7 +199,7 @@ class Decoder:
     def _prompt(self, job: dict[str, Any]) -> tuple[list[int], list[str], Any]:
         """(prompt tokens, stop strings, stopping criteria) exactly as llama-cpp-python builds them."""
         llm = self.llm
-        user_stop = list(job["params"]["stop"])
+        user_stop = list(job["params"].get("stop", ()))
         if job["messages"] is not None:
             try:
                 self.chat_handler(llama=_PromptOnly(llm), messages=[dict(m) for m in job["messages"]],
@@ -461,8 +461,7 @@ class Decoder:
         """A short greedy generation: one sequence alone, then `parallel` together, so the kernels
         of both shapes (one row, a batch of rows) run once before the worker says it is ready; then,
         with reuse_prefix, the check that prefix reuse is exact on this machine."""
-        params: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "top_k": None, "min_p": None, "max_tokens": 2,
-                  "stop": [], "extra_body": {}}
+        params: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 2}
         jobs = [{"params": params, "seed": 0, "messages": None, "prompt": "Hello"}]
         jobs += [{"params": params, "seed": i, "messages": None, "prompt": "Hi"}
                  for i in range(1, self.config.parallel)]

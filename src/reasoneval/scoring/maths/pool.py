@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from reasoneval.records import CHOICE_LETTERS
+from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.scoring.maths.extract import (
     SHORT_RESPONSE_CHARS,
     extract_answer,
@@ -117,7 +118,7 @@ class GradingPool:
     def __init__(
         self,
         workers: int | None = None,
-        timeout_s: float = 5.0,
+        timeout_s: float = GRADING_TIMEOUT_S,
         memory_mb: int = 2048,
         cache_path: pathlib.Path | None = None,
         max_symbolic_chars: int = DEFAULT_MAX_SYMBOLIC_CHARS,

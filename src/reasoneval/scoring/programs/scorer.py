@@ -343,7 +343,8 @@ class CodeScorer:
     name = "code"
     version = f"{CODE_SCORER_VERSION}.{SANDBOX_VERSION}"
 
-    def __init__(self, context: ScoringContext, timeout_s: float = 5.0, memory_mb: int = 1024) -> None:
+    def __init__(self, context: ScoringContext, timeout_s: float = Limits.timeout_s,
+                 memory_mb: int = Limits.memory_mb) -> None:
         self.context = context
         self.limits = Limits(timeout_s=float(timeout_s), memory_mb=int(memory_mb))
 
