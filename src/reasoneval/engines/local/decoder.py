@@ -4,15 +4,12 @@ exact prompt-prefix reuse and a start-up self-test (the worker entry is worker.p
 from __future__ import annotations
 
 import ctypes
-import os
-import signal
-import sys
 import zlib
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from reasoneval.engines.local.model import FAULT_ENV, model_params_with_repack
+from reasoneval.engines.local.model import model_params_with_repack
 
 
 @dataclass(frozen=True)
@@ -158,7 +155,6 @@ class Decoder:
         self.waiting: deque[_Seq] = deque()
         self._pieces: dict[int, bytes] = {}
         self._buf = ctypes.create_string_buffer(256)
-        self.fault = os.environ.get(FAULT_ENV, "")
         self.decodes = 0
         self.request_decodes = 0
         handler = (self.llm.chat_handler or self.llm._chat_handlers.get(self.llm.chat_format))
@@ -325,17 +321,6 @@ class Decoder:
             self._pieces[token] = piece
         return piece
 
-    def _maybe_fault(self, has_request: bool) -> None:
-        fault = self.fault
-        if not fault:
-            return
-        if (fault == "segv" or (fault == "segv-repack" and self.config.cpu_repack)
-                or (fault == "segv-request" and has_request)):
-            sys.stderr.write(f"reasoneval test fault {FAULT_ENV}={fault}: simulated crash in llama_decode "
-                             f"(cpu_repack={'on' if self.config.cpu_repack else 'off'})\n")
-            sys.stderr.flush()
-            os.kill(os.getpid(), signal.SIGSEGV)
-
     def step(self) -> list[tuple[Any, str, Any]]:
         """One llama_decode; returns the replies of the sequences that finished.
 
@@ -379,7 +364,6 @@ class Decoder:
                 generating.append(seq)
                 n += 1
         batch.n_tokens = n
-        self._maybe_fault(any(s.is_request for s in seqs))
         rc = C.llama_decode(self.ctx, batch)
         self.decodes += 1
         if rc != 0:
@@ -512,7 +496,7 @@ class Decoder:
             split.append(min((3, 2, 5)[len(split) % 3], n - sum(split)))
         if split[-1] == 1:
             split[-2:] = [split[-2] + 1]
-        exact = bool(whole) and whole == evaluate(split) and self.fault != "reuse-inexact"
+        exact = bool(whole) and whole == evaluate(split)
         C.llama_memory_seq_rm(self.mem, 0, -1, -1)
         return exact
 
