@@ -35,28 +35,13 @@ from reasoneval.run.options import run_option
 
 log = logging.getLogger("reasoneval")
 
-# For tests only: "NAME=FILE[,NAME=FILE]" makes job NAME's worker append its pid to FILE and die (os._exit) on
-# every attempt, as a worker lost to an OOM kill or a node failure. An environment variable, never a job option.
-CRASH_TEST_ENV = "REASONEVAL_TEST_SWEEP_CRASH"
-
-
-def _crash_logs() -> dict[str, str]:
-    pairs = (p.partition("=") for p in os.environ.get(CRASH_TEST_ENV, "").split(",") if p.strip())
-    return {name.strip(): path for name, _, path in pairs}
-
-
 # ---- one job ----------------------------------------------------------------------------------
 
-def generate_job(cfg: Any, prior_run_dir: str | None, crash_log: str | None = None) -> dict[str, Any]:
+def generate_job(cfg: Any, prior_run_dir: str | None) -> dict[str, Any]:
     """A job's generation, in a Ray worker holding the job's GPUs: the run directory and the GPUs it had.
 
     prior_run_dir: the previous checkpoint's run, whose finished lengths order this one's samples."""
     import ray
-
-    if crash_log:  # the test hook (CRASH_TEST_ENV)
-        with open(crash_log, "a", encoding="utf-8") as f:
-            f.write(f"{os.getpid()}\n")
-        os._exit(1)
 
     from reasoneval.results.store import SampleStore
     from reasoneval.run.pipeline import generate_run, load_tasks, started_engine
@@ -131,7 +116,6 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = JOB_RE
     gpus_total = float(ray.cluster_resources().get("GPU", 0))
     cpus_total = float(ray.cluster_resources().get("CPU", 0))
     remote = ray.remote(generate_job)
-    crash_logs = _crash_logs()
     inflight: dict[Any, Job] = {}
     scoring: dict[concurrent.futures.Future[bool], Job] = {}
     pending: list[tuple[Job, str | None]] = []
@@ -167,7 +151,7 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = JOB_RE
             gpus = job.num_gpus if gpus_total else 0.0
             ref = remote.options(num_gpus=gpus, num_cpus=job.num_cpus, max_retries=job_retries,
                                  retry_exceptions=False, name=f"reasoneval-sweep:{job.name}").remote(
-                                     job.config, prior, crash_logs.get(job.name))
+                                     job.config, prior)
             inflight[ref] = job
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-score")
@@ -282,4 +266,4 @@ def sweep(jobs_path: Path, opts: SweepOptions) -> bool:
     return show_status(jobs_path, jobs)
 
 
-__all__ = ["CRASH_TEST_ENV", "SweepOptions", "generate_job", "run_jobs", "sweep"]
+__all__ = ["SweepOptions", "generate_job", "run_jobs", "sweep"]
