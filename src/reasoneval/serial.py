@@ -14,7 +14,8 @@ Per-field options (`json_field(...)`, or `metadata=json_options(...)`): `omit_no
 value is None), `omit_empty` (no key when the mapping or sequence is empty), `omit_default` (no key when the
 value equals the field's default: a field added to a hashed record, e.g. a sampling option, leaves the hash of
 every record that does not set it as it was), `skip` (not persisted: supplied by the reader, e.g. a run's
-directory).
+directory), `keep_unknown` (a dict field that holds the object's keys no other field reads, written back in its
+place: a file of another version keeps them).
 """
 
 from __future__ import annotations
@@ -35,19 +36,22 @@ _OMIT_NONE = "reasoneval.omit_none"
 _OMIT_EMPTY = "reasoneval.omit_empty"
 _OMIT_DEFAULT = "reasoneval.omit_default"
 _SKIP = "reasoneval.skip"
+_KEEP_UNKNOWN = "reasoneval.keep_unknown"
 
 
 def json_options(*, omit_none: bool = False, omit_empty: bool = False, omit_default: bool = False,
-                 skip: bool = False) -> dict[str, Any]:
+                 skip: bool = False, keep_unknown: bool = False) -> dict[str, Any]:
     """Field metadata for `dataclasses.field(metadata=...)`; see the module docstring."""
-    return {_OMIT_NONE: omit_none, _OMIT_EMPTY: omit_empty, _OMIT_DEFAULT: omit_default, _SKIP: skip}
+    return {_OMIT_NONE: omit_none, _OMIT_EMPTY: omit_empty, _OMIT_DEFAULT: omit_default, _SKIP: skip,
+            _KEEP_UNKNOWN: keep_unknown}
 
 
 def json_field(*, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING,
                omit_none: bool = False, omit_empty: bool = False, omit_default: bool = False,
-               skip: bool = False) -> Any:
+               skip: bool = False, keep_unknown: bool = False) -> Any:
     """`dataclasses.field` with serialiser options."""
-    meta = json_options(omit_none=omit_none, omit_empty=omit_empty, omit_default=omit_default, skip=skip)
+    meta = json_options(omit_none=omit_none, omit_empty=omit_empty, omit_default=omit_default, skip=skip,
+                        keep_unknown=keep_unknown)
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -81,6 +85,9 @@ def to_json(obj: Any) -> Any:
         out: dict[str, Any] = {}
         for name, omit_none, omit_empty, default in _out_fields(type(obj)):
             value = getattr(obj, name)
+            if name == _unknown_keys_field(type(obj)):
+                out.update(to_json(value))
+                continue
             if default is not _ABSENT and value == default:
                 continue
             if value is None:
@@ -120,7 +127,17 @@ def from_json(cls: type[T], data: Any, **given: Any) -> T:
                 raise UserError(f"{cls.__name__} in JSON has no {name!r}")
             continue
         kwargs[name] = raw if convert is None or raw is None else convert(raw)
+    rest = _unknown_keys_field(typing.cast(type, cls))
+    if rest is not None and rest not in given:
+        read = {key for _, keys, _, _, _ in _in_fields(typing.cast(type, cls)) for key in keys}
+        kwargs[rest] = {k: v for k, v in data.items() if k not in read}
     return cls(**kwargs)
+
+
+@functools.cache
+def _unknown_keys_field(cls: type) -> str | None:
+    """The field that keeps the keys no other field reads (keep_unknown), if any."""
+    return next((f.name for f in dataclasses.fields(cls) if f.metadata.get(_KEEP_UNKNOWN)), None)
 
 
 _ABSENT = object()
@@ -136,7 +153,7 @@ def _in_fields(cls: type) -> tuple[tuple[str, tuple[str, ...], Converter | None,
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
-        keys = () if f.metadata.get(_SKIP) else (f.name,)
+        keys = () if f.metadata.get(_SKIP) or f.metadata.get(_KEEP_UNKNOWN) else (f.name,)
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
         out.append((f.name, keys, _converter(hints[f.name]), has_default, _allows_none(hints[f.name])))
     return tuple(out)
