@@ -46,9 +46,10 @@ def ray_cluster() -> Iterator[str]:
     import ray
     from ray.cluster_utils import Cluster
 
-    # Ray's workers inherit the environment: the checkout's src/ must be importable there.
+    # Ray's workers inherit the environment: the checkout's src/ must be importable there, and the test-only
+    # engines of tests/plugins/fleet_site known (an entry point: the `dying` engine of the sweep tests).
     root = Path(__file__).resolve().parents[1]
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(root / "src"), str(root),
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(root / "src"), str(root), str(root / "tests/plugins/fleet_site"),
                                                 *filter(None, [os.environ.get("PYTHONPATH")])])
     node = {"num_cpus": 1, "num_gpus": 1, "object_store_memory": 80 << 20}
     cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})

@@ -5,10 +5,12 @@ task -> Problem -> Request -> engine -> Completion -> SampleRecord (journal) -> 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
-from reasoneval.serial import JsonRecord
+from reasoneval.serial import JsonRecord, json_options
 
 # The letters multiple-choice answers are given in (a data file may have up to 26 options): what prompts
 # label the choices with (tasks.choice) and what the scorer reads back (scoring.maths.extract).
@@ -42,19 +44,68 @@ class Problem:
         return tuple(c) if c else None
 
 
+# The metadata keys of a sampling option (sampling_option): its command-line declaration, whether requests send it.
+CLI = "reasoneval.cli"
+SENT = "reasoneval.sent"
+EVERY_ENGINE = "reasoneval.every_engine"  # the first options, which every engine takes (later ones: Capabilities)
+
+
+def sampling_option(default: Any = dataclasses.MISSING, *, help: str,
+                    default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
+                    in_first_run_ids: bool = False, sent: bool = True, **cli: Any) -> Any:
+    """A field of SamplingParams, and from it everything else: a `reasoneval run` flag and a jobs-file key (`help`,
+    and how the command line spells and parses it: run.options.CliOption's fields; the group is "sampling"),
+    and when `sent` a field of every engine's request under the field's name (engines.sampling.sent_fields), sent
+    only when set (not None, not empty). An engine takes a later option (not `in_first_run_ids`) only where its
+    Capabilities name it, as for extra_body keys (engines.base.check_supported): never silently ignored.
+
+    The run id hashes the field only when it differs from its default (serial's omit_default), so adding an option
+    leaves every existing run id, and every sweep fingerprint, as it was; `in_first_run_ids` marks the fields run
+    ids have always hashed, written at any value."""
+    meta = {CLI: {"help": help, **cli}, SENT: sent, EVERY_ENGINE: in_first_run_ids,
+            **json_options(omit_default=not in_first_run_ids)}
+    if default_factory is not dataclasses.MISSING:
+        return field(default_factory=default_factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A flag's value that is a JSON object (--extra-body)."""
+    import argparse
+
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise argparse.ArgumentTypeError("""must be a JSON object, e.g. '{"repetition_penalty": 1.05}'""")
+    return obj
+
+
 @dataclass(frozen=True)
 class SamplingParams(JsonRecord):
-    temperature: float = 0.6
-    top_p: float = 0.95
-    top_k: int | None = None
-    min_p: float | None = None
-    max_tokens: int = 32768
-    stop: tuple[str, ...] = ()
-    # Passed through verbatim to OpenAI-compatible servers (e.g. {"repetition_penalty": 1.05}).
-    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    """How every sample is drawn, in OpenAI's semantics (an unset top_k / min_p is "off"). Each field is one
+    sampling option, declared here once (sampling_option): its flag, its jobs-file key, its request field in the
+    OpenAI, vLLM and llama.cpp engines, and its place in the run id are all read from the field."""
 
-    def to_dict(self) -> dict[str, Any]:  # the engines' name for to_json_dict()
-        return self.to_json_dict()
+    temperature: float = sampling_option(0.6, parse=float, in_first_run_ids=True,
+                                         help="sampling temperature (default %(default)s)")
+    top_p: float = sampling_option(0.95, parse=float, in_first_run_ids=True,
+                                   help="nucleus sampling: the smallest set of tokens holding this probability "
+                                   "(default %(default)s)")
+    top_k: int | None = sampling_option(None, parse=int, in_first_run_ids=True,
+                                        help="sample from the K most likely tokens (default: the server's)")
+    min_p: float | None = sampling_option(
+        None, parse=float, in_first_run_ids=True,
+        help="drop tokens below this fraction of the likeliest's probability (default: the server's)")
+    max_tokens: int = sampling_option(32768, parse=int, in_first_run_ids=True,
+                                      help="most tokens per response (default %(default)s)")
+    stop: tuple[str, ...] = sampling_option((), action="append", in_first_run_ids=True,
+                                            help="stop string (repeatable)")
+    # Passed through verbatim to OpenAI-compatible servers (e.g. {"repetition_penalty": 1.05}), over the fields above.
+    extra_body: Mapping[str, Any] = sampling_option(
+        default_factory=dict, parse=json_object, metavar="JSON", in_first_run_ids=True, sent=False,
+        help="""extra request fields, e.g. '{"repetition_penalty": 1.05}'""")
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,11 @@ the same way everywhere:
   and written again keeps its bytes.
 
 Per-field options (`json_field(...)`, or `metadata=json_options(...)`): `omit_none` (no key when the
-value is None), `omit_empty` (no key when the mapping or sequence is empty), `skip` (not persisted:
-supplied by the reader, e.g. a run's directory), `old_names` (names an older version wrote the field
-under, read when the current name is absent).
+value is None), `omit_empty` (no key when the mapping or sequence is empty), `omit_default` (no key when the
+value equals the field's default: a field added to a hashed record, e.g. a sampling option, leaves the hash of
+every record that does not set it as it was), `skip` (not persisted: supplied by the reader, e.g. a run's
+directory), `keep_unknown` (a dict field that holds the object's keys no other field reads, written back in its
+place: a file of another version keeps them).
 """
 
 from __future__ import annotations
@@ -32,21 +34,24 @@ T = TypeVar("T")
 
 _OMIT_NONE = "reasoneval.omit_none"
 _OMIT_EMPTY = "reasoneval.omit_empty"
+_OMIT_DEFAULT = "reasoneval.omit_default"
 _SKIP = "reasoneval.skip"
-_OLD_NAMES = "reasoneval.old_names"
+_KEEP_UNKNOWN = "reasoneval.keep_unknown"
 
 
-def json_options(*, omit_none: bool = False, omit_empty: bool = False, skip: bool = False,
-                 old_names: tuple[str, ...] = ()) -> dict[str, Any]:
+def json_options(*, omit_none: bool = False, omit_empty: bool = False, omit_default: bool = False,
+                 skip: bool = False, keep_unknown: bool = False) -> dict[str, Any]:
     """Field metadata for `dataclasses.field(metadata=...)`; see the module docstring."""
-    return {_OMIT_NONE: omit_none, _OMIT_EMPTY: omit_empty, _SKIP: skip, _OLD_NAMES: old_names}
+    return {_OMIT_NONE: omit_none, _OMIT_EMPTY: omit_empty, _OMIT_DEFAULT: omit_default, _SKIP: skip,
+            _KEEP_UNKNOWN: keep_unknown}
 
 
 def json_field(*, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING,
-               omit_none: bool = False, omit_empty: bool = False, skip: bool = False,
-               old_names: tuple[str, ...] = ()) -> Any:
+               omit_none: bool = False, omit_empty: bool = False, omit_default: bool = False,
+               skip: bool = False, keep_unknown: bool = False) -> Any:
     """`dataclasses.field` with serialiser options."""
-    meta = json_options(omit_none=omit_none, omit_empty=omit_empty, skip=skip, old_names=old_names)
+    meta = json_options(omit_none=omit_none, omit_empty=omit_empty, omit_default=omit_default, skip=skip,
+                        keep_unknown=keep_unknown)
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -56,10 +61,20 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 @functools.cache
-def _out_fields(cls: type) -> tuple[tuple[str, bool, bool], ...]:
-    """(name, omit_none, omit_empty) of the fields `to_json` writes, in order."""
-    return tuple((f.name, bool(f.metadata.get(_OMIT_NONE)), bool(f.metadata.get(_OMIT_EMPTY)))
+def _out_fields(cls: type) -> tuple[tuple[str, bool, bool, Any], ...]:
+    """(name, omit_none, omit_empty, the default it is left out at or _ABSENT) of the fields `to_json` writes,
+    in order."""
+    return tuple((f.name, bool(f.metadata.get(_OMIT_NONE)), bool(f.metadata.get(_OMIT_EMPTY)),
+                  _default(f) if f.metadata.get(_OMIT_DEFAULT) else _ABSENT)
                  for f in dataclasses.fields(cls) if not f.metadata.get(_SKIP))
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    if f.default is dataclasses.MISSING:
+        raise TypeError(f"{f.name}: omit_default needs a default")
+    return f.default
 
 
 def to_json(obj: Any) -> Any:
@@ -68,8 +83,13 @@ def to_json(obj: Any) -> Any:
         return obj
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         out: dict[str, Any] = {}
-        for name, omit_none, omit_empty in _out_fields(type(obj)):
+        for name, omit_none, omit_empty, default in _out_fields(type(obj)):
             value = getattr(obj, name)
+            if name == _unknown_keys_field(type(obj)):
+                out.update(to_json(value))
+                continue
+            if default is not _ABSENT and value == default:
+                continue
             if value is None:
                 if not omit_none:
                     out[name] = None
@@ -107,7 +127,17 @@ def from_json(cls: type[T], data: Any, **given: Any) -> T:
                 raise UserError(f"{cls.__name__} in JSON has no {name!r}")
             continue
         kwargs[name] = raw if convert is None or raw is None else convert(raw)
+    rest = _unknown_keys_field(typing.cast(type, cls))
+    if rest is not None and rest not in given:
+        read = {key for _, keys, _, _, _ in _in_fields(typing.cast(type, cls)) for key in keys}
+        kwargs[rest] = {k: v for k, v in data.items() if k not in read}
     return cls(**kwargs)
+
+
+@functools.cache
+def _unknown_keys_field(cls: type) -> str | None:
+    """The field that keeps the keys no other field reads (keep_unknown), if any."""
+    return next((f.name for f in dataclasses.fields(cls) if f.metadata.get(_KEEP_UNKNOWN)), None)
 
 
 _ABSENT = object()
@@ -123,7 +153,7 @@ def _in_fields(cls: type) -> tuple[tuple[str, tuple[str, ...], Converter | None,
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
-        keys = () if f.metadata.get(_SKIP) else (f.name, *f.metadata.get(_OLD_NAMES, ()))
+        keys = () if f.metadata.get(_SKIP) or f.metadata.get(_KEEP_UNKNOWN) else (f.name,)
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
         out.append((f.name, keys, _converter(hints[f.name]), has_default, _allows_none(hints[f.name])))
     return tuple(out)

@@ -245,7 +245,9 @@ def test_cpu_repack_auto_restarts_a_server_whose_repacked_kernels_crash_on_the_p
     # The server crashes at its first decode with repacking on (fault injection, as the AMX kernels do on some
     # Intel CPUs; on such a CPU the real crash happens here as well): auto sees it on its 2-token self-test and
     # serves the run from a server with --no-repack; `on` stops with the cause and the hint.
-    monkeypatch.setenv("REASONEVAL_LOCAL_FAULT", "segv-repack")
+    from tests.fixtures.local_faults import inject
+
+    inject(monkeypatch, "segv-repack")
 
     async def go(**opts: Any) -> tuple[str, dict[str, Any]]:
         engine: Any = make_engine("launch", server="llamacpp", log_dir=str(tmp_path), max_model_len=1024, **opts)

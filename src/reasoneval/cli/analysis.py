@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from reasoneval.report.text import csv_text, markdown_table, pct, print_table
-from reasoneval.run.options import add_options, run_option
+from reasoneval.run.options import OUTPUT_DIR, add_options, run_option
 
 
 def _one_format(a: argparse.Namespace, *names: str) -> None:
@@ -217,7 +217,7 @@ def add_analyze_parser(p: argparse.ArgumentParser) -> None:
 def add_runs_parser(p: argparse.ArgumentParser) -> None:
     p.epilog = ("examples:\n  reasoneval runs results --model 'Qwen*' --task 'aime*' --csv > runs.csv\n"
                 "  reasoneval runs results --by-checkpoint --markdown   # checkpoints x (task, metric)")
-    p.add_argument("dir", nargs="?", default="results")
+    p.add_argument("dir", nargs="?", default=OUTPUT_DIR)
     add_options(p, RunsFlags)
     p.set_defaults(func=_cmd_runs)
 

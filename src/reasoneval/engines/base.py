@@ -124,7 +124,8 @@ class Capabilities:
     """What an engine supports; a run that asks for more stops at start with one line, on every engine."""
 
     apis: frozenset[str] = frozenset({"chat", "completions"})
-    # --extra-body keys it honours; None: any (passed through to the server as is).
+    # --extra-body keys it honours, and the sampling options added after the first ones (records.sampling_option)
+    # it takes; None: any (passed through to the server as is).
     extra_body_keys: frozenset[str] | None = None
 
 
@@ -132,10 +133,18 @@ def check_supported(engine: str, caps: Capabilities, api: str, sampling: Samplin
     if api not in caps.apis:
         raise UserError(f"the {engine} engine does not support --api {api}; it supports: {', '.join(sorted(caps.apis))}")
     if caps.extra_body_keys is not None:
+        from reasoneval.engines.sampling import engine_specific
+
+        supported = ', '.join(sorted(caps.extra_body_keys)) or 'none'
         unknown = sorted(set(sampling.extra_body) - caps.extra_body_keys)
         if unknown:
             raise UserError(f"--extra-body key(s) {', '.join(unknown)} are not supported by the {engine} engine "
-                            f"(supported: {', '.join(sorted(caps.extra_body_keys)) or 'none'})")
+                            f"(supported: {supported})")
+        options = sorted(engine_specific(sampling) - caps.extra_body_keys)
+        if options:
+            flags = ", ".join("--" + o.replace("_", "-") for o in options)
+            raise UserError(f"{flags} {'is' if len(options) == 1 else 'are'} not supported by the {engine} engine "
+                            f"(it takes: {supported})")
 
 
 def option(default: Any, help: str, *, flag: str | bool = False) -> Any:

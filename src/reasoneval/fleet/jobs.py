@@ -30,11 +30,19 @@ from reasoneval.errors import UserError
 JOB_KEYS = ("name", "num_gpus", "num_cpus", "step")
 # Options that name files: relative to the jobs (or settings) file.
 PATH_OPTIONS = ("output_dir", "data_dir", "data", "prompt_template")
-# EvalConfig fields added after sweep states were first written: left out of a job's fingerprint while
-# at their default, so a finished job of an older state file is not run again.
-_NEWER_FIELDS = {"scorer": None, "battery": None, "fewshot_seed": None}
-# Fields renamed since: fingerprinted under their old name, for the same reason.
-_RENAMED_FIELDS = {"problem_key": "question_key"}
+# The EvalConfig fields the first sweep state files fingerprinted, under the names they had then: hashed at any
+# value, so a finished job of such a state is not run again. Every other field is hashed only where it differs
+# from its default: a new option changes no fingerprint until a job sets it. (A renamed field keeps its old name
+# here, and the old name among its flag's aliases.) This list never grows.
+_FIRST_FINGERPRINT = frozenset({
+    "tasks", "limit", "data_dir", "data", "question_key", "answer_key", "id_key", "split", "model", "engine",
+    "base_url", "api", "api_key_env", "engine_args", "n", "seed", "temperature", "top_p", "top_k", "min_p",
+    "max_tokens", "stop", "extra_body", "system_prompt", "prompt_template", "prompt_style", "num_fewshot",
+    "style_stop", "greedy", "lmeval_metrics", "target_se", "max_n", "budget_samples", "concurrency", "schedule",
+    "timeout", "max_retries", "retry_backoff", "output_dir", "grading_workers", "grading_timeout", "progress",
+    "print_table"})
+# Where results are logged is not what the job computes.
+_NOT_FINGERPRINTED = frozenset({"log_to", "log_args"})
 
 
 @dataclass(frozen=True)
@@ -54,15 +62,19 @@ class Job:
 
     def fingerprint(self) -> str:
         """Changes when the job's options change (then a finished job runs again, e.g. with a larger n)."""
-        d = dataclasses.asdict(self.config)
-        for key in ("log_to", "log_args"):  # where results are logged is not what the job computes
-            d.pop(key, None)
-        for key, default in _NEWER_FIELDS.items():
-            if d.get(key) == default:
-                d.pop(key, None)
-        for new, old in _RENAMED_FIELDS.items():
-            if new in d:
-                d[old] = d.pop(new)
+        from reasoneval.run.options import field_default, known_keys
+
+        first_name = {new: old for old, new in known_keys(type(self.config)).items() if old in _FIRST_FINGERPRINT}
+        d = {}
+        for f in dataclasses.fields(self.config):
+            value = getattr(self.config, f.name)
+            if f.name in _NOT_FINGERPRINTED:
+                continue
+            if f.name in first_name:
+                d[first_name[f.name]] = value
+            elif value != field_default(f):
+                d[f.name] = value
+        d = json.loads(json.dumps(d, default=str))  # as dataclasses.asdict gave it: tuples as lists
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -121,8 +133,10 @@ def load_settings(path: Path) -> dict[str, Any]:
         data = data["defaults"]
     if not isinstance(data, dict):
         raise UserError(f"{path}: the settings are a mapping of `reasoneval run` options (tasks, n, engine, ...)")
+    from reasoneval.run.options import OUTPUT_DIR
+
     data = _absolute_paths(data, path.parent)
-    data.setdefault("output_dir", str(path.parent / "results"))
+    data.setdefault("output_dir", str(path.parent / OUTPUT_DIR))
     make_job({"model": "settings-check"}, data, path.parent, where=str(path))
     return data
 
@@ -146,7 +160,7 @@ def _absolute_paths(options: Mapping[str, Any], base: Path) -> dict[str, Any]:
 
 def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str) -> Job:
     from reasoneval.engines import ENGINES, options_class
-    from reasoneval.run.options import EvalConfig, check_values, default_engine, rename_old_keys
+    from reasoneval.run.options import OUTPUT_DIR, EvalConfig, check_values, default_engine, rename_old_keys
 
     if isinstance(entry, str):
         entry = {"model": entry}
@@ -173,7 +187,7 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
         options["tasks"] = [t.strip() for t in options["tasks"].split(",") if t.strip()]
     check_values(EvalConfig, options, where)
     options = _absolute_paths(options, base)
-    options.setdefault("output_dir", str(base / "results"))
+    options.setdefault("output_dir", str(base / OUTPUT_DIR))
     options.update(progress=False, print_table=False)
     # The entry's keys, and the defaults' where the entry does not choose the sampling itself (a job with its own
     # target_se overrides the defaults' n, and is no contradiction).

@@ -35,28 +35,13 @@ from reasoneval.run.options import run_option
 
 log = logging.getLogger("reasoneval")
 
-# For tests only: "NAME=FILE[,NAME=FILE]" makes job NAME's worker append its pid to FILE and die (os._exit) on
-# every attempt, as a worker lost to an OOM kill or a node failure. An environment variable, never a job option.
-CRASH_TEST_ENV = "REASONEVAL_TEST_SWEEP_CRASH"
-
-
-def _crash_logs() -> dict[str, str]:
-    pairs = (p.partition("=") for p in os.environ.get(CRASH_TEST_ENV, "").split(",") if p.strip())
-    return {name.strip(): path for name, _, path in pairs}
-
-
 # ---- one job ----------------------------------------------------------------------------------
 
-def generate_job(cfg: Any, prior_run_dir: str | None, crash_log: str | None = None) -> dict[str, Any]:
+def generate_job(cfg: Any, prior_run_dir: str | None) -> dict[str, Any]:
     """A job's generation, in a Ray worker holding the job's GPUs: the run directory and the GPUs it had.
 
     prior_run_dir: the previous checkpoint's run, whose finished lengths order this one's samples."""
     import ray
-
-    if crash_log:  # the test hook (CRASH_TEST_ENV)
-        with open(crash_log, "a", encoding="utf-8") as f:
-            f.write(f"{os.getpid()}\n")
-        os._exit(1)
 
     from reasoneval.results.store import SampleStore
     from reasoneval.run.pipeline import generate_run, load_tasks, started_engine
@@ -107,7 +92,11 @@ def _run_key(job: Job) -> tuple[str, str]:
 
 # ---- the loop ----------------------------------------------------------------------------------
 
-def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = 2, grading_workers: int | None = 1,
+# How often Ray starts a job again whose worker died (--job-retries), by default.
+JOB_RETRIES = 2
+
+
+def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = JOB_RETRIES, grading_workers: int | None = 1,
              on_change: Callable[[], object] | None = None, dashboards: Any = None) -> SweepState:
     """Run the jobs that are not finished on the connected Ray cluster; returns the state (also on disk).
 
@@ -127,7 +116,6 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = 2, gra
     gpus_total = float(ray.cluster_resources().get("GPU", 0))
     cpus_total = float(ray.cluster_resources().get("CPU", 0))
     remote = ray.remote(generate_job)
-    crash_logs = _crash_logs()
     inflight: dict[Any, Job] = {}
     scoring: dict[concurrent.futures.Future[bool], Job] = {}
     pending: list[tuple[Job, str | None]] = []
@@ -163,7 +151,7 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = 2, gra
             gpus = job.num_gpus if gpus_total else 0.0
             ref = remote.options(num_gpus=gpus, num_cpus=job.num_cpus, max_retries=job_retries,
                                  retry_exceptions=False, name=f"reasoneval-sweep:{job.name}").remote(
-                                     job.config, prior, crash_logs.get(job.name))
+                                     job.config, prior)
             inflight[ref] = job
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-score")
@@ -240,8 +228,8 @@ CLUSTER = "cluster"
 class SweepOptions:
     """sweep's (and watch's) own flags, declared like `run`'s (reasoneval.run.options)."""
 
-    job_retries: int = run_option(2, group=CLUSTER, parse=int, aliases=("--max-retries",),
-                                  help="retries of a job whose worker died (default 2)")
+    job_retries: int = run_option(JOB_RETRIES, group=CLUSTER, parse=int, aliases=("--max-retries",),
+                                  help="retries of a job whose worker died (default %(default)s)")
     ray_address: str | None = run_option(
         None, group=CLUSTER, help="Ray cluster to join (`auto`: the running one); default: start a local one")
     num_gpus: int | None = run_option(None, group=CLUSTER, parse=int,
@@ -278,4 +266,4 @@ def sweep(jobs_path: Path, opts: SweepOptions) -> bool:
     return show_status(jobs_path, jobs)
 
 
-__all__ = ["CRASH_TEST_ENV", "SweepOptions", "generate_job", "run_jobs", "sweep"]
+__all__ = ["SweepOptions", "generate_job", "run_jobs", "sweep"]

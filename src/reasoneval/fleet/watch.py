@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from reasoneval.engines.checkpoint import WEIGHT_SUFFIXES
 from reasoneval.fleet.jobs import Job, battery_jobs, make_job
-from reasoneval.fleet.loop import run_jobs
+from reasoneval.fleet.loop import JOB_RETRIES, run_jobs
 from reasoneval.fleet.state import SeenCheckpoint, WatchState, read_state
 from reasoneval.fleet.status import print_status, status_rows, write_battery_matrices, write_checkpoint_table, write_status
 
@@ -36,7 +36,7 @@ class WatchOptions:
     state_file: Path
     marker: str = "COMPLETE"
     stable_s: float = 60.0
-    job_retries: int = 2
+    job_retries: int = JOB_RETRIES
     grading_workers: int | None = 1
     # A dashboards.Dashboards kept open across checkpoints (--log-to): one dashboard run, each checkpoint
     # at its step. None: one per checkpoint.

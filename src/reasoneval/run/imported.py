@@ -29,6 +29,7 @@ from reasoneval.results.schema import RunConfig, RunResult, load_config, write_c
 from reasoneval.results.store import SampleStore, add_problems
 from reasoneval.run.identity import RunSettings
 from reasoneval.scoring import SCORERS, TaskScoring
+from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.tasks import problem_key
 from reasoneval.tasks.user_data import iter_rows
 
@@ -276,7 +277,7 @@ def check_task_label(task: str | None) -> None:
 
 def score(path: str, *, n: int | None = None, output_dir: str | None = None, task: str | None = None,
           scorer: str = "math", problem_key_name: str | None = None, answer_key: str | None = None,
-          response_key: str | None = None, workers: int | None = None, grading_timeout: float = 5.0,
+          response_key: str | None = None, workers: int | None = None, grading_timeout: float = GRADING_TIMEOUT_S,
           print_table: bool = True, data_dir: str | None = None) -> RunResult:
     """Grade a run directory again (its headline), or a file of generations: the file becomes a run directory
     (FILE.reasoneval, or output_dir) made afresh and graded, which replaces the earlier one only once it is whole,

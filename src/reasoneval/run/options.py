@@ -16,23 +16,27 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 import math
 import os
+import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Collection, Mapping, Sequence
 
 from reasoneval.engines.base import CommonOptions
 from reasoneval.errors import UserError
-from reasoneval.records import SamplingParams
+from reasoneval.records import CLI, SamplingParams, json_object
+from reasoneval.run.retry import RetryPolicy
+from reasoneval.scoring.base import GRADING_TIMEOUT_S
 
 log = logging.getLogger("reasoneval")
 
-# The sampling defaults are SamplingParams' (records.py), the engine-facing ones CommonOptions'
-# (engines/base.py): stated there once, read here.
-_SAMPLING = SamplingParams()
+# The engine-facing defaults are CommonOptions' (engines/base.py), the sampling options SamplingParams' fields
+# (records.py): stated there once, read here.
 _COMMON = CommonOptions()
+_RETRY = RetryPolicy()
+# Where run directories go, unless --output-dir says (a jobs file's: beside it).
+OUTPUT_DIR = "results"
 
 
 # ---- the schema ---------------------------------------------------------------------------------
@@ -183,7 +187,8 @@ def add_options(parser: argparse.ArgumentParser, cls: type, names: Sequence[str]
     use, in field order); returns the groups by title, for a caller that adds more to one."""
     groups = {} if groups is None else groups
     wanted = None if names is None else set(names)
-    for f in dataclasses.fields(cls):
+    order = {g: i for i, g in enumerate(getattr(cls, "GROUPS", ()))}  # `--help`'s order, where the class states one
+    for f in sorted(dataclasses.fields(cls), key=lambda f: order.get(getattr(cli_of(f), "group", None), len(order))):
         if wanted is not None and f.name not in wanted:
             continue
         opt = cli_of(f)
@@ -270,16 +275,6 @@ def rename_old_keys(cls: type, options: Mapping[str, Any], where: str, extra: Se
 
 
 # ---- parsers of flag values ---------------------------------------------------------------------
-
-def json_object(text: str) -> dict[str, Any]:
-    try:
-        obj = json.loads(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({e})") from None
-    if not isinstance(obj, dict):
-        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"repetition_penalty\": 1.05}'")
-    return obj
-
 
 def default_engine(model: Any = None, base_url: Any = None) -> str:
     """The engine when none is named: a served model (--model / --base-url) is asked over the OpenAI API,
@@ -395,12 +390,34 @@ DASHBOARDS = "dashboards (docs/reporting.md)"
 
 # ---- `reasoneval run` ---------------------------------------------------------------------------
 
+def sampling_options() -> type:
+    """SamplingParams' fields as run options (group "sampling", their flags from the metadata sampling_option gave
+    them): the base of EvalConfig, so a sampling option is declared once, in records.py."""
+    hints = typing.get_type_hints(SamplingParams)
+    fields = []
+    for f in dataclasses.fields(SamplingParams):
+        meta = {"cli": CliOption(group=SAMPLING, **f.metadata[CLI])}
+        made = (field(default_factory=f.default_factory, metadata=meta) if f.default_factory is not dataclasses.MISSING
+                else field(default=f.default, metadata=meta))
+        fields.append((f.name, hints[f.name], made))
+    return dataclasses.make_dataclass("SamplingOptions", fields)
+
+
+if TYPE_CHECKING:  # the fields are made at import; typed, they are SamplingParams'
+    SamplingOptions = Any
+else:
+    SamplingOptions = sampling_options()
+
+
 @dataclass
-class EvalConfig:
+class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fields)
     """Every option of `reasoneval run` (the CLI flag is the field name with dashes, unless it says another).
 
+    The sampling options are SamplingParams' fields (records.py), inherited from SamplingOptions.
     Engine-specific options go in `engine_args` (the engine's Options fields; `reasoneval engines`).
     """
+
+    GROUPS: ClassVar[tuple[str, ...]] = (WHAT, ENGINE, SAMPLING, ADAPTIVE, EXECUTION, DASHBOARDS)
 
     tasks: Sequence[str] = run_option(
         (), group=WHAT, action="append", split=True, metavar="A,B",
@@ -439,21 +456,6 @@ class EvalConfig:
 
     n: int = run_option(16, group=SAMPLING, parse=int, help="samples per problem, K (default 16)")
     seed: int = run_option(42, group=SAMPLING, parse=int, help="run seed; sample j of a problem gets its own seed")
-    temperature: float = run_option(_SAMPLING.temperature, group=SAMPLING, parse=float,
-                                    help=f"sampling temperature (default {_SAMPLING.temperature})")
-    top_p: float = run_option(_SAMPLING.top_p, group=SAMPLING, parse=float,
-                              help=f"nucleus sampling: the smallest set of tokens holding this probability "
-                              f"(default {_SAMPLING.top_p})")
-    top_k: int | None = run_option(_SAMPLING.top_k, group=SAMPLING, parse=int,
-                                   help="sample from the K most likely tokens (default: the server's)")
-    min_p: float | None = run_option(_SAMPLING.min_p, group=SAMPLING, parse=float,
-                                     help="drop tokens below this fraction of the likeliest's probability (default: the server's)")
-    max_tokens: int = run_option(_SAMPLING.max_tokens, group=SAMPLING, parse=int,
-                                 help=f"most tokens per response (default {_SAMPLING.max_tokens})")
-    stop: Sequence[str] = run_option(_SAMPLING.stop, group=SAMPLING, action="append", help="stop string (repeatable)")
-    extra_body: Mapping[str, Any] = run_option(
-        default_factory=dict, group=SAMPLING, parse=json_object, metavar="JSON",
-        help="extra request fields, e.g. '{\"repetition_penalty\": 1.05}'")
     system_prompt: str | None = run_option(None, group=SAMPLING, metavar="TEXT", help="system message of every chat request")
     prompt_template: str | None = run_option(None, group=SAMPLING, metavar="FILE",
                                              help="prompt with a {problem} placeholder")
@@ -512,14 +514,15 @@ class EvalConfig:
         "problem's sample j before any sample j+1")
     timeout: float = run_option(_COMMON.timeout_s, group=EXECUTION, parse=float,
                                 help=f"seconds per request (default {_COMMON.timeout_s:g})")
-    max_retries: int = run_option(6, group=EXECUTION, parse=int,
-                                  help="retries of a failed request (timeouts, 429, 5xx) (default 6)")
-    retry_backoff: float = run_option(1.0, group=EXECUTION, parse=float,
-                                      help="base seconds of the exponential backoff between retries (default 1)")
-    output_dir: str = run_option("results", group=EXECUTION, help="where run directories go (default results)")
+    max_retries: int = run_option(_RETRY.max_retries, group=EXECUTION, parse=int,
+                                  help="retries of a failed request (timeouts, 429, 5xx) (default %(default)s)")
+    retry_backoff: float = run_option(_RETRY.backoff_base_s, group=EXECUTION, parse=float,
+                                      help="base seconds of the exponential backoff between retries (default %(default)g)")
+    output_dir: str = run_option(OUTPUT_DIR, group=EXECUTION, help="where run directories go (default %(default)s)")
     grading_workers: int | None = run_option(None, group=EXECUTION, parse=int,
                                              help="grading processes (default: CPU count)")
-    grading_timeout: float = run_option(5.0, group=EXECUTION, parse=float, help="seconds per grading item (default 5)")
+    grading_timeout: float = run_option(GRADING_TIMEOUT_S, group=EXECUTION, parse=float,
+                                        help="seconds per grading item (default %(default)g)")
     # None: a live bar on a terminal, log lines elsewhere.
     progress: bool | None = run_option(None, group=EXECUTION, flag="--no-progress", action="false",
                                        help="log lines instead of a live bar")
@@ -634,8 +637,12 @@ class EvalConfig:
         return self.engine or default_engine(self.model, self.base_url)
 
     def sampling(self) -> SamplingParams:
-        return SamplingParams(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p,
-                              max_tokens=self.max_tokens, stop=tuple(self.stop), extra_body=dict(self.extra_body))
+        """The sampling options as the record requests carry (a list given for a tuple field is made a tuple)."""
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(SamplingParams):
+            v = getattr(self, f.name)
+            values[f.name] = tuple(v) if isinstance(v, list) else dict(v) if isinstance(v, Mapping) else v
+        return SamplingParams(**values)
 
     def prompt(self) -> Any:
         from reasoneval.prompts import PromptConfig, read_template

@@ -63,6 +63,7 @@ from reasoneval.run.plan_adaptive import PILOT
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
 from reasoneval.scoring import SCORERS, ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.scoring.lmeval import hendrycks_reference
 from reasoneval.scoring.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.tasks import TASKS, dataset_hash, load_task, load_user_data, resolve_task_names
@@ -176,6 +177,14 @@ async def started_engine(cfg: EvalConfig) -> AsyncIterator[tuple[Engine, EngineI
         await engine.close()
 
 
+def run_settings(cfg: EvalConfig, *, model: str, model_identity: str | None) -> RunSettings:
+    """What the run id of `cfg` hashes, with an engine serving `model` (config.json's `settings`)."""
+    prompt = cfg.prompt()
+    return RunSettings(model=model, model_identity=model_identity, api=cfg.api, system_prompt=cfg.system_prompt,
+                       prompt_template=prompt.template, sampling=cfg.sampling(), seed=cfg.seed,
+                       prompt_style=prompt.identity())
+
+
 async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Engine, info: EngineInfo,
                        console: Console | None = None, expected: Mapping[ProblemRef, float] | None = None,
                        ) -> tuple[Path, RunConfig, GenerationStats]:
@@ -190,9 +199,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
     """
     prompt = cfg.prompt()
     sampling = cfg.sampling()
-    settings = RunSettings(model=info.model, model_identity=info.model_identity, api=cfg.api,
-                           system_prompt=cfg.system_prompt, prompt_template=prompt.template, sampling=sampling,
-                           seed=cfg.seed, prompt_style=prompt.identity())
+    settings = run_settings(cfg, model=info.model, model_identity=info.model_identity)
     run_dir = run_dir_for(Path(cfg.output_dir), settings)
     # A run's config.json changes only when a command finishes generating (a failure leaves it as it was); a new run
     # writes it at once, so a run that never finishes is still a run directory `report` can read.
@@ -392,7 +399,7 @@ def _loop_running() -> bool:
 
 
 def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | None = None,
-              workers: int | None = None, grading_timeout: float = 5.0, print_table: bool = True,
+              workers: int | None = None, grading_timeout: float = GRADING_TIMEOUT_S, print_table: bool = True,
               write: bool = True, scope: Scope | None = None, adaptive: Mapping[str, Any] | None = None) -> RunResult:
     """Score a run directory's store for one command and print its table; no request is sent. Returns the
     command's result.

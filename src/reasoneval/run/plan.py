@@ -134,8 +134,7 @@ class RequestQueue:
     (`finished`). A problem whose pilot has not finished yet ranks as the longest: its pilot has been
     running longer than the ones that finished. Ties keep plan order.
 
-    A request given back (`put_back`: a replica died with it) starts next. Not thread-safe: one event
-    loop owns it.
+    Not thread-safe: one event loop owns it.
     """
 
     def __init__(self, requests: Sequence[Request], expected: Mapping[ProblemRef, float] | None = None, *,
@@ -143,27 +142,16 @@ class RequestQueue:
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}")
         self.schedule = schedule
-        self._returned: deque[Request] = deque()
-        self._plain: deque[Request] = deque(requests if schedule == "sample-major" else ())
+        self._plain: deque[Request] = deque()
         self._pilots: deque[Request] = deque()
         self._rest: dict[ProblemRef, deque[Request]] = {}
         self._order: dict[ProblemRef, int] = {}
         # Running mean of the lengths per problem: (sum, count); the prior counts as one sample.
         self._lengths: dict[ProblemRef, tuple[float, int]] = {k: (float(v), 1) for k, v in (expected or {}).items()}
         self._heap: list[tuple[float, int, ProblemRef]] = []
-        self._size = len(requests)
-        if schedule == "sample-major":
-            return
+        self._size = 0
         for r in requests:
-            ref = (r.task, r.problem_key)
-            if ref not in self._order:
-                self._order[ref] = len(self._order)
-                if ref not in self._lengths:
-                    self._pilots.append(r)
-                    continue
-            self._rest.setdefault(ref, deque()).append(r)
-        for ref in self._rest:
-            self._push(ref)
+            self.add(r)
 
     def __len__(self) -> int:
         return self._size
@@ -181,9 +169,7 @@ class RequestQueue:
 
     def pop(self) -> Request:
         """The request to start next; IndexError when none is left."""
-        if self._returned:
-            req = self._returned.popleft()
-        elif self.schedule == "sample-major":
+        if self.schedule == "sample-major":
             req = self._plain.popleft()
         elif self._pilots:
             req = self._pilots.popleft()
@@ -200,8 +186,8 @@ class RequestQueue:
         return req
 
     def add(self, req: Request) -> None:
-        """A request that joins the queue while the run goes on (an adaptive run's next round): a problem
-        whose length is unknown gets it as its pilot, a known one ranks by its expected length."""
+        """A request joins the queue (the plan's, or an adaptive run's next round while the run goes on): a
+        problem whose length is unknown gets it as its pilot, a known one ranks by its expected length."""
         self._size += 1
         if self.schedule == "sample-major":
             self._plain.append(req)
@@ -216,11 +202,6 @@ class RequestQueue:
         pending.append(req)
         if len(pending) == 1:
             self._push(ref)
-
-    def put_back(self, req: Request) -> None:
-        """A request that was handed out but did not finish (its worker died): it starts next."""
-        self._returned.append(req)
-        self._size += 1
 
     def finished(self, req: Request, length: float | None) -> None:
         """A sample finished with `length` output tokens (None: unknown): re-rank its problem."""

@@ -19,33 +19,10 @@ from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request, SampleRecord
 from reasoneval.results.store import SampleStore
 from reasoneval.run.plan import RequestQueue
+from reasoneval.run.retry import RetryPolicy
 
 log = logging.getLogger("reasoneval")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_retries: int = 6
-    # Backoff before retry r (1-based): uniform(0, min(cap, base * 2**(r-1))) ("full jitter").
-    backoff_base_s: float = 1.0
-    backoff_cap_s: float = 60.0
-    # This many samples in a row that used up their retries on connection errors means the server
-    # is down: stop the run (finished samples are kept) rather than fail every remaining sample.
-    down_after: int = 3
-    # This many failures of the engine itself (a worker or server died; one death that fails every
-    # request in its batch counts once) with no sample finished in between stop the run.
-    engine_down_after: int = 3
-    # The breaker (`Breaker`): a server that answers but fails every request stops the run after this many
-    # failed answers in a row with none succeeding, for at least `breaker_window_s` (502/503/504 alone, a server
-    # restarting behind a proxy: `unavailable_window_s`), or at once after `breaker_burst` + 2 x concurrency.
-    breaker_after: int = 5
-    breaker_window_s: float = 5.0
-    unavailable_window_s: float = 60.0
-    breaker_burst: int = 8
-
-    def delay(self, retry: int, rng: random.Random, retry_after: float | None = None) -> float:
-        d = rng.uniform(0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** (retry - 1)))
-        return max(d, retry_after or 0.0)
+_DEFAULT_POLICY = RetryPolicy()
 
 
 @dataclass
@@ -219,7 +196,7 @@ async def _attempt(engine: Engine, req: Request, breaker: Breaker | None) -> Com
 
 
 async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, store: SampleStore, *, concurrency: int,
-                   policy: RetryPolicy = RetryPolicy(), max_model_len: int | None = None,
+                   policy: RetryPolicy = _DEFAULT_POLICY, max_model_len: int | None = None,
                    stats: GenerationStats | None = None,
                    on_progress: Callable[[GenerationStats], None] | None = None,
                    on_sample: Callable[[SampleRecord], None] | None = None,

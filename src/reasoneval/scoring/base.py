@@ -55,6 +55,9 @@ class AnswerClusterer(Protocol):
         ...
 
 
+# Seconds a grading item may take (--grading-timeout), by default.
+GRADING_TIMEOUT_S = 5.0
+
 # A setting value that the pipeline replaces by the answer regex of the task's prompt style
 # (reasoneval.prompts.fewshot: "#### N", "The answer is N.", ...), or drops when the style has none.
 FROM_PROMPT_STYLE = "<prompt style>"
@@ -86,7 +89,7 @@ class ScoringContext:
     Pools start on first use and stop in `close()`, so a pass that scores nothing starts nothing.
     """
 
-    def __init__(self, *, workers: int | None = None, timeout_s: float = 5.0,
+    def __init__(self, *, workers: int | None = None, timeout_s: float = GRADING_TIMEOUT_S,
                  cache_dir: Path | None = None) -> None:
         self.workers = workers
         self.timeout_s = timeout_s

@@ -9,7 +9,7 @@ source's column layout; tests/tasks/test_hub_mappings.py runs every mapper on it
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
@@ -55,60 +55,39 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
-def map_aime24(row: Row) -> dict[str, Any]:
-    """HuggingFaceH4/aime_2024: id, problem, solution, answer (str, some zero-padded), url, year (str)."""
-    return _clean({
-        "problem": _col(row, "problem"),
-        "answer": reference_text(_col(row, "answer")),
-        "solution": _opt_str(row, "solution"),
-        "year": _year(row),
-        "source_id": _opt_str(row, "id"),
-        "url": _opt_str(row, "url"),
-    })
+def columns_mapper(*, problem: tuple[str, ...] = ("problem",), solution: bool = False, subject: str | None = None,
+                   level: bool = False, year: Callable[[Row], int | None] | None = None,
+                   source_id: str = "id", url: bool = False) -> Callable[[Row], dict[str, Any]]:
+    """A mapper for a source whose columns are the uniform schema's under their own names: the problem (the first
+    of `problem` present), the answer as reference text, and the optional columns asked for, in this order."""
+    def map_row(row: Row) -> dict[str, Any]:
+        out: dict[str, Any] = {"problem": _col(row, *problem), "answer": reference_text(_col(row, "answer"))}
+        if solution:
+            out["solution"] = _opt_str(row, "solution")
+        if subject:
+            out["subject"] = _opt_str(row, subject)
+        if level:
+            out["level"] = row.get("level")
+        if year:
+            out["year"] = year(row)
+        out["source_id"] = _opt_str(row, source_id)
+        if url:
+            out["url"] = _opt_str(row, "url")
+        return _clean(out)
+
+    return map_row
 
 
-def map_aime25(row: Row) -> dict[str, Any]:
-    """math-ai/aime25: problem, answer (str), id (str)."""
-    return _clean({
-        "problem": _col(row, "problem"),
-        "answer": reference_text(_col(row, "answer")),
-        "year": 2025,
-        "source_id": _opt_str(row, "id"),
-    })
-
-
-def map_amc23(row: Row) -> dict[str, Any]:
-    """math-ai/amc23: id, question, answer (float, e.g. 27.0), url."""
-    return _clean({
-        "problem": _col(row, "question", "problem"),
-        "answer": reference_text(_col(row, "answer")),
-        "year": _year(row) or 2023,
-        "source_id": _opt_str(row, "id"),
-        "url": _opt_str(row, "url"),
-    })
-
-
-def map_amc(row: Row) -> dict[str, Any]:
-    """AI-MO/aimo-validation-amc: id, problem, answer (float), url (year from the AoPS URL)."""
-    return _clean({
-        "problem": _col(row, "problem"),
-        "answer": reference_text(_col(row, "answer")),
-        "year": _year(row),
-        "source_id": _opt_str(row, "id"),
-        "url": _opt_str(row, "url"),
-    })
-
-
-def map_math500(row: Row) -> dict[str, Any]:
-    """HuggingFaceH4/MATH-500: problem, solution, answer, subject, level (int), unique_id."""
-    return _clean({
-        "problem": _col(row, "problem"),
-        "answer": reference_text(_col(row, "answer")),
-        "solution": _opt_str(row, "solution"),
-        "subject": _opt_str(row, "subject"),
-        "level": row.get("level"),
-        "source_id": _opt_str(row, "unique_id"),
-    })
+# HuggingFaceH4/aime_2024: id, problem, solution, answer (str, some zero-padded), url, year (str).
+map_aime24 = columns_mapper(solution=True, year=_year, url=True)
+# math-ai/aime25: problem, answer (str), id (str).
+map_aime25 = columns_mapper(year=lambda row: 2025)
+# math-ai/amc23: id, question, answer (float, e.g. 27.0), url.
+map_amc23 = columns_mapper(problem=("question", "problem"), year=lambda row: _year(row) or 2023, url=True)
+# AI-MO/aimo-validation-amc: id, problem, answer (float), url (year from the AoPS URL).
+map_amc = columns_mapper(year=_year, url=True)
+# HuggingFaceH4/MATH-500: problem, solution, answer, subject, level (int), unique_id.
+map_math500 = columns_mapper(solution=True, subject="subject", level=True, source_id="unique_id")
 
 
 MATH_LEVEL = re.compile(r"Level (\d+)")

@@ -161,3 +161,22 @@ def test_a_worker_that_cannot_start_is_a_clear_error() -> None:
         p.run_jobs([("verify", ("1", "2", None, 10))])
     time.sleep(0.2)
     assert _children() == before
+
+
+def test_grades_jsonl_keeps_its_bytes_and_reads_the_old_lines(tmp_path: pathlib.Path) -> None:
+    # grades.jsonl is a typed record (GradeLine) now; a cache written before keeps its bytes line for line, and lines of
+    # the version before approx/units (grader 2, which this grader skips) or torn by a kill are left out.
+    from reasoneval.scoring.maths.pool import GradeLine
+
+    fixtures = pathlib.Path(__file__).parents[2] / "fixtures" / "runs"
+    current = (fixtures / "pre_layout" / "grades.jsonl").read_text()
+    cache = tmp_path / "grades.jsonl"
+    cache.write_text(current + (fixtures / "v0_1_0" / "grades.jsonl").read_text() + '{"grader_version": "3", "pr')
+    pool = GradingPool(workers=1, cache_path=cache)
+    assert len(pool._cache) == 3
+    again = tmp_path / "again.jsonl"
+    GradingPool(workers=1, cache_path=again)._store(list(pool._cache.items()))
+    assert again.read_text() == current
+    line = json.loads(current.splitlines()[0])
+    assert GradeLine.from_json_dict(line).to_json_dict() == line
+    assert GradeLine.from_json_dict({**line, "approx": None, "units": None}).key()[4:] == ("digits", "ignore")

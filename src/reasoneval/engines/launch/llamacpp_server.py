@@ -5,18 +5,13 @@ Why: the server's settings have no switch for llama.cpp's repacked CPU kernels (
 CPUs (docs/engines.md). With `--no-repack` every model the server loads uses llama.cpp's plain
 kernels; otherwise this is `python -m llama_cpp.server ARGS`.
 
-Test-only fault injection: with REASONEVAL_LOCAL_FAULT=segv-repack (the local engine's variable) and
-without `--no-repack`, the server kills itself with SIGSEGV at its first `llama_decode`, as the AMX
-kernels do on the CPUs where they crash, so the launch engine's fallback is tested on any CPU.
+(The tests make a server without `--no-repack` crash as the AMX kernels do: tests/fixtures/local_faults.)
 """
 
 from __future__ import annotations
 
-import os
 import runpy
-import signal
 import sys
-from typing import Any
 
 
 def disable_repack() -> None:
@@ -28,25 +23,11 @@ def disable_repack() -> None:
     C.llama_model_default_params = model_params_with_repack(C.llama_model_default_params, False)
 
 
-def crash_at_first_decode() -> None:
-    from llama_cpp import llama_cpp as C
-
-    def decode(*args: Any) -> int:
-        os.kill(os.getpid(), signal.SIGSEGV)
-        return -1
-
-    C.llama_decode = decode
-
-
 def main() -> None:
-    from reasoneval.engines.local.model import FAULT_ENV
-
     args = sys.argv[1:]
     if args[:1] == ["--no-repack"]:
         args = args[1:]
         disable_repack()
-    elif os.environ.get(FAULT_ENV) == "segv-repack":
-        crash_at_first_decode()
     sys.argv = ["llama_cpp.server", *args]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 

@@ -39,7 +39,6 @@ from reasoneval.engines.local.model import (
     DEFAULT_MODEL_NAME,
     DEFAULT_MODEL_PACKAGE,
     DEFAULT_N_CTX,
-    FAULT_ENV,
     INSTALL_HINT,
     REPACK_MODES,
     cpu_flags,
@@ -53,7 +52,7 @@ from reasoneval.engines.local.model import (
 
 __all__ = [
     "CAPABILITIES", "DEFAULT_MODEL_FILE", "DEFAULT_MODEL_NAME", "DEFAULT_MODEL_PACKAGE", "DEFAULT_N_CTX",
-    "DEFAULT_PARALLEL", "FAULT_ENV", "INSTALL_HINT", "LocalEngine", "MAX_PARALLEL", "Options", "REPACK_MODES",
+    "DEFAULT_PARALLEL", "INSTALL_HINT", "LocalEngine", "MAX_PARALLEL", "Options", "REPACK_MODES",
     "cpu_flags", "create", "default_model_path", "file_identity", "model_params_with_repack",
     "plain_kernels_llama", "resolve_model", "threads_per_replica",
 ]

@@ -4,15 +4,12 @@ exact prompt-prefix reuse and a start-up self-test (the worker entry is worker.p
 from __future__ import annotations
 
 import ctypes
-import os
-import signal
-import sys
 import zlib
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from reasoneval.engines.local.model import FAULT_ENV, model_params_with_repack
+from reasoneval.engines.local.model import model_params_with_repack
 
 
 @dataclass(frozen=True)
@@ -158,7 +155,6 @@ class Decoder:
         self.waiting: deque[_Seq] = deque()
         self._pieces: dict[int, bytes] = {}
         self._buf = ctypes.create_string_buffer(256)
-        self.fault = os.environ.get(FAULT_ENV, "")
         self.decodes = 0
         self.request_decodes = 0
         handler = (self.llm.chat_handler or self.llm._chat_handlers.get(self.llm.chat_format))
@@ -174,11 +170,11 @@ class Decoder:
         """The chain `Llama._init_sampler` builds for these parameters (mirostat off, no grammar)."""
         C = self.C
         chain = C.llama_sampler_chain_init(C.llama_sampler_chain_default_params())
-        extra = p["extra_body"]
+        # p: engines.sampling.llama_fields, the set options and extra_body's keys by name (an unset one is absent).
         # Same arguments as llama-cpp-python's LlamaSampler.add_penalties (last_n_tokens_size = 64).
         C.llama_sampler_chain_add(chain, C.llama_sampler_init_penalties(
-            self.n_vocab, 64, float(extra.get("repetition_penalty", 1.0)),
-            float(extra.get("frequency_penalty", 0.0)), float(extra.get("presence_penalty", 0.0))))
+            self.n_vocab, 64, float(p.get("repetition_penalty", 1.0)),
+            float(p.get("frequency_penalty", 0.0)), float(p.get("presence_penalty", 0.0))))
         temp = float(p["temperature"])
         if temp < 0.0:
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_dist(seed))
@@ -186,8 +182,8 @@ class Decoder:
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_greedy())
         else:
             # OpenAI semantics: unset means "off", not llama.cpp's defaults (top_k=40, min_p=0.05).
-            top_k = int(p["top_k"]) if p["top_k"] is not None else 0
-            min_p = float(p["min_p"]) if p["min_p"] is not None else 0.0
+            top_k = int(p.get("top_k") or 0)
+            min_p = float(p.get("min_p") or 0.0)
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_top_k(top_k))
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_typical(1.0, 1))
             C.llama_sampler_chain_add(chain, C.llama_sampler_init_top_p(float(p["top_p"]), 1))
@@ -199,7 +195,7 @@ class Decoder:
     def _prompt(self, job: dict[str, Any]) -> tuple[list[int], list[str], Any]:
         """(prompt tokens, stop strings, stopping criteria) exactly as llama-cpp-python builds them."""
         llm = self.llm
-        user_stop = list(job["params"]["stop"])
+        user_stop = list(job["params"].get("stop", ()))
         if job["messages"] is not None:
             try:
                 self.chat_handler(llama=_PromptOnly(llm), messages=[dict(m) for m in job["messages"]],
@@ -325,17 +321,6 @@ class Decoder:
             self._pieces[token] = piece
         return piece
 
-    def _maybe_fault(self, has_request: bool) -> None:
-        fault = self.fault
-        if not fault:
-            return
-        if (fault == "segv" or (fault == "segv-repack" and self.config.cpu_repack)
-                or (fault == "segv-request" and has_request)):
-            sys.stderr.write(f"reasoneval test fault {FAULT_ENV}={fault}: simulated crash in llama_decode "
-                             f"(cpu_repack={'on' if self.config.cpu_repack else 'off'})\n")
-            sys.stderr.flush()
-            os.kill(os.getpid(), signal.SIGSEGV)
-
     def step(self) -> list[tuple[Any, str, Any]]:
         """One llama_decode; returns the replies of the sequences that finished.
 
@@ -379,7 +364,6 @@ class Decoder:
                 generating.append(seq)
                 n += 1
         batch.n_tokens = n
-        self._maybe_fault(any(s.is_request for s in seqs))
         rc = C.llama_decode(self.ctx, batch)
         self.decodes += 1
         if rc != 0:
@@ -461,8 +445,7 @@ class Decoder:
         """A short greedy generation: one sequence alone, then `parallel` together, so the kernels
         of both shapes (one row, a batch of rows) run once before the worker says it is ready; then,
         with reuse_prefix, the check that prefix reuse is exact on this machine."""
-        params: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "top_k": None, "min_p": None, "max_tokens": 2,
-                  "stop": [], "extra_body": {}}
+        params: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 2}
         jobs = [{"params": params, "seed": 0, "messages": None, "prompt": "Hello"}]
         jobs += [{"params": params, "seed": i, "messages": None, "prompt": "Hi"}
                  for i in range(1, self.config.parallel)]
@@ -513,7 +496,7 @@ class Decoder:
             split.append(min((3, 2, 5)[len(split) % 3], n - sum(split)))
         if split[-1] == 1:
             split[-2:] = [split[-2] + 1]
-        exact = bool(whole) and whole == evaluate(split) and self.fault != "reuse-inexact"
+        exact = bool(whole) and whole == evaluate(split)
         C.llama_memory_seq_rm(self.mem, 0, -1, -1)
         return exact
 

@@ -23,6 +23,7 @@ from reasoneval.engines.local.model import (
     threads_per_replica,
 )
 from reasoneval.engines.local.supervisor import StartFailed, Worker
+from reasoneval.engines.sampling import llama_fields
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request
 
@@ -228,7 +229,7 @@ class LocalEngine:
         if (request.messages is None) == (request.prompt is None):
             raise EngineError("request must have exactly one of messages or prompt", retryable=False)
         job = {
-            "params": request.params.to_dict(),
+            "params": llama_fields(request.params),
             "seed": request.seed % _SEED_MODULUS,
             "messages": [dict(m) for m in request.messages] if request.messages is not None else None,
             "prompt": request.prompt,

@@ -18,12 +18,6 @@ DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct-Q4_1"
 DEFAULT_N_CTX = 4096
 INSTALL_HINT = "pip install 'reasoneval[local]'"
 
-# Test-only fault injection: the worker kills itself with SIGSEGV, as llama.cpp's AMX kernels do on
-# some Intel CPUs. "segv": at its first llama_decode (the start-up self-test); "segv-repack": the
-# same, only when the repacked kernels are on; "segv-request": at the first decode of a request;
-# "reuse-inexact": the self-test's check of prefix reuse finds different logits.
-FAULT_ENV = "REASONEVAL_LOCAL_FAULT"
-
 REPACK_MODES = ("auto", "on", "off")
 
 

@@ -99,8 +99,8 @@ class Worker:
                     f"the local engine's worker (pid {proc.pid}, {self.engine.kernels()}) {how} while loading "
                     f"{config.model_path} and running its self-test; last lines of its stderr: "
                     f"{self.stderr_tail()}", crash=not timed_out)
-        kind, payload = reply
-        if kind != "ready":
+        status, payload = reply
+        if status != "ready":
             self.kill()
             raise StartFailed(f"the local engine could not start: {payload}", crash=False)
         self.load_s = payload["load_s"]

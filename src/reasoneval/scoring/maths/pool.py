@@ -11,7 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from reasoneval.errors import UserError
 from reasoneval.records import CHOICE_LETTERS
+from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.scoring.maths.extract import (
     SHORT_RESPONSE_CHARS,
     extract_answer,
@@ -20,6 +22,7 @@ from reasoneval.scoring.maths.extract import (
     last_boxed,
 )
 from reasoneval.scoring.maths.normalize import DEFAULT_APPROX, DEFAULT_UNITS, Policy, answer_key, cheap_compare
+from reasoneval.serial import JsonRecord
 from reasoneval.workers import JsonLines, spawn
 
 # Bump when any grading rule changes: cache entries written under another version are ignored.
@@ -107,6 +110,24 @@ class _Worker:
 CacheKey = tuple[str, str, str, float | None, str, str]  # pred key, ref, kind, rel_tol, approx, units
 
 
+@dataclass(frozen=True, kw_only=True)
+class GradeLine(JsonRecord):
+    """One line of a run's grades.jsonl: whether the grader (at grader_version) found pred equal to ref."""
+
+    grader_version: str
+    pred: str
+    ref: str
+    kind: str
+    rel_tol: float | None
+    approx: str = DEFAULT_APPROX  # (lines written before these settings lack them)
+    units: str = DEFAULT_UNITS
+    equal: bool
+
+    def key(self) -> CacheKey:
+        tol = None if self.rel_tol is None else float(self.rel_tol)
+        return (self.pred, self.ref, self.kind, tol, str(self.approx), str(self.units))
+
+
 class GradingPool:
     """Parallel, time- and memory-bounded grading with dedupe and a persistent cache.
 
@@ -117,12 +138,11 @@ class GradingPool:
     def __init__(
         self,
         workers: int | None = None,
-        timeout_s: float = 5.0,
+        timeout_s: float = GRADING_TIMEOUT_S,
         memory_mb: int = 2048,
         cache_path: pathlib.Path | None = None,
         max_symbolic_chars: int = DEFAULT_MAX_SYMBOLIC_CHARS,
     ) -> None:
-        from reasoneval.errors import UserError
 
         n = workers if workers is not None else (os.cpu_count() or 1)
         if n < 1:
@@ -149,14 +169,11 @@ class GradingPool:
         with open(self.cache_path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 try:
-                    d = json.loads(line)
-                    if d.get("grader_version") != GRADER_VERSION:
+                    grade = GradeLine.from_json_dict(json.loads(line))
+                    if grade.grader_version != GRADER_VERSION:
                         continue
-                    tol = d["rel_tol"]
-                    key = (d["pred"], d["ref"], d["kind"], None if tol is None else float(tol),
-                           str(d.get("approx", DEFAULT_APPROX)), str(d.get("units", DEFAULT_UNITS)))
-                    self._cache[key] = bool(d["equal"])
-                except (ValueError, KeyError, TypeError, AttributeError):
+                    self._cache[grade.key()] = bool(grade.equal)
+                except (ValueError, TypeError, AttributeError, UserError):
                     continue  # a torn last line (crash mid-write) or a foreign line is skipped
 
     def _store(self, entries: list[tuple[CacheKey, bool]]) -> None:
@@ -167,9 +184,9 @@ class GradingPool:
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         lines = []
         for (pred, ref, kind, tol, approx, units), eq in entries:
-            lines.append(json.dumps({"grader_version": GRADER_VERSION, "pred": pred, "ref": ref, "kind": kind,
-                                     "rel_tol": tol, "approx": approx, "units": units, "equal": eq},
-                                    ensure_ascii=False))
+            grade = GradeLine(grader_version=GRADER_VERSION, pred=pred, ref=ref, kind=kind, rel_tol=tol, approx=approx,
+                              units=units, equal=eq)
+            lines.append(json.dumps(grade.to_json_dict(), ensure_ascii=False))
         with open(self.cache_path, "a", encoding="utf-8") as f:
             # If the previous writer died mid-line, start on a fresh line so only that line is lost.
             if f.tell() > 0:
@@ -227,7 +244,6 @@ class GradingPool:
                         if not w.ready:
                             start_failures += 1
                             if start_failures >= 3:
-                                from reasoneval.errors import UserError
 
                                 self.close()
                                 raise UserError(
@@ -241,7 +257,6 @@ class GradingPool:
                         continue
                     for m in msgs:
                         if "fatal" in m:
-                            from reasoneval.errors import UserError
 
                             self.close()
                             raise UserError(
@@ -451,7 +466,6 @@ class GradingPool:
 
 def _check_kind(kind: str) -> None:
     if kind not in ("math", "choice"):
-        from reasoneval.errors import UserError
 
         raise UserError(f"unknown answer kind {kind!r}: use 'math' or 'choice'")
 

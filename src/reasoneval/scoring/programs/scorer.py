@@ -23,13 +23,14 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.sandbox import DRIVER_SOURCE, SANDBOX_VERSION, Limits, ProgramResult, SandboxPool
 from reasoneval.scoring.programs.unfenced import UnfencedParser, defines, unfenced_code
+from reasoneval.serial import JsonRecord
 
 CODE_SCORER_VERSION = "3"  # 3: an unfenced answer's cut found with at most three parses (unfenced.py)
 CODE_RUNS_FILE = "code_runs.jsonl"
@@ -253,7 +254,7 @@ def build_program(problem: Problem, response: str,
 
 
 @dataclass(frozen=True)
-class RunOutcome:
+class RunOutcome(JsonRecord):
     # "passed" | "failed" | "exited_early" | "timeout" | "sandbox_error" | "harness_error: ..."
     result: str
     tests_passed: int | None
@@ -261,9 +262,13 @@ class RunOutcome:
     returncode: int | None
     stderr: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"result": self.result, "tests_passed": self.tests_passed, "tests_total": self.tests_total,
-                "returncode": self.returncode, "stderr": self.stderr}
+
+@dataclass(frozen=True)
+class CodeRun(JsonRecord):
+    """One line of code_runs.jsonl: a program's key (ProgramSpec.key) and what running it gave."""
+
+    key: str
+    outcome: RunOutcome
 
 
 # The driver's whole stdout (a channel only the trusted side holds): exactly one line of ASCII digits.
@@ -294,29 +299,27 @@ class CodeRunCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, RunOutcome] = {}
         self._lock = threading.Lock()
         if path is not None and path.exists():
             with open(path, encoding="utf-8") as f:
                 for line in f:
                     try:
-                        d = json.loads(line)
-                        self.entries[d["key"]] = d["outcome"]
-                    except (ValueError, KeyError, TypeError):
+                        run = CodeRun.from_json_dict(json.loads(line))
+                    except (ValueError, TypeError, UserError):
                         continue  # a torn last line after a kill: that program runs again
+                    self.entries[run.key] = run.outcome
 
     def get(self, key: str) -> RunOutcome | None:
-        d = self.entries.get(key)
-        return RunOutcome(**d) if d is not None else None
+        return self.entries.get(key)
 
     def put(self, key: str, outcome: RunOutcome) -> None:
-        d = outcome.to_json()
         with self._lock:
-            self.entries[key] = d
+            self.entries[key] = outcome
             if self.path is not None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with open(self.path, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"key": key, "outcome": d}) + "\n")
+                    f.write(json.dumps(CodeRun(key, outcome).to_json_dict()) + "\n")
 
 
 def sandbox_pool(context: ScoringContext) -> SandboxPool:
@@ -343,7 +346,8 @@ class CodeScorer:
     name = "code"
     version = f"{CODE_SCORER_VERSION}.{SANDBOX_VERSION}"
 
-    def __init__(self, context: ScoringContext, timeout_s: float = 5.0, memory_mb: int = 1024) -> None:
+    def __init__(self, context: ScoringContext, timeout_s: float = Limits.timeout_s,
+                 memory_mb: int = Limits.memory_mb) -> None:
         self.context = context
         self.limits = Limits(timeout_s=float(timeout_s), memory_mb=int(memory_mb))
 
@@ -383,7 +387,7 @@ class CodeScorer:
             if o.result.startswith("harness_error"):
                 status = "error"
             correct = o.result == "passed"
-            details = {**o.to_json(), **({"shared_interpreter": True} if prog.shared else {})}
+            details = {**o.to_json_dict(), **({"shared_interpreter": True} if prog.shared else {})}
             out.append(Score(correct, correct, prog.candidate, status, details))
         return out
 

@@ -1,0 +1,112 @@
+"""Adding a sampling option is one edit: a field of SamplingParams (records.py). A subprocess imports reasoneval with
+that one line added to records.py, and nothing else changed, and shows: `run` has the flag and a jobs file the key;
+the OpenAI request (through the loopback server), vLLM's keyword arguments and the embedded llama.cpp model's
+parameters carry it when set and leave it out when unset (an engine whose Capabilities do not name it refuses it
+at start); every pinned run id and sweep fingerprint is unchanged
+while it is unset; the run id and the fingerprint change when it is set."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import reasoneval
+
+RECORDS = Path(reasoneval.__file__).with_name("records.py")
+# The edit: one line in SamplingParams (a made-up option; extra_body's is the class's last field).
+THE_EDIT = '    dummy_penalty: float | None = sampling_option(None, parse=float, help="a made-up sampling option")\n'
+
+CHECK = textwrap.dedent('''
+    import json, sys, types
+    from pathlib import Path
+
+    import reasoneval
+
+    # reasoneval.records as the edited file says (the rest of the package is imported from it, unedited).
+    source, data, out = Path(sys.argv[1]).read_text(), Path(sys.argv[2]), Path(sys.argv[3])
+    records = types.ModuleType("reasoneval.records")
+    records.__file__ = sys.argv[1]
+    sys.modules["reasoneval.records"] = records
+    exec(compile(source, sys.argv[1], "exec"), records.__dict__)
+    reasoneval.records = records
+
+    from reasoneval.cli.main import main
+    from reasoneval.engines.sampling import llama_fields, openai_fields, vllm_fields
+    from reasoneval.errors import UserError
+    from reasoneval.fleet.jobs import Job, make_job
+    from reasoneval.records import SamplingParams
+    from tests.fixtures.openai_server import OpenAIServer
+    from tests.run.test_identity_pinned import PINNED, pinned_config, run_id_of
+
+    result = {"pinned_unset": [(run_id_of(pinned_config(o)), Job(name="j", config=pinned_config(o)).fingerprint())
+                               for o, _, _ in PINNED]}
+    set_cfg = pinned_config({"dummy_penalty": 0.5})
+    result["set"] = [run_id_of(set_cfg), Job(name="j", config=set_cfg).fingerprint()]
+    result["sampling_set"] = set_cfg.sampling().to_json_dict()
+    p = SamplingParams(dummy_penalty=0.5)
+    result["vllm"] = [vllm_fields(p, 1, 10), vllm_fields(SamplingParams(), 1, 10)]
+    result["llama"] = [llama_fields(p), llama_fields(SamplingParams())]
+    result["openai_fields"] = openai_fields(p, 1)
+    job = make_job({"model": "m", "dummy-penalty": 0.25}, {}, out, where="jobs.yaml: models[0]")
+    result["job"] = job.config.dummy_penalty
+    try:
+        make_job({"model": "m", "dummy_penalty": "high"}, {}, out, where="jobs.yaml: models[0]")
+    except UserError as e:
+        result["job_error"] = str(e)
+    from reasoneval.engines import capabilities
+    from reasoneval.engines.base import check_supported
+
+    check_supported("openai", capabilities("openai"), "chat", p)  # a server takes any field
+    for engine in ("local", "vllm"):  # their Capabilities do not name it: one line at start, never ignored
+        try:
+            check_supported(engine, capabilities(engine), "chat", p)
+        except UserError as e:
+            result[engine + "_error"] = str(e).split(" (")[0]
+    with OpenAIServer(model="test-model", default="The answer is \\\\boxed{4}.") as server:
+        for name, flags in (("set", ["--dummy-penalty", "0.5"]), ("unset", [])):
+            server.reset()
+            assert main(["run", "--base-url", server.base_url, "--model", "test-model", "--data", str(data), "--n", "2",
+                         "--output-dir", str(out / name), "--no-progress", "--json", *flags]) == 0
+            result[name + "_bodies"] = [r.body for r in server.requests() if r.body and "messages" in r.body]
+            result[name + "_run"] = [p.name for p in (out / name / "test-model").iterdir()]
+    print(json.dumps(result))
+''')
+
+
+def test_a_sampling_option_is_one_edit_of_records_py(tmp_path: Path) -> None:
+    from reasoneval.fleet.jobs import Job
+    from reasoneval.run.options import EvalConfig
+    from tests.run.test_identity_pinned import PINNED, pinned_config, run_id_of
+
+    source = RECORDS.read_text()
+    anchor = "\n\n@dataclass(frozen=True)\nclass Request:"
+    assert source.count(anchor) == 1 and "class SamplingParams" in source.split(anchor)[0].rsplit("@dataclass", 1)[1]
+    edited = tmp_path / "records.py"
+    edited.write_text(source.replace(anchor, THE_EDIT.rstrip("\n") + anchor))
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"problem": "What is 2+2?", "answer": "4"}) + "\n")
+    proc = subprocess.run([sys.executable, "-c", CHECK, str(edited), str(data), str(tmp_path)], capture_output=True,
+                          text=True, timeout=300, cwd=Path(__file__).parents[2])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+
+    assert "dummy_penalty" not in {f for f in EvalConfig.__dataclass_fields__}  # this process: the file unedited
+    # Unset: every pinned run id and sweep fingerprint as before, and the request does not carry it.
+    assert [tuple(x) for x in got["pinned_unset"]] == [(run_id, fp) for _, run_id, fp in PINNED]
+    assert got["unset_bodies"] and all("dummy_penalty" not in b for b in got["unset_bodies"])
+    assert got["unset_run"] == [run_id_of(EvalConfig(), model="test-model")]
+    # Set: the flag reaches the OpenAI request, vLLM's and llama.cpp's parameters; the run id and fingerprint change.
+    assert len(got["set_bodies"]) == 2 and all(b["dummy_penalty"] == 0.5 for b in got["set_bodies"])
+    assert got["set_run"] != got["unset_run"]
+    assert got["openai_fields"]["dummy_penalty"] == 0.5
+    assert got["vllm"][0]["dummy_penalty"] == 0.5 and "dummy_penalty" not in got["vllm"][1]
+    assert got["llama"][0]["dummy_penalty"] == 0.5 and "dummy_penalty" not in got["llama"][1]
+    default = pinned_config({})
+    assert got["set"][0] != run_id_of(default) and got["set"][1] != Job(name="j", config=default).fingerprint()
+    assert got["sampling_set"]["dummy_penalty"] == 0.5
+    assert got["local_error"] == "--dummy-penalty is not supported by the local engine"
+    assert got["vllm_error"] == "--dummy-penalty is not supported by the vllm engine"
+    # A jobs file takes the key (dashes or underscores) and checks its value like the flag.
+    assert got["job"] == 0.25
+    assert got["job_error"] == "jobs.yaml: models[0]: dummy_penalty must be a number, got 'high'"
