@@ -224,7 +224,7 @@ class LmRun:
 
 
 def run_lmeval(venv: Path, base_url: str, model: str, e: Entry, limit: int, max_tokens: int, data: Path, work: Path,
-               math_files: dict[str, dict[str, Path]], per_subject: int) -> tuple[LmRun, list[str]]:
+               math_files: dict[str, dict[str, Path]], per_subject: int, reuse: bool = False) -> tuple[LmRun, list[str]]:
     """lm-eval on the entry; returns its samples and results, and the names of its tasks (the group's subtasks)."""
     tdir = work / ("parity_" + "".join(c if c.isalnum() else "_" for c in e.name))
     tdir.mkdir(parents=True, exist_ok=True)
@@ -256,15 +256,18 @@ def run_lmeval(venv: Path, base_url: str, model: str, e: Entry, limit: int, max_
            "--seed", "42"]
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "NLTK_DATA": str(punkt_tab(work))}
     code_log = tdir / "code_eval.jsonl"
-    if e.code:
+    if reuse and list((tdir / "out").rglob("results_*.json")):
+        cmd = []  # this row's lm-eval output from an earlier invocation (--reuse-lmeval): read, not run again
+    elif e.code:
         cmd.append("--confirm_run_unsafe_code")
         (tdir / "code_eval").mkdir(exist_ok=True)
         (tdir / "code_eval" / "code_eval.py").write_text(CODE_EVAL)
         env.update(HF_ALLOW_CODE_EVAL="1", PARITY_CODE_EVAL_LOG=str(code_log))
         code_log.unlink(missing_ok=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tdir)
-    if proc.returncode != 0:
-        raise SystemExit(f"lm-eval failed on {e.name}:\n{proc.stderr[-3000:]}")
+    if cmd:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tdir)
+        if proc.returncode != 0:
+            raise SystemExit(f"lm-eval failed on {e.name}:\n{proc.stderr[-3000:]}")
     samples: dict[str, list[dict[str, Any]]] = {}
     for name in names:
         rows = [json.loads(line) for p in sorted((tdir / "out").rglob(f"samples_{name}_*.jsonl"))
@@ -297,6 +300,8 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets")))
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--only", default="", help="comma-separated entry names (default: all)")
+    ap.add_argument("--reuse-lmeval", action="store_true",
+                    help="a row whose lm-eval output is already in --work is read, not run again")
     a = ap.parse_args()
     import pyarrow.parquet as pq
 
@@ -309,7 +314,7 @@ def main() -> None:
         if only and e.name not in only:
             continue
         lm, names = run_lmeval(a.venv, a.base_url, a.model, e, a.limit, a.max_tokens, a.data_dir, a.work, math_files,
-                               per_subject)
+                               per_subject, a.reuse_lmeval)
         data = math_data if e.group else a.data_dir
         prompts, result = run_reasoneval(a.base_url, a.model, e, None if e.group else a.limit, a.max_tokens, data,
                                          a.work / "reasoneval")

@@ -11,6 +11,7 @@
 # identical, per-problem verdicts identical and the metrics side by side. Data: $REASONEVAL_DATA_DIR (../shared/datasets).
 # Not run in CI (it installs lm-eval and takes minutes per task on 2 cores). The server decodes with
 # $PARITY_THREADS threads (default 1: on a shared machine a second thread waits on the first more than it helps).
+# PARITY_REUSE_LMEVAL=1: a row whose lm-eval output is already in the work dir is read, not run again.
 set -euo pipefail
 LIMIT=${1:-20}
 MAX_TOKENS=${2:-256}
@@ -41,4 +42,4 @@ for _ in $(seq 120); do
 done
 
 python "$ROOT/scripts/lmeval_parity.py" --base-url "http://127.0.0.1:$PORT/v1" --model smol --venv "$VENV" \
-  --limit "$LIMIT" --max-tokens "$MAX_TOKENS" --work "$WORK" --only "$ONLY"
+  --limit "$LIMIT" --max-tokens "$MAX_TOKENS" --work "$WORK" --only "$ONLY" ${PARITY_REUSE_LMEVAL:+--reuse-lmeval}
