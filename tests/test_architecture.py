@@ -189,7 +189,7 @@ NOT_CODE = {"x.num", "x.den", "inst_strict.num", "inst_strict.den", "None", "PYT
 # of an installed distribution (tests/plugins/site).
 NEW_PATHS = {"src/reasoneval/scoring/last_line.py", "src/reasoneval/engines/constant.py"}
 OTHER_PROJECTS = {"instruction_following_eval/evaluation_lib.py", "<task>.jsonl"}
-PATH_ROOTS = (ROOT, ROOT / "src" / "reasoneval", ROOT / "tests" / "plugins" / "site")
+PATH_ROOTS = (ROOT, ROOT / "src", ROOT / "src" / "reasoneval", ROOT / "tests" / "plugins" / "site")
 # Where the doc says each registry's built-in entries are added: file -> the registry calls it must hold.
 REGISTRY_FILES = {"scoring/base.py": ("SCORERS.add_lazy(",), "engines/__init__.py": ("ENGINES.add_lazy(",),
                   "tasks/registry.py": ("TASKS.add_lazy(",), "prompts/__init__.py": ("PROMPTS.add(", "PROMPTS.add_lazy(")}
@@ -347,6 +347,10 @@ def test_every_name_call_and_path_the_adding_sections_show_is_the_codes() -> Non
             continue  # prose in code style: a metric, a column, a status, a file format
         checked += 1
     assert checked >= 60, checked  # the sections name that much code; a parse that found little is a broken test
+    # Paths in the prose too (`scoring/maths/scorer.py`, bench/pathological_outputs.py), not only in code spans.
+    prose = re.sub(r"```.*?```", "", _adding_sections(), flags=re.S)
+    for path in set(re.findall(r"[\w./-]+\.py\b", prose)) - NEW_PATHS - OTHER_PROJECTS:
+        assert any((root / path).exists() for root in PATH_ROOTS), f"no file {path}"
 
 
 def test_every_code_block_of_the_adding_sections_is_run_or_checked() -> None:
