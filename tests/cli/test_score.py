@@ -36,7 +36,7 @@ def test_parquet_with_responses_column_and_key_overrides(tmp_path: Path) -> None
     pq.write_table(pa.Table.from_pylist([
         {"prob": "2*3?", "ref": "6", "responses": ["\\boxed{6}", "\\boxed{6}", "\\boxed{7}"]},
         {"prob": "2*4?", "ref": "8", "responses": ["\\boxed{9}", "\\boxed{9}", "\\boxed{8}"]}]), f)
-    s = score(str(f), problem_key_name="prob", answer_key="ref", workers=1, print_table=False)
+    s = score(str(f), problem_field="prob", answer_field="ref", workers=1, print_table=False)
     t = s.tasks["out"].to_json_dict()
     assert t["mean"] == pytest.approx(0.5) and t["maj_at_k"]["3"] == pytest.approx(0.5)
 
@@ -55,7 +55,7 @@ def test_lm_eval_harness_samples_log(tmp_path: Path) -> None:
 def test_missing_field_is_a_clear_error(tmp_path: Path) -> None:
     f = tmp_path / "bad.jsonl"
     f.write_text(json.dumps({"question": "q", "answer": "1"}) + "\n")
-    with pytest.raises(UserError, match=r"bad.jsonl:1: no response field .*--response-key"):
+    with pytest.raises(UserError, match=r"bad.jsonl:1: no response field .*--response-field"):
         score(str(f), workers=1, print_table=False)
 
 
@@ -172,3 +172,26 @@ def test_kind_is_an_old_spelling_of_scorer(caplog: pytest.LogCaptureFixture) -> 
     finally:
         logger.removeHandler(caplog.handler)
     assert "--kind is an old spelling of --scorer" in caplog.text
+
+
+def test_the_field_flags_old_key_spellings_still_work_with_a_warning(tmp_path: Path) -> None:
+    # --problem-key/--answer-key/--response-key named columns; `problem_key` is now only the problem's hash.
+    f = tmp_path / "g.jsonl"
+    f.write_text(json.dumps({"prob": "p", "ref": "3", "out": "\\boxed{3}"}) + "\n"
+                 + json.dumps({"prob": "q", "ref": "4", "out": "\\boxed{5}"}) + "\n")
+    means = []
+    for flags in (["--problem-field", "prob", "--answer-field", "ref", "--response-field", "out"],
+                  ["--problem-key", "prob", "--answer-key", "ref", "--response-key", "out"]):
+        r = subprocess.run([sys.executable, "-m", "reasoneval.cli.main", "score", str(f), "--json", "--grading-workers",
+                            "1", "--output-dir", str(tmp_path / flags[0]), *flags], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, timeout=120)
+        assert r.returncode == 0, r.stderr
+        means.append(json.loads(r.stdout)["tasks"]["g"]["mean"])
+        warned = [line for line in r.stderr.splitlines() if "old spelling" in line]
+        if flags[0] == "--problem-key":
+            assert len(warned) == 3 and all(f"{old} is an old spelling of {new}" in w for w, (old, new) in zip(
+                warned, [("--problem-key", "--problem-field"), ("--answer-key", "--answer-field"),
+                         ("--response-key", "--response-field")]))
+        else:
+            assert warned == []
+    assert means == [0.5, 0.5]

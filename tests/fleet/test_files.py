@@ -22,6 +22,35 @@ def test_the_sweep_crash_hook_is_not_a_job_option(tmp_path: Path) -> None:
         load_jobs(jobs)
 
 
+def test_a_jobs_resources_have_their_own_names_and_the_old_ones_still_work(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # num_gpus was both a job's reservation and the cluster's count (`sweep --num-gpus`): a job's is gpus_per_job.
+    from reasoneval.fleet.jobs import load_jobs
+    from reasoneval.run import options
+
+    monkeypatch.setattr(options, "_WARNED_OLD_KEYS", set())
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("defaults: {tasks: [arith], engine: echo, gpus_per_job: 0.5, cpus_per_job: 2}\nmodels: [m]\n")
+    (new,) = load_jobs(jobs)
+    assert (new.gpus_per_job, new.cpus_per_job) == (0.5, 2.0)
+    jobs.write_text("defaults: {tasks: [arith], engine: echo, num_gpus: 0.5, num_cpus: 2}\nmodels: [m, n]\n")
+    logger = logging.getLogger("reasoneval")
+    logger.addHandler(caplog.handler)
+    try:
+        old, other = load_jobs(jobs)
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert (old.gpus_per_job, old.cpus_per_job, other.gpus_per_job) == (0.5, 2.0, 0.5)
+    assert old.fingerprint() == new.fingerprint()
+    # (a record reaches caplog's handler twice where the logger also propagates to the root: counted once)
+    assert sorted({id(r): r.getMessage() for r in caplog.records}.values()) == [  # once per file, not per job
+        f"{jobs}: models[0]: num_cpus is an old name of cpus_per_job; it still works, but use cpus_per_job",
+        f"{jobs}: models[0]: num_gpus is an old name of gpus_per_job; it still works, but use gpus_per_job"]
+    jobs.write_text("defaults: {tasks: [arith], engine: echo, gpus_per_job: many}\nmodels: [m]\n")
+    with pytest.raises(UserError, match=r"models\[0\]: gpus_per_job and cpus_per_job must be numbers"):
+        load_jobs(jobs)
+
+
 def test_a_settings_file_is_checked_when_it_is_read(tmp_path: Path) -> None:
     from reasoneval.fleet.jobs import load_settings
 
@@ -29,7 +58,7 @@ def test_a_settings_file_is_checked_when_it_is_read(tmp_path: Path) -> None:
     settings.write_text("tasks: [arith]\nengine: echo\ntemprature: 0.5\n")
     with pytest.raises(UserError, match=r"eval.yaml: unknown option\(s\) temprature; known: .*temperature"):
         load_settings(settings)
-    settings.write_text("tasks: [arith]\nengine: echo\nquestion_key: q\ndata: mine.jsonl\n")
+    settings.write_text("tasks: [arith]\nengine: echo\nproblem_field: q\ndata: mine.jsonl\n")
     loaded = load_settings(settings)
     assert loaded["data"] == str(tmp_path / "mine.jsonl") and loaded["output_dir"] == str(tmp_path / "results")
     settings.write_text("tasks: [arith\n")

@@ -143,7 +143,7 @@ def test_a_sweep_runs_the_battery_per_checkpoint_into_a_matrix_and_the_dashboard
     jobs_file = tmp_path / "jobs.yaml"
     jobs_file.write_text(f"""
 defaults: {{battery: lmeval-base, base_url: "{server.base_url}", data_dir: {data}, limit: 2, grading_workers: 1,
-            num_gpus: 0, log_to: tensorboard, log_args: {{tensorboard_dir: {tmp_path / 'tb'}}}}}
+            gpus_per_job: 0, log_to: tensorboard, log_args: {{tensorboard_dir: {tmp_path / 'tb'}}}}}
 models:
   - {{model: test-model, name: run-a/checkpoint-100, step: 100}}
   - {{model: test-model, name: run-b/checkpoint-100, step: 100}}

@@ -10,7 +10,7 @@ import pytest
 from reasoneval.fleet.jobs import Job
 from reasoneval.records import SamplingParams
 from reasoneval.run.identity import RunSettings
-from reasoneval.run.options import EvalConfig
+from reasoneval.run.options import EvalConfig, rename_old_keys
 
 # (EvalConfig options, run id of model "m", sweep fingerprint)
 PINNED: list[tuple[dict[str, Any], str, str]] = [
@@ -31,6 +31,15 @@ PINNED: list[tuple[dict[str, Any], str, str]] = [
     ({'fewshot_seed': 3, 'num_fewshot': 8}, 'e6b73b47dc28', '1ed05204762b4d23'),
     ({'scorer': 'math', 'data': 'd.jsonl'}, '96fb32404eb2', '6d3a3052f72b604d'),
     ({'problem_key': 'question', 'data': 'd.jsonl'}, '96fb32404eb2', '3e6c60fcc45b5590'),
+    # Computed at f27dcbe, before the --data column options became problem_field / answer_field / id_field:
+    # a jobs file under any of their old names keeps its fingerprint.
+    ({'question_key': 'question', 'data': 'd.jsonl'}, '96fb32404eb2', '3e6c60fcc45b5590'),
+    ({'problem_field': 'question', 'data': 'd.jsonl'}, '96fb32404eb2', '3e6c60fcc45b5590'),
+    ({'answer_key': 'gt', 'data': 'd.jsonl'}, '96fb32404eb2', 'cd6269264af4128f'),
+    ({'id_key': 'qid', 'data': 'd.jsonl'}, '96fb32404eb2', '3b9436dac64b91c1'),
+    ({'problem_key': 'q', 'answer_key': 'a', 'id_key': 'i', 'data': 'd.jsonl'}, '96fb32404eb2', '839fb7b8ea142607'),
+    ({'problem_field': 'q', 'answer_field': 'a', 'id_field': 'i', 'data': 'd.jsonl'}, '96fb32404eb2',
+     '839fb7b8ea142607'),
     ({'battery': 'lmeval-base'}, '96fb32404eb2', '2bd3d52cd228a750'),
     ({'n': 4, 'tasks': ['aime24'], 'limit': 10}, '96fb32404eb2', '13ef918663c84cd4'),
     ({'engine': 'vllm', 'engine_args': {'max_model_len': 4096}}, '96fb32404eb2', '09166ad15fe59759'),
@@ -40,7 +49,9 @@ PINNED: list[tuple[dict[str, Any], str, str]] = [
 
 
 def pinned_config(options: dict[str, Any]) -> EvalConfig:
-    return EvalConfig(output_dir="/r", progress=False, print_table=False, **options)
+    """The configuration a jobs file with these keys gives (an old key name read as its field)."""
+    return EvalConfig(output_dir="/r", progress=False, print_table=False,
+                      **rename_old_keys(EvalConfig, options, "jobs.yaml"))
 
 
 def run_id_of(cfg: EvalConfig, model: str = "m") -> str:

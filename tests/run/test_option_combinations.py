@@ -30,9 +30,9 @@ ERRORS: dict[str, tuple[list[str], str]] = {
     "temperature": (["--greedy", "--temperature", "0.7"], r"--greedy sets --temperature 0 --top-p 1 --n 1, so "
                                                           r"--temperature would be ignored"),
     "top_p": (["--greedy", "--top-p", "0.9"], r"so --top-p would be ignored"),
-    "problem_key": (["--problem-key", "q"], r"--problem-key say which fields of a --data file to read"),
-    "answer_key": (["--answer-key", "a"], r"--answer-key say which fields of a --data file"),
-    "id_key": (["--id-key", "i"], r"--id-key say which fields"),
+    "problem_field": (["--problem-field", "q"], r"--problem-field say which fields of a --data file to read"),
+    "answer_field": (["--answer-field", "a"], r"--answer-field say which fields of a --data file"),
+    "id_field": (["--id-field", "i"], r"--id-field say which fields"),
     "split": (["--split", "test"], r"--split say which fields"),
     "scorer": (["--scorer", "choice"], r"--scorer says how a --data file is scored"),
     "base_url": (["--engine", "echo"], r"--base-url are for a server the openai engine talks to; --engine echo does "
@@ -144,7 +144,7 @@ def test_evaluate_checks_the_options_it_is_given(tmp_path: Path) -> None:
     (["export", "RUN", "--min-response-tokens", "10", "--max-response-tokens", "5"], r"no response could pass"),
     (["score", "RUN", "--task", "aime24"], r"--task describe a file of generations; .* is a run directory"),
     (["score", "RUN", "--scorer", "choice"], r"--scorer describe a file of generations"),
-    (["score", "FILE", "--task", "humaneval", "--answer-key", "x"], r"--answer-key name a file's own problems and "
+    (["score", "FILE", "--task", "humaneval", "--answer-field", "x"], r"--answer-field name a file's own problems and "
                                                                       r"answers; rows of humaneval are joined"),
     (["score", "FILE", "--task", "humanevl"], r"--task 'humanevl' is no task; did you mean humaneval\?"),
     (["run", "--tasks", "aime42", "--engine", "echo"], r"unknown task 'aime42'; did you mean aime25\?"),

@@ -78,17 +78,33 @@ def test_a_new_field_is_a_flag_that_reaches_the_config_with_no_other_edit() -> N
         rename_old_keys(WithANewOption, {"beam_widht": 7}, "jobs.yaml")
 
 
-def test_old_spellings_still_work_and_say_the_new_one(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("old, new, field", [
+    ("--question-key", "--problem-field", "problem_field"), ("--problem-key", "--problem-field", "problem_field"),
+    ("--answer-key", "--answer-field", "answer_field"), ("--id-key", "--id-field", "id_field")])
+def test_old_spellings_still_work_and_say_the_new_one(old: str, new: str, field: str,
+                                                      caplog: pytest.LogCaptureFixture,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # `problem_key` is the problem's hash (samples.jsonl); the --data column options are the *_field ones.
+    from reasoneval.run import options
+
+    monkeypatch.setattr(options, "_WARNED_OLD_KEYS", set())
+    def messages() -> list[str]:  # a record reaches caplog twice where the logger also propagates: once each
+        return list({id(r): r.getMessage() for r in caplog.records}.values())
+
     logger = logging.getLogger("reasoneval")
     logger.addHandler(caplog.handler)
     try:
-        cfg = config_from_args(_run_parser().parse_args(["--data", "d.jsonl", "--question-key", "q"]))
+        cfg = config_from_args(_run_parser().parse_args(["--data", "d.jsonl", old, "q"]))
+        assert messages() == [f"{old} is an old spelling of {new}; it still works, but use {new}"]
+        caplog.clear()
+        old_key = old.lstrip("-").replace("-", "_")
+        assert rename_old_keys(EvalConfig, {old_key: "q"}, "jobs.yaml") == {field: "q"}
+        assert messages() == [f"jobs.yaml: {old_key} is an old name of {field}; it still works, but use {field}"]
     finally:
         logger.removeHandler(caplog.handler)
-    assert cfg.problem_key == "q"
-    assert "--question-key is an old spelling of --problem-key" in caplog.text
-    assert config_from_args(_run_parser().parse_args(["--data", "d.jsonl", "--problem-key", "q"])).problem_key == "q"
-    assert rename_old_keys(EvalConfig, {"question_key": "q"}, "jobs.yaml") == {"problem_key": "q"}
+    assert getattr(cfg, field) == "q"
+    assert getattr(config_from_args(_run_parser().parse_args(["--data", "d.jsonl", new, "q"])), field) == "q"
+    assert not hasattr(cfg, "problem_key") and not hasattr(cfg, "answer_key")
 
 
 def test_the_default_engine_rule_is_one_function(tmp_path: Path) -> None:
@@ -129,8 +145,8 @@ def _run(server: Any, tmp_path: Path, data: Path, *extra: str,
 
     from reasoneval.cli.main import main
 
-    assert main(["run", "--base-url", server.base_url, "--model", "test-model", "--data", str(data), "--problem-key",
-                 "q", "--answer-key", "a", "--n", "1", "--output-dir", str(tmp_path / "r"), "--json",
+    assert main(["run", "--base-url", server.base_url, "--model", "test-model", "--data", str(data), "--problem-field",
+                 "q", "--answer-field", "a", "--n", "1", "--output-dir", str(tmp_path / "r"), "--json",
                  "--grading-workers", "1", "--no-progress", *extra]) == 0
     summary: dict[str, Any] = json.loads(capsys.readouterr().out)
     (parquet,) = (tmp_path / "r").glob(f"*/{summary['run_id']}/results.parquet")
@@ -162,9 +178,11 @@ def test_evaluate_takes_the_old_name_and_names_the_known_ones_on_a_typo(tmp_path
     import reasoneval
 
     data = _user_data(tmp_path)
-    common: dict[str, Any] = dict(data=str(data), answer_key="a", engine="echo", n=1, output_dir=str(tmp_path / "r"),
+    common: dict[str, Any] = dict(data=str(data), answer_field="a", engine="echo", n=1, output_dir=str(tmp_path / "r"),
                                   progress=False, print_table=False, grading_workers=1)
-    result = reasoneval.evaluate(question_key="q", **common)
-    assert result.tasks["mine"].num_problems == 2
-    with pytest.raises(UserError, match=r"evaluate\(\): unknown option\(s\) problem_kee; known: .*problem_key"):
-        reasoneval.evaluate(problem_kee="q", **common)
+    for old in ("question_key", "problem_key"):  # the two old names of problem_field
+        result = reasoneval.evaluate(**{old: "q"}, **common)
+        assert result.tasks["mine"].num_problems == 2
+    assert reasoneval.evaluate(problem_field="q", **common).run_id == result.run_id
+    with pytest.raises(UserError, match=r"evaluate\(\): unknown option\(s\) problem_fiel; known: .*problem_field"):
+        reasoneval.evaluate(problem_fiel="q", **common)

@@ -314,8 +314,8 @@ def test_user_data_file_from_the_cli(make_openai_server: Any, tmp_path: Path) ->
     f = tmp_path / "mine.csv"
     f.write_text("q,a,qid\nWhat is 1+1?,2,one\nWhat is 2+2?,4,two\n")
     server = make_openai_server(script={"1+1": "\\boxed{2}", "2+2": "\\boxed{5}"})
-    r = cli("run", "--base-url", server.base_url, "--model", "test-model", "--data", str(f), "--question-key", "q",
-            "--answer-key", "a", "--id-key", "qid", "--n", "2", "--output-dir", str(tmp_path / "r"), "--json",
+    r = cli("run", "--base-url", server.base_url, "--model", "test-model", "--data", str(f), "--problem-field", "q",
+            "--answer-field", "a", "--id-field", "qid", "--n", "2", "--output-dir", str(tmp_path / "r"), "--json",
             "--grading-workers", "1", "--no-progress")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)

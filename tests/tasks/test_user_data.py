@@ -1,4 +1,4 @@
-"""User data sets: JSONL / JSON / Parquet / CSV with chosen keys; clear errors for bad rows."""
+"""User data sets: JSONL / JSON / Parquet / CSV with chosen fields; clear errors for bad rows."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def write_all_formats(d: Path) -> dict[str, Path]:
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "parquet", "csv"])
 def test_every_format_loads_the_same_problems(tmp_path: Path, fmt: str) -> None:
     path = write_all_formats(tmp_path)[fmt]
-    spec, probs = load_user_data(str(path), question_key="q", answer_key="a", id_key="qid")
+    spec, probs = load_user_data(str(path), problem_field="q", answer_field="a", id_field="qid")
     assert spec.name == "mine" and spec.scoring.scorer == "math" and spec.origin == str(path)
     assert [p.id for p in probs] == ["p1", "p2", "p3"]
     assert [p.answer for p in probs] == ["2", "\\frac{1}{2}", "7"]
@@ -40,21 +40,21 @@ def test_every_format_loads_the_same_problems(tmp_path: Path, fmt: str) -> None:
 
 def test_default_ids_limit_and_task_name(tmp_path: Path) -> None:
     path = write_all_formats(tmp_path)["jsonl"]
-    spec, probs = load_user_data(str(path), question_key="q", answer_key="a", limit=2, task_name="custom")
+    spec, probs = load_user_data(str(path), problem_field="q", answer_field="a", limit=2, task_name="custom")
     assert spec.name == "custom" and [p.id for p in probs] == ["custom-0", "custom-1"]
 
 
 def test_json_wrapper_object(tmp_path: Path) -> None:
     path = tmp_path / "w.json"
     path.write_text(json.dumps({"version": 1, "data": ROWS}))
-    _, probs = load_user_data(str(path), question_key="q", answer_key="a")
+    _, probs = load_user_data(str(path), problem_field="q", answer_field="a")
     assert len(probs) == 3
 
 
 @pytest.mark.parametrize("name, content, pattern", [
     ("b.jsonl", '{"q": "x", "a": 1}\n{"q": "y" "a": 2}\n', r"b\.jsonl:2: invalid JSON"),
-    ("b.jsonl", '{"q": "x", "a": 1}\n{"question": "y", "a": 2}\n', r"b\.jsonl:2: missing question key 'q'"),
-    ("b.jsonl", '{"q": "x", "ans": 1}\n', r"b\.jsonl:1: missing answer key 'a'.*--answer-key"),
+    ("b.jsonl", '{"q": "x", "a": 1}\n{"question": "y", "a": 2}\n', r"b\.jsonl:2: missing problem field 'q'"),
+    ("b.jsonl", '{"q": "x", "ans": 1}\n', r"b\.jsonl:1: missing answer field 'a'.*--answer-field"),
     ("b.jsonl", '{"q": 5, "a": 1}\n', r"b\.jsonl:1: 'q' must be a string, got int"),
     ("b.jsonl", '{"q": "x", "a": [1]}\n', r"b\.jsonl:1: 'a' must be a string or a number, got list"),
     ("b.jsonl", "", r"b\.jsonl: file is empty"),
@@ -68,7 +68,7 @@ def test_malformed_user_files(tmp_path: Path, name: str, content: str, pattern: 
     path = tmp_path / name
     path.write_text(content)
     with pytest.raises(UserError, match=pattern) as e:
-        load_user_data(str(path), question_key="q", answer_key="a")
+        load_user_data(str(path), problem_field="q", answer_field="a")
     assert "\n" not in str(e.value)
 
 
@@ -76,13 +76,13 @@ def test_duplicate_and_missing_ids(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_text('{"i": 1, "q": "x", "a": 1}\n{"i": 1, "q": "y", "a": 2}\n')
     with pytest.raises(UserError, match=r"d\.jsonl:2: duplicate id '1'"):
-        load_user_data(str(path), question_key="q", answer_key="a", id_key="i")
-    with pytest.raises(UserError, match=r"d\.jsonl:1: missing id key 'qid'"):
-        load_user_data(str(path), question_key="q", answer_key="a", id_key="qid")
+        load_user_data(str(path), problem_field="q", answer_field="a", id_field="i")
+    with pytest.raises(UserError, match=r"d\.jsonl:1: missing id field 'qid'"):
+        load_user_data(str(path), problem_field="q", answer_field="a", id_field="qid")
 
 
 def test_missing_file_and_offline_hub_id(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not found"):
-        load_user_data(str(tmp_path / "nope.jsonl"), question_key="q", answer_key="a")
+        load_user_data(str(tmp_path / "nope.jsonl"), problem_field="q", answer_field="a")
     with pytest.raises(UserError, match="offline"):
-        load_user_data("someone/some-dataset", question_key="q", answer_key="a", split="test")
+        load_user_data("someone/some-dataset", problem_field="q", answer_field="a", split="test")

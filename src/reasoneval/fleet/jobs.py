@@ -1,7 +1,7 @@
 """Jobs files (`reasoneval sweep JOBS.yaml`) and watch settings files: read, checked against the `run`
 options' schema (reasoneval.run.options.EvalConfig), turned into Jobs.
 
-    defaults:                  # any `reasoneval run` option (EvalConfig field), plus num_gpus / num_cpus
+    defaults:                  # any `reasoneval run` option (EvalConfig field), plus gpus_per_job / cpus_per_job
       tasks: [aime24, math500]
       n: 16
       engine: vllm
@@ -27,7 +27,9 @@ from typing import Any, Mapping
 from reasoneval.errors import UserError
 
 # Job keys that are not EvalConfig fields.
-JOB_KEYS = ("name", "num_gpus", "num_cpus", "step")
+JOB_KEYS = ("name", "gpus_per_job", "cpus_per_job", "step")
+# Their old names (read, with a warning): `num_gpus` is also the cluster's count (`sweep --num-gpus`).
+_OLD_JOB_KEYS = {"num_gpus": "gpus_per_job", "num_cpus": "cpus_per_job"}
 # Options that name files: relative to the jobs (or settings) file.
 PATH_OPTIONS = ("output_dir", "data_dir", "data", "prompt_template")
 # The EvalConfig fields the first sweep state files fingerprinted, under the names they had then: hashed at any
@@ -49,8 +51,9 @@ _NOT_FINGERPRINTED = frozenset({"log_to", "log_args"})
 class Job:
     name: str
     config: Any  # run.options.EvalConfig (imported lazily: the CLI stays light)
-    num_gpus: float = 1.0
-    num_cpus: float = 1.0
+    # What Ray reserves for the job's generation (the cluster's own count is `sweep --num-gpus`).
+    gpus_per_job: float = 1.0
+    cpus_per_job: float = 1.0
     # The training step its results are logged at (--log-to): `step:` in the jobs file, else from the
     # checkpoint's name (dashboards.checkpoint_step); None when neither has one.
     step: int | None = None
@@ -176,7 +179,7 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
         moved = {k: merged.pop(k) for k in sorted(set(merged) & own - fields)}
         if moved:
             merged["engine_args"] = {**moved, **dict(merged.get("engine_args") or {})}
-    merged = rename_old_keys(EvalConfig, merged, where, extra=JOB_KEYS,
+    merged = rename_old_keys(EvalConfig, merged, where, extra=JOB_KEYS, old_extra=_OLD_JOB_KEYS,
                              hint=", and the engine's own options (`reasoneval engines`)")
     engine_args = dict(merged.get("engine_args") or {})
     if engine_args.get("model_path") and not Path(str(engine_args["model_path"])).is_absolute():
@@ -206,9 +209,9 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
         raise UserError(f"{where}: {e}") from None
     name = str(merged.get("name") or Path(str(cfg.model)).name or cfg.model)
     try:
-        num_gpus, num_cpus = float(merged.get("num_gpus", 1)), float(merged.get("num_cpus", 1))
+        gpus, cpus = float(merged.get("gpus_per_job", 1)), float(merged.get("cpus_per_job", 1))
     except (TypeError, ValueError):
-        raise UserError(f"{where}: num_gpus and num_cpus must be numbers") from None
+        raise UserError(f"{where}: gpus_per_job and cpus_per_job must be numbers") from None
     from reasoneval.report.dashboards import checkpoint_step
 
     try:
@@ -216,7 +219,7 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
             checkpoint_step(name) if checkpoint_step(name) is not None else checkpoint_step(str(cfg.model)))
     except (TypeError, ValueError):
         raise UserError(f"{where}: step must be an integer (the training step), got {merged.get('step')!r}") from None
-    return Job(name=name, config=cfg, num_gpus=num_gpus, num_cpus=num_cpus, step=step)
+    return Job(name=name, config=cfg, gpus_per_job=gpus, cpus_per_job=cpus, step=step)
 
 
 __all__ = ["JOB_KEYS", "Job", "battery_jobs", "load_jobs", "load_settings", "load_yaml", "make_job", "over_defaults"]

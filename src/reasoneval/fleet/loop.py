@@ -1,7 +1,7 @@
 """`reasoneval sweep JOBS.yaml`: every (model, tasks) job of a jobs file on a Ray cluster, one per GPU.
 
-Each job's generation is a Ray task asking for `num_gpus` (default 1: one job per GPU, no tensor
-parallelism unless a job asks for more) and `num_cpus` (default 1); Ray queues the jobs until
+Each job's generation is a Ray task asking for `gpus_per_job` (default 1: one job per GPU, no tensor
+parallelism unless a job asks for more) and `cpus_per_job` (default 1); Ray queues the jobs until
 resources free up. A job's run directory is the one `reasoneval run` with the same options writes,
 so a re-run sweep resumes unfinished jobs and skips finished ones. Scoring happens in the driver
 while the next jobs generate (checkpoint i is graded while i + 1 generates). A job whose worker dies
@@ -128,11 +128,11 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = JOB_RE
             previous = entry.run_dir
             continue
         # A job no node can hold would wait forever: say so instead.
-        if gpus_total and job.num_gpus > gpus_total:
-            raise UserError(f"job {job.name} asks for {job.num_gpus:g} GPUs; the Ray cluster has {gpus_total:g}")
-        if job.num_cpus > cpus_total:
-            raise UserError(f"job {job.name} asks for {job.num_cpus:g} CPUs; the Ray cluster has {cpus_total:g} "
-                            "(set num_cpus in the jobs file)")
+        if gpus_total and job.gpus_per_job > gpus_total:
+            raise UserError(f"job {job.name} asks for {job.gpus_per_job:g} GPUs; the Ray cluster has {gpus_total:g}")
+        if job.cpus_per_job > cpus_total:
+            raise UserError(f"job {job.name} asks for {job.cpus_per_job:g} CPUs; the Ray cluster has {cpus_total:g} "
+                            "(set cpus_per_job in the jobs file)")
         # The previous checkpoint's finished lengths order this job's samples (longest expected first).
         pending.append((job, previous))
         state[job.name] = dataclasses.replace(entry, state="queued", fingerprint=job.fingerprint(), error=None)
@@ -148,8 +148,8 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = JOB_RE
                 continue
             pending.remove(item)
             busy_keys.add(_run_key(job))
-            gpus = job.num_gpus if gpus_total else 0.0
-            ref = remote.options(num_gpus=gpus, num_cpus=job.num_cpus, max_retries=job_retries,
+            gpus = job.gpus_per_job if gpus_total else 0.0
+            ref = remote.options(num_gpus=gpus, num_cpus=job.cpus_per_job, max_retries=job_retries,
                                  retry_exceptions=False, name=f"reasoneval-sweep:{job.name}").remote(
                                      job.config, prior)
             inflight[ref] = job

@@ -33,24 +33,24 @@ from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.tasks import problem_key
 from reasoneval.tasks.user_data import iter_rows
 
-PROBLEM_KEYS = ("problem", "question", "prompt", "input", "query")
-ANSWER_KEYS = ("answer", "gt", "ground_truth", "reference", "target", "expected_answer", "final_answer")
-RESPONSE_KEYS = ("responses", "gen", "generations", "response", "output", "outputs", "completion",
-                 "completions", "generation", "model_output")
+PROBLEM_FIELDS = ("problem", "question", "prompt", "input", "query")
+ANSWER_FIELDS = ("answer", "gt", "ground_truth", "reference", "target", "expected_answer", "final_answer")
+RESPONSE_FIELDS = ("responses", "gen", "generations", "response", "output", "outputs", "completion",
+                   "completions", "generation", "model_output")
 # Tasks whose files are joined to the task's own problems (their rows carry no tests / instructions).
 JOINED_TASKS = ("humaneval", "mbpp", "mbpp_sanitized", "ifeval")
-JOINED_RESPONSE_KEYS = (*RESPONSE_KEYS, "solution")  # EvalPlus: the whole program
+JOINED_RESPONSE_FIELDS = (*RESPONSE_FIELDS, "solution")  # EvalPlus: the whole program
 
 
 def _pick(row: Mapping[str, Any], override: str | None, candidates: Sequence[str], what: str, where: str) -> Any:
     if override:
         if override not in row:
-            raise UserError(f"{where}: no {override!r} field (given with --{what}-key); fields: {', '.join(row)}")
+            raise UserError(f"{where}: no {override!r} field (given with --{what}-field); fields: {', '.join(row)}")
         return row[override]
     for k in candidates:
         if k in row and row[k] is not None:
             return row[k]
-    raise UserError(f"{where}: no {what} field (looked for {', '.join(candidates)}); name it with --{what}-key")
+    raise UserError(f"{where}: no {what} field (looked for {', '.join(candidates)}); name it with --{what}-field")
 
 
 def _as_text(value: Any) -> str:
@@ -75,8 +75,8 @@ def _responses(value: Any, where: str) -> list[str]:
     raise UserError(f"{where}: the response field must be a string or a list of strings")
 
 
-def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, problem_key_name: str | None,
-                       answer_key: str | None, response_key: str | None, run_id: str | None = None,
+def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, problem_field: str | None,
+                       answer_field: str | None, response_field: str | None, run_id: str | None = None,
                        n: int | None = None) -> int:
     """Write `out_dir` (a new, empty folder: `score` swaps it in once it is graded) as a run directory holding
     the file's problems and responses; returns K, the most responses a row has. run_id: the run's (default: the
@@ -89,15 +89,15 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
         for line, (where, row) in enumerate(iter_rows(str(path))[0]):
             if "doc" in row and "resps" in row and isinstance(row["doc"], dict):  # lm-evaluation-harness
                 doc = row["doc"]
-                q = _pick(doc, problem_key_name, PROBLEM_KEYS, "problem", where)
-                a = row.get("target") if answer_key is None and row.get("target") is not None else \
-                    _pick(doc, answer_key, ANSWER_KEYS, "answer", where)
-                resp = row["resps"] if response_key is None else _pick(row, response_key, (), "response", where)
+                q = _pick(doc, problem_field, PROBLEM_FIELDS, "problem", where)
+                a = row.get("target") if answer_field is None and row.get("target") is not None else \
+                    _pick(doc, answer_field, ANSWER_FIELDS, "answer", where)
+                resp = row["resps"] if response_field is None else _pick(row, response_field, (), "response", where)
                 pid = str(row.get("doc_id", line))
             else:
-                q = _pick(row, problem_key_name, PROBLEM_KEYS, "problem", where)
-                a = _pick(row, answer_key, ANSWER_KEYS, "answer", where)
-                resp = _pick(row, response_key, RESPONSE_KEYS, "response", where)
+                q = _pick(row, problem_field, PROBLEM_FIELDS, "problem", where)
+                a = _pick(row, answer_field, ANSWER_FIELDS, "answer", where)
+                resp = _pick(row, response_field, RESPONSE_FIELDS, "response", where)
                 pid = str(row.get("id", row.get("idx", line)))
             question, answer = _as_text(q), _as_text(a)
             key = problem_key(question, answer)
@@ -158,7 +158,7 @@ def _join_id(task: str, row: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def import_task_generations(path: Path, out_dir: Path, *, task: str, response_key: str | None,
+def import_task_generations(path: Path, out_dir: Path, *, task: str, response_field: str | None,
                             data_dir: str | None, run_id: str | None = None, n: int | None = None) -> int:
     """Write `out_dir` (a new, empty folder) as a run directory of `task` (its own problems and scoring) holding the
     file's responses, each row joined to its problem by id; returns K. A row naming no problem of the task is a
@@ -186,12 +186,12 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_ke
         if problem is None:
             raise UserError(f"{where}: {jid[0]} {jid[1][:80]!r} matches no problem of task {task} "
                             f"({len(all_problems)} problems from {spec.origin}); is this a {task} file?")
-        if lm_eval and response_key is None:
+        if lm_eval and response_field is None:
             resp = row["resps"]
         else:
-            resp = _pick(row, response_key, JOINED_RESPONSE_KEYS, "response", where)
+            resp = _pick(row, response_field, JOINED_RESPONSE_FIELDS, "response", where)
         got = _responses(resp, where)
-        if response_key is None and not any(row.get(k) is not None for k in RESPONSE_KEYS) and "solution" in row:
+        if response_field is None and not any(row.get(k) is not None for k in RESPONSE_FIELDS) and "solution" in row:
             # EvalPlus's `solution` is a whole program, not a continuation of the prompt: fenced, so the code
             # scorer takes it as the complete program it is
             got = [f"```python\n{t}\n```" for t in got]
@@ -276,8 +276,8 @@ def check_task_label(task: str | None) -> None:
 
 
 def score(path: str, *, n: int | None = None, output_dir: str | None = None, task: str | None = None,
-          scorer: str = "math", problem_key_name: str | None = None, answer_key: str | None = None,
-          response_key: str | None = None, workers: int | None = None, grading_timeout: float = GRADING_TIMEOUT_S,
+          scorer: str = "math", problem_field: str | None = None, answer_field: str | None = None,
+          response_field: str | None = None, workers: int | None = None, grading_timeout: float = GRADING_TIMEOUT_S,
           print_table: bool = True, data_dir: str | None = None) -> RunResult:
     """Grade a run directory again (its headline), or a file of generations: the file becomes a run directory
     (FILE.reasoneval, or output_dir) made afresh and graded, which replaces the earlier one only once it is whole,
@@ -298,11 +298,11 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
     joined = joined_task(task, scorer, _first_row(src) if task not in JOINED_TASKS else None)
     with _replacing(out) as stage:
         if joined is not None:
-            import_task_generations(src, stage, task=joined, response_key=response_key, data_dir=data_dir,
+            import_task_generations(src, stage, task=joined, response_field=response_field, data_dir=data_dir,
                                     run_id=out.name, n=n)
         else:
-            import_generations(src, stage, task=task or src.stem, scorer=scorer, problem_key_name=problem_key_name,
-                               answer_key=answer_key, response_key=response_key, run_id=out.name, n=n)
+            import_generations(src, stage, task=task or src.stem, scorer=scorer, problem_field=problem_field,
+                               answer_field=answer_field, response_field=response_field, run_id=out.name, n=n)
         result = score_run(stage, workers=workers, grading_timeout=grading_timeout, print_table=False)
     result = dataclasses.replace(result, run_dir=out)
     if print_table:

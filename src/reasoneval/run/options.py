@@ -249,18 +249,16 @@ _WARNED_OLD_KEYS: set[str] = set()
 
 
 def rename_old_keys(cls: type, options: Mapping[str, Any], where: str, extra: Sequence[str] = (),
-                    hint: str = "") -> dict[str, Any]:
+                    hint: str = "", old_extra: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A file's (or Python caller's) keys as field names: dashes read as underscores, old spellings as their
     new names (with a warning); an unknown key is one line naming it and the known ones (`extra` keys are
-    known too and kept as they are; `hint` ends the line)."""
-    known = known_keys(cls)
+    known too and kept as they are, `old_extra` maps old names of them; `hint` ends the line)."""
+    known = {**known_keys(cls), **{k: k for k in extra}, **(old_extra or {})}
     out: dict[str, Any] = {}
     unknown = []
     for key, value in options.items():
         k = str(key).replace("-", "_")
-        if k in extra:
-            out[k] = value
-        elif k in known:
+        if k in known:
             if known[k] != k and k not in _WARNED_OLD_KEYS:  # once, not once per job of a jobs file
                 _WARNED_OLD_KEYS.add(k)
                 log.warning("%s: %s is an old name of %s; it still works, but use %s", where, k, known[k], known[k])
@@ -427,13 +425,15 @@ class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fi
         None, group=WHAT, help="folder of <task>.jsonl files (default $REASONEVAL_DATA_DIR; before the Hub)")
     data: str | None = run_option(
         None, group=WHAT, help="your own data: a JSONL/JSON/Parquet/CSV file or a Hub dataset id")
-    problem_key: str = run_option(
-        "problem", group=WHAT, aliases=("--question-key",), metavar="FIELD",
+    problem_field: str = run_option(
+        "problem", group=WHAT, aliases=("--problem-key", "--question-key"), metavar="FIELD",
         help="with --data: the field holding the problem text (default problem)")
-    answer_key: str = run_option(
-        "answer", group=WHAT, metavar="FIELD", help="with --data: the field holding the reference answer (default answer)")
-    id_key: str | None = run_option(
-        None, group=WHAT, metavar="FIELD", help="with --data: the field holding each problem's id (default: row numbers)")
+    answer_field: str = run_option(
+        "answer", group=WHAT, aliases=("--answer-key",), metavar="FIELD",
+        help="with --data: the field holding the reference answer (default answer)")
+    id_field: str | None = run_option(
+        None, group=WHAT, aliases=("--id-key",), metavar="FIELD",
+        help="with --data: the field holding each problem's id (default: row numbers)")
     split: str | None = run_option(None, group=WHAT, help="split of a Hub dataset given with --data")
     scorer: str | None = run_option(
         None, group=WHAT, choices=_scorer_names, metavar="NAME",
@@ -600,7 +600,7 @@ class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fi
         if self.greedy and overridden:
             raise UserError(f"--greedy sets --temperature 0 --top-p 1 --n 1, so {flags(*overridden)} would be "
                             "ignored: drop one of them")
-        data_only = [n for n in ("problem_key", "answer_key", "id_key", "split") if n in given]
+        data_only = [n for n in ("problem_field", "answer_field", "id_field", "split") if n in given]
         if data_only and not self.data:
             raise UserError(f"{flags(*data_only)} say which fields of a --data file to read; the catalog tasks "
                             "(--tasks) have their own: drop them or give --data")

@@ -97,8 +97,8 @@ def load_tasks(cfg: EvalConfig) -> list[LoadedTask]:
         Path(os.environ["REASONEVAL_DATA_DIR"]) if os.environ.get("REASONEVAL_DATA_DIR") else None)
     out = []
     if cfg.data:
-        spec, problems = load_user_data(cfg.data, question_key=cfg.problem_key, answer_key=cfg.answer_key,
-                                        id_key=cfg.id_key, split=cfg.split, limit=cfg.limit, scorer=cfg.scorer)
+        spec, problems = load_user_data(cfg.data, problem_field=cfg.problem_field, answer_field=cfg.answer_field,
+                                        id_field=cfg.id_field, split=cfg.split, limit=cfg.limit, scorer=cfg.scorer)
         out.append(LoadedTask(spec, problems))
     names = list(cfg.tasks)
     if not names and not cfg.data:

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+if TYPE_CHECKING:  # the CLI sets up logging with this module before it knows the command: no runner or rich imports
+    from rich.console import Console
+    from rich.progress import Progress
 
-if TYPE_CHECKING:  # the CLI sets up logging with this module before it knows the command: no runner imports
     from reasoneval.run.runner import GenerationStats
 
 log = logging.getLogger("reasoneval")
@@ -22,6 +22,8 @@ log = logging.getLogger("reasoneval")
 class ProgressReporter:
     def __init__(self, total: int, *, enabled: bool | None = None, interval_s: float = 30.0,
                  console: Console | None = None) -> None:
+        from rich.console import Console
+
         self.total = total
         self.console = console or Console(stderr=True)
         self.live = (self.console.is_terminal if enabled is None else enabled) and total > 0
@@ -32,6 +34,8 @@ class ProgressReporter:
 
     def __enter__(self) -> ProgressReporter:
         if self.live:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
             self._progress = Progress(
                 TextColumn("[bold]samples done"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[info]}"), TimeRemainingColumn(),

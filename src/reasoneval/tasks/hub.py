@@ -13,8 +13,6 @@ from typing import Any, Callable, Mapping
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
-from reasoneval.scoring.lmeval import lmeval_boxed_answer
-from reasoneval.scoring.maths.extract import last_boxed
 from reasoneval.tasks.keys import problem_key, reference_text
 
 Row = Mapping[str, Any]
@@ -97,6 +95,11 @@ def map_hendrycks_math(row: Row) -> dict[str, Any]:
     """EleutherAI/hendrycks_math (7 configs, one per subject): problem, level ("Level 3"; a few "Level ?"),
     type ("Counting & Probability"), solution. The reference is what lm-eval's minerva_math compares with,
     before its normalisation: remove_boxed(last_boxed_only_string(solution))."""
+    # Imported here, not at the top: the grading modules (the math package starts its grading pool's
+    # machinery) would make every `reasoneval tasks` pay for them (bench/cli_startup.py).
+    from reasoneval.scoring.lmeval import lmeval_boxed_answer
+    from reasoneval.scoring.maths.extract import last_boxed
+
     solution = str(_col(row, "solution"))
     answer = lmeval_boxed_answer(solution)
     if answer is None:
@@ -115,6 +118,8 @@ def map_hendrycks_math(row: Row) -> dict[str, Any]:
 
 def map_minerva(row: Row) -> dict[str, Any]:
     """math-ai/minervamath: question, answer. Copies without `answer` keep it boxed in `solution`."""
+    from reasoneval.scoring.maths.extract import last_boxed  # here, as in map_hendrycks_math
+
     solution = _opt_str(row, "solution")
     answer = row.get("answer")
     if answer is None and solution is not None:

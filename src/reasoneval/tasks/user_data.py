@@ -1,8 +1,8 @@
 """A user's own data set: a local JSONL / JSON / Parquet / CSV file or a Hub dataset id.
 
 Hub ids may name a config as `owner/name:config` (e.g. `openai/gsm8k:main`). Rows need the
-problem and answer columns named by `question_key` / `answer_key` (`run --problem-key / --answer-key`);
-`id_key` is optional (ids default to `<task>-<n>`). Malformed rows are a UserError naming the file and
+problem and answer columns named by `problem_field` / `answer_field` (`run --problem-field / --answer-field`);
+`id_field` is optional (ids default to `<task>-<n>`). Malformed rows are a UserError naming the file and
 line/row. The responses are scored with the `math` scorer unless `scorer` names another (`run --scorer`).
 """
 
@@ -120,30 +120,30 @@ def read_rows(source: str, split: str | None = None) -> tuple[list[NumberedRow],
     return rows, origin
 
 
-def _user_problem(task: str, where: str, row: Mapping[str, Any], question_key: str, answer_key: str,
-                  id_key: str | None, default_id: str) -> Problem:
-    q = row.get(question_key)
+def _user_problem(task: str, where: str, row: Mapping[str, Any], problem_field: str, answer_field: str,
+                  id_field: str | None, default_id: str) -> Problem:
+    q = row.get(problem_field)
     if q is None:
-        raise UserError(f"{where}: missing question key {question_key!r} (row keys: {', '.join(map(str, row))}); "
-                        "set --problem-key")
+        raise UserError(f"{where}: missing problem field {problem_field!r} (row keys: {', '.join(map(str, row))}); "
+                        "set --problem-field")
     if not isinstance(q, str):
-        raise UserError(f"{where}: {question_key!r} must be a string, got {type(q).__name__}")
+        raise UserError(f"{where}: {problem_field!r} must be a string, got {type(q).__name__}")
     if not q.strip():
-        raise UserError(f"{where}: {question_key!r} is empty")
-    if answer_key not in row or row[answer_key] is None:
-        raise UserError(f"{where}: missing answer key {answer_key!r} (row keys: {', '.join(map(str, row))}); "
-                        "set --answer-key")
-    answer = _get_answer(where, row, answer_key)
+        raise UserError(f"{where}: {problem_field!r} is empty")
+    if answer_field not in row or row[answer_field] is None:
+        raise UserError(f"{where}: missing answer field {answer_field!r} (row keys: {', '.join(map(str, row))}); "
+                        "set --answer-field")
+    answer = _get_answer(where, row, answer_field)
     pid = default_id
-    if id_key is not None:
-        v = row.get(id_key)
+    if id_field is not None:
+        v = row.get(id_field)
         if v is None:
-            raise UserError(f"{where}: missing id key {id_key!r}; set --id-key or leave it out")
+            raise UserError(f"{where}: missing id field {id_field!r}; set --id-field or leave it out")
         if isinstance(v, bool) or not isinstance(v, (str, int)):
-            raise UserError(f"{where}: {id_key!r} must be a string or an integer, got {type(v).__name__}")
+            raise UserError(f"{where}: {id_field!r} must be a string or an integer, got {type(v).__name__}")
         pid = str(v)
     meta_row = {k: row[k] for k in ("solution", "subject", "level", "year", "source_id", "url")
-                if k in row and k not in (question_key, answer_key)}
+                if k in row and k not in (problem_field, answer_field)}
     try:
         meta = metadata_of(where, meta_row)
     except UserError:
@@ -152,7 +152,7 @@ def _user_problem(task: str, where: str, row: Mapping[str, Any], question_key: s
                    key=problem_key(q, answer), metadata=meta)
 
 
-def load_user_data(source: str, *, question_key: str, answer_key: str, id_key: str | None = None,
+def load_user_data(source: str, *, problem_field: str, answer_field: str, id_field: str | None = None,
                    split: str | None = None, limit: int | None = None,
                    task_name: str | None = None, scorer: str | None = None) -> tuple[TaskSpec, list[Problem]]:
     _check_limit(limit)
@@ -166,7 +166,7 @@ def load_user_data(source: str, *, question_key: str, answer_key: str, id_key: s
     problems: list[Problem] = []
     seen: dict[str, str] = {}
     for i, (where, row) in enumerate(rows):
-        prob = _user_problem(task_name, where, row, question_key, answer_key, id_key, f"{task_name}-{i}")
+        prob = _user_problem(task_name, where, row, problem_field, answer_field, id_field, f"{task_name}-{i}")
         if prob.id in seen:
             raise UserError(f"{where}: duplicate id {prob.id!r} (first at {seen[prob.id]}); ids must be unique")
         seen[prob.id] = where
