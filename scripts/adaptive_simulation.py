@@ -201,7 +201,7 @@ def real_path(name: str, p: np.ndarray, k_ref: int, runs: int, work: Path, seed0
 
     from reasoneval.analysis.outcomes import read_problem_rows
     from reasoneval.engines import ENGINES
-    from reasoneval.run.identity import sample_seed
+    from reasoneval.results.identity import sample_seed
     from reasoneval.run.pipeline import evaluate
 
     if "bernoulli" not in ENGINES.names():

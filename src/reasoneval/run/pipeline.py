@@ -33,6 +33,7 @@ from reasoneval.report.html_page import write_run_html
 from reasoneval.report.parquet import ResultsWriter
 from reasoneval.report.summary_json import write_summary
 from reasoneval.report.table import render_table
+from reasoneval.results.identity import RunSettings, run_dir_for
 from reasoneval.results.schema import (
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -56,7 +57,6 @@ from reasoneval.run.adaptive import (
     plan_se_of,
     with_estimates,
 )
-from reasoneval.run.identity import RunSettings, run_dir_for
 from reasoneval.run.options import EvalConfig, rename_old_keys
 from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_maker
 from reasoneval.run.plan_adaptive import PILOT
