@@ -30,6 +30,7 @@ import numpy as np
 from reasoneval.errors import UserError
 from reasoneval.metrics import ProblemOutcome
 from reasoneval.records import Problem, Request, SampleRecord
+from reasoneval.results.stream import score_store
 from reasoneval.run.plan import LoadedTask
 from reasoneval.run.plan_adaptive import (
     PILOT,
@@ -42,7 +43,6 @@ from reasoneval.run.plan_adaptive import (
     task_estimates,
 )
 from reasoneval.scoring import Scorer
-from reasoneval.scoring.stream import score_store
 
 log = logging.getLogger("reasoneval")
 

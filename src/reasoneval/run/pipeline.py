@@ -47,6 +47,7 @@ from reasoneval.results.schema import (
 )
 from reasoneval.results.scope import Scope, TaskScope, choose_headline, headline_scope, task_complete, view_name, with_scope
 from reasoneval.results.store import SampleStore, add_problems, read_problems
+from reasoneval.results.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.run.adaptive import (
     DESIGN,
     AdaptiveSampler,
@@ -65,7 +66,6 @@ from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
 from reasoneval.scoring import SCORERS, ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.scoring.lmeval import hendrycks_reference
-from reasoneval.scoring.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.tasks import TASKS, dataset_hash, load_task, load_user_data, resolve_task_names
 from reasoneval.version import __version__
 
