@@ -22,10 +22,10 @@ from scipy import stats
 
 from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
 from reasoneval.metrics import maj_ks
+from reasoneval.metrics.plan_adaptive import PILOT, plan_totals
 from reasoneval.metrics.summary import _per_sample_var
 from reasoneval.results.schema import RunResult, load_run
 from reasoneval.run.options import EvalConfig
-from reasoneval.run.plan_adaptive import PILOT, plan_totals
 from reasoneval.serial import to_json
 
 

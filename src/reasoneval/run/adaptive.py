@@ -29,10 +29,7 @@ import numpy as np
 
 from reasoneval.errors import UserError
 from reasoneval.metrics import ProblemOutcome
-from reasoneval.records import Problem, Request, SampleRecord
-from reasoneval.results.stream import score_store
-from reasoneval.run.plan import LoadedTask
-from reasoneval.run.plan_adaptive import (
+from reasoneval.metrics.plan_adaptive import (
     PILOT,
     RULE,
     entry_budget,
@@ -42,6 +39,9 @@ from reasoneval.run.plan_adaptive import (
     plan_totals,
     task_estimates,
 )
+from reasoneval.records import Problem, Request, SampleRecord
+from reasoneval.results.stream import score_store
+from reasoneval.run.plan import LoadedTask
 from reasoneval.scoring import Scorer
 
 log = logging.getLogger("reasoneval")

@@ -26,6 +26,7 @@ from reasoneval.atomic import FileSet
 from reasoneval.engines import ENGINES, Engine, EngineInfo, capabilities, check_supported, create_engine
 from reasoneval.errors import RunIncomplete, UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
+from reasoneval.metrics.plan_adaptive import PILOT
 from reasoneval.prompts import PROMPTS, Exemplar, PromptConfig
 from reasoneval.records import Problem
 from reasoneval.registry import Registry
@@ -60,7 +61,6 @@ from reasoneval.run.adaptive import (
 )
 from reasoneval.run.options import EvalConfig, rename_old_keys
 from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_maker
-from reasoneval.run.plan_adaptive import PILOT
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
 from reasoneval.scoring import SCORERS, ScoringContext, TaskScoring, create_scorer
