@@ -40,13 +40,12 @@ from reasoneval.metrics.plan_adaptive import (
     task_estimates,
 )
 from reasoneval.records import Problem, Request, SampleRecord
+from reasoneval.results.adaptive import ADAPTIVE_DESIGN as DESIGN  # config.adaptive["design"]
 from reasoneval.results.stream import score_store
 from reasoneval.run.plan import LoadedTask
 from reasoneval.scoring import Scorer
 
 log = logging.getLogger("reasoneval")
-
-DESIGN = "two-stage"  # config.adaptive["design"]: runs without it used the earlier cross-fitted rule
 
 
 @dataclass(frozen=True)
