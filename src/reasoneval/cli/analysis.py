@@ -122,8 +122,8 @@ def _cmd_runs(a: argparse.Namespace) -> int:
 
 
 def _cmd_export(a: argparse.Namespace) -> int:
-    from reasoneval.analysis.export import ExportFilter, export_run
     from reasoneval.errors import UserError
+    from reasoneval.run.export import ExportFilter, export_run
 
     if a.output and a.format and Path(a.output).suffix in (".jsonl", ".json", ".parquet") and \
             Path(a.output).suffix.lstrip(".") not in (a.format, "json" if a.format == "jsonl" else a.format):
