@@ -111,8 +111,8 @@ def write_battery_matrices(path: Path, jobs: Sequence[Job], state: SweepState, f
                            ) -> list[Path]:
     """For jobs that run a battery (`battery:`): `<path>.<battery>.csv` and `.md`, checkpoint × row, a checkpoint
     per model entry of the jobs file (its name), its figures from its runs' scored results."""
+    from reasoneval.analysis.battery import get_battery, row_figures
     from reasoneval.report.battery import write_matrix
-    from reasoneval.run.battery import get_battery, row_figures
 
     results = _results(jobs, state)
     out: list[Path] = []
