@@ -90,10 +90,12 @@ def imports_of(root: Path) -> list[Import]:
         module, is_package = _module_name(path, root)
         source = _package(module, root)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
+            else:
                 base = node.module or ""
                 if node.level:
                     here = module.split(".") if is_package else module.split(".")[:-1]
