@@ -186,6 +186,35 @@ def test_the_graph_is_read_from_every_kind_of_import() -> None:
     assert lazy, "cli/analysis.py imports analysis inside its functions"
 
 
+def _module_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the same folder it imports (by AST, like imports_of)."""
+    names = {p.stem for p in package.glob("*.py")}
+    dotted = ".".join(package.relative_to(SRC.parent).parts)
+    graph: dict[str, set[str]] = {n: set() for n in names}
+    for name in names:
+        for node in ast.walk(ast.parse((package / f"{name}.py").read_text(encoding="utf-8"))):
+            found = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
+                     if isinstance(node, ast.ImportFrom) else [])
+            for target in found:
+                if target.startswith(dotted + "."):
+                    other = target[len(dotted) + 1:].split(".")[0]
+                    if other in names and other != name:
+                        graph[name].add(other)
+    return graph
+
+
+def test_the_local_engine_drives_its_supervisor_one_way() -> None:
+    """engines/local: the engine imports the supervisor, never the reverse (the supervisor calls back through its
+    WorkerHost protocol); the wire messages are a module both sides import; no cycle among the modules."""
+    graph = _module_graph(SRC / "engines" / "local")
+    assert "supervisor" in graph["engine"]
+    assert graph["supervisor"] <= {"messages"}, graph["supervisor"]
+    assert graph["messages"] == set()
+    assert "messages" in graph["worker"] and "messages" in graph["decoder"]
+    assert find_cycle(graph) is None
+
+
 # ---- the checker on trees made to break it -------------------------------------------------------------------
 
 def _tree(root: Path, files: Mapping[str, str]) -> Path:
