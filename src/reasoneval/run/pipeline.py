@@ -271,9 +271,9 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             # A new run records what was done, but never hides why it stopped (a full disk fails this write too).
             if new_run:
                 with contextlib.suppress(OSError, UserError):
-                    write_config(run_dir, dataclasses.replace(config, last_generation=timing_of(stats)))
+                    write_config(run_dir, dataclasses.replace(config, last_generation=stats.timing()))
             raise
-        config = dataclasses.replace(config, last_generation=timing_of(stats))
+        config = dataclasses.replace(config, last_generation=stats.timing())
         write_config(run_dir, on_disk(run_dir, config))
         if stats.requests:
             log.info("generation: %d samples generated, %d failed after their retries; %d requests, %d errors, %d "
@@ -329,14 +329,6 @@ def _previous_config(run_dir: Path) -> RunConfig | None:
         return load_config(run_dir)
     except UserError:
         return None
-
-
-def timing_of(stats: GenerationStats) -> GenerationTiming:
-    wall = stats.wall_s
-    return GenerationTiming(wall_s=round(wall, 3),
-                            output_tokens_per_s=round(stats.output_tokens / wall, 3) if wall > 0 else 0.0,
-                            requests=stats.requests, retries=stats.retries, errors=stats.errors,
-                            generated=stats.done, failed=stats.failed, output_tokens=stats.output_tokens)
 
 
 def _disk_error(e: OSError, where: Path | str) -> UserError:

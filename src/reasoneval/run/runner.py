@@ -17,6 +17,7 @@ from typing import Awaitable, Callable, Sequence
 from reasoneval.engines.base import Engine, EngineError
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request, SampleRecord
+from reasoneval.results.schema import GenerationTiming
 from reasoneval.results.store import SampleStore
 from reasoneval.run.plan import RequestQueue
 from reasoneval.run.retry import RetryPolicy
@@ -27,6 +28,9 @@ _DEFAULT_POLICY = RetryPolicy()
 
 @dataclass
 class GenerationStats:
+    """The live counters of a generation pass (the progress line reads them); `timing()` is what config.json
+    keeps of them (`last_generation`)."""
+
     total: int = 0
     done: int = 0
     failed: int = 0
@@ -41,6 +45,13 @@ class GenerationStats:
     @property
     def wall_s(self) -> float:
         return (self.finished or time.monotonic()) - self.started
+
+    def timing(self) -> GenerationTiming:
+        wall = self.wall_s
+        return GenerationTiming(wall_s=round(wall, 3),
+                                output_tokens_per_s=round(self.output_tokens / wall, 3) if wall > 0 else 0.0,
+                                requests=self.requests, retries=self.retries, errors=self.errors,
+                                generated=self.done, failed=self.failed, output_tokens=self.output_tokens)
 
 
 class ServerDown(EngineDown):
