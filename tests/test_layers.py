@@ -176,6 +176,17 @@ def test_every_package_is_in_a_layer() -> None:
     assert set(ALLOWED) - packages - {"reasoneval"} == set(), "a layer names a package that no longer exists"
 
 
+def test_docs_show_the_same_layers() -> None:
+    """docs/architecture.md's layer table names the packages in LAYERS' order (the facade row aside)."""
+    import re
+
+    doc = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Layers"):doc.index("## The stages")]
+    rows = [line.split("|")[2] for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    named = [n for row in rows for n in re.findall(r"`([a-z_]+)`", row) if n in ALLOWED]
+    assert named == [n for layer in LAYERS for n in layer if n not in ("reasoneval", "__main__")]
+
+
 def test_the_graph_is_read_from_every_kind_of_import() -> None:
     """The project's own graph holds edges that only a function-level import and only a TYPE_CHECKING import make
     (the facade's `evaluate`, cli's lazy parsers), so neither kind is skipped."""
