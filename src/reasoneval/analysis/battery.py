@@ -1,6 +1,6 @@
-"""Batteries: a fixed table of (task, setting, metric) rows, run as a few runs and printed in one layout. Here the
-table itself and each row's figure read from the runs' results; running it is run/battery.py, its files
-report/battery.py.
+"""Batteries: a fixed table of (task, setting, metric) rows, run as a few runs and printed in one layout. This
+module holds the table itself and reads each row's figure from the runs' results; run/battery.py runs it,
+report/battery.py writes its files.
 
 `lmeval-base` is the baseline table training teams keep with lm-eval + vLLM for a base model and each checkpoint:
 
