@@ -421,6 +421,10 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                 chosen = choose_headline(headline, was_complete, scope, complete)
                 if chosen != scope:  # narrower, or only part of a wider headline: this command's view
                     result = dataclasses.replace(result, view=view_name(scope, chosen))
+                elif list(chosen) != list(scope):
+                    # The command's result is the new headline, with its tasks in the headline's order (the old
+                    # headline's first: choose_headline), which config.json keeps: summary.json agrees with it.
+                    result = _in_task_order(result, config, chosen, adaptive)
                 _stage(result, parquet, files)
                 top_config = with_scope(config, chosen, adaptive)
                 # Score the headline again when it changed (it takes some of this command's tasks), when it was not
@@ -438,6 +442,14 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
     if print_table:
         render_table(result)
     return result
+
+
+def _in_task_order(result: RunResult, config: RunConfig, scope: Scope, adaptive: Mapping[str, Any] | None
+                   ) -> RunResult:
+    """`result` (of the same tasks as `scope`) with its tasks in `scope`'s order."""
+    return dataclasses.replace(result, tasks={t: result.tasks[t] for t in scope}, config=with_scope(config, scope, adaptive),
+                               adaptive=None if result.adaptive is None else
+                               {t: result.adaptive[t] for t in scope if t in result.adaptive})
 
 
 def _asked_scope(run_dir: Path, config: RunConfig, headline: Scope, known: Mapping[str, Sequence[str]],
