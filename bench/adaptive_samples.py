@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     from scripts.adaptive_simulation import MAX_N, plan_and_weights, uniform_se
 
-    from reasoneval.run.plan_adaptive import MIN_MAIN, PILOT, RULE, two_stage_estimates
+    from reasoneval.metrics.plan_adaptive import MIN_MAIN, PILOT, RULE, two_stage_estimates
 
     rng = np.random.default_rng(a.seed)
     print("| profile | Q | uniform K | adaptive samples | uniform samples | samples / uniform K | at the same true SE | "

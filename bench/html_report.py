@@ -37,9 +37,9 @@ from reasoneval.records import Problem
 from reasoneval.report.html_page import REPORT_FILE, SIDECAR_DIR
 from reasoneval.report.parquet import SCHEMA
 from reasoneval.report.summary_json import write_summary
+from reasoneval.results.identity import RunSettings
 from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, write_config
 from reasoneval.results.store import add_problems
-from reasoneval.run.identity import RunSettings
 from reasoneval.scoring import TaskScoring
 from reasoneval.tasks import problem_key
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from _common import ROOT
 from reasoneval.atomic import atomic_write_json
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.results.identity import sample_seed
 from reasoneval.results.store import SampleStore, add_problems
-from reasoneval.run.identity import sample_seed
 from reasoneval.tasks import problem_key
 
 WORDS = ("so we have the sum of the squares which gives therefore let x be an integer note that "

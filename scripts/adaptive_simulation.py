@@ -6,7 +6,7 @@ near-ceiling, one-hard-tail) come first, then `--profiles` more drawn at random 
 from Beta(a, b) with a, b log-uniform in 0.2-10, and in a third of the profiles one outlier at the other end.
 Each profile is run at two targets, the re-run SE uniform K = 16 and K = 64 would have on its true p_i
 (√(Σ p(1-p)/K)/Q), `--runs` times, with Bernoulli outcomes and the very functions a run uses
-(reasoneval.run.plan_adaptive: count_tables, own_totals, pilot_weights, two_stage_estimates).
+(reasoneval.metrics.plan_adaptive: count_tables, own_totals, pilot_weights, two_stage_estimates).
 
 Per cell: the bias of the mean against mean(p_i) (the re-run estimand) with its Monte Carlo SE; how often
 mean ∓ 1.96·SE covers it; the RMS of the reported SE over the SD of the means (1 = honest); that SD over the
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from reasoneval.run.plan_adaptive import (
+from reasoneval.metrics.plan_adaptive import (
     PILOT,
     RULE,
     count_tables,
@@ -201,7 +201,7 @@ def real_path(name: str, p: np.ndarray, k_ref: int, runs: int, work: Path, seed0
 
     from reasoneval.analysis.outcomes import read_problem_rows
     from reasoneval.engines import ENGINES
-    from reasoneval.run.identity import sample_seed
+    from reasoneval.results.identity import sample_seed
     from reasoneval.run.pipeline import evaluate
 
     if "bernoulli" not in ENGINES.names():

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import reasoneval
+from reasoneval.analysis.battery import MATH_SUBJECTS as SUBJECTS
+from reasoneval.analysis.battery import BatteryRow, get_battery, row_figures
 from reasoneval.records import SamplingParams
-from reasoneval.run.battery import MATH_SUBJECTS as SUBJECTS
-from reasoneval.run.battery import BatteryRow, get_battery, row_figures
 from reasoneval.run.battery import battery_configs as battery_run_configs
 from reasoneval.run.pipeline import EvalConfig, load_tasks
 from reasoneval.run.plan import plan

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import reasoneval
-from reasoneval.run.identity import sample_seed
+from reasoneval.results.identity import sample_seed
 from reasoneval.tasks import problem_key
 from tests.fixtures.openai_server import OpenAIServer, Reply
 

@@ -106,8 +106,8 @@ def test_an_adaptive_run_is_compared_on_its_two_stage_estimates(make_openai_serv
     """run --target-se gives problems different sample counts, chosen from their pilots; compare pairs the
     two-stage estimate its summary's mean uses (plan_adaptive.task_estimates), not the pooled c/n."""
     from reasoneval.analysis.outcomes import read_problem_rows
+    from reasoneval.metrics.plan_adaptive import task_estimates
     from reasoneval.results.schema import load_config
-    from reasoneval.run.plan_adaptive import task_estimates
 
     def acc_c(i: int, j: int) -> bool:  # 5 never solved, 5 always, 2 in between (at another rate after the pilot)
         return i > 6 or (4 < i < 7 and (j % 2 == 0 if j < 4 else j % 3 == 0))

@@ -11,10 +11,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from reasoneval.analysis.export import ExportFilter, export_run
 from reasoneval.cli.main import main
 from reasoneval.errors import UserError
 from reasoneval.results.store import SampleStore
+from reasoneval.run.export import ExportFilter, export_run
 from tests.analysis.runs import TASK, make_run, problems
 
 Q, K = 6, 4

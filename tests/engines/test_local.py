@@ -416,7 +416,8 @@ def test_prefix_reuse_evaluates_only_the_unshared_part_of_a_prompt() -> None:
     # a slot keeps the cells of that prefix from the slot's previous sequence and evaluates only the
     # rest; the samples are still llama-cpp-python's own.
     assert Options().reuse_prefix is True
-    from reasoneval.engines.local.decoder import Decoder, WorkerConfig
+    from reasoneval.engines.local.decoder import Decoder
+    from reasoneval.engines.local.messages import WorkerConfig
 
     questions = [f"What is {17 + 7 * i} + {25 + 11 * i}? Think step by step." for i in range(5)]
     questions.append(questions[0])  # the same prompt again: all but its last two tokens are reused
@@ -461,7 +462,8 @@ def test_prefix_reuse_gives_bitwise_the_logits_of_whole_prompt_evaluation(thread
     # the prompt's last token (on this machine some of these prompts gave different rows before
     # exact_reuse) or copies the cells of a busy slot; max_tokens differ, so sequences finish at
     # different times. Prompts differ only in their numbers; chat questions share the preamble.
-    from reasoneval.engines.local.decoder import Decoder, WorkerConfig
+    from reasoneval.engines.local.decoder import Decoder
+    from reasoneval.engines.local.messages import WorkerConfig
 
     prompts = [p for i in range(12) for p in [f"Question {i}: what is {17 + 7 * i} plus {25 + 11 * i}? Answer:"] * 3]
     messages = [f"What is {17 + 7 * i} + {25 + 11 * i}?" for i in range(4)] * 2
@@ -501,7 +503,8 @@ def test_followers_of_a_cancelled_prompt_evaluate_it_themselves() -> None:
     # Three requests with one prompt: the first evaluates it, the other two wait to copy its cells.
     # The first is cancelled after its first chunk: the second takes over the evaluation, the third
     # follows it, and both give bitwise the rows they give without reuse.
-    from reasoneval.engines.local.decoder import Decoder, WorkerConfig
+    from reasoneval.engines.local.decoder import Decoder
+    from reasoneval.engines.local.messages import WorkerConfig
 
     prompt = "Question: a train leaves at nine and travels 120 km at 80 km per hour. When does it arrive? Answer:"
     params = {"temperature": 1.0, "top_p": 1.0, "top_k": None, "min_p": None, "max_tokens": 5, "stop": [],

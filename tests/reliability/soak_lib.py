@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reasoneval.run.identity import sample_seed
+from reasoneval.results.identity import sample_seed
 from reasoneval.tasks import problem_key
 from tests.fixtures.openai_server import OpenAIServer, RequestRecord
 from tests.reliability._helpers import (

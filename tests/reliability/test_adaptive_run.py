@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reasoneval.run.identity import sample_seed
+from reasoneval.results.identity import sample_seed
 from tests.fixtures.openai_server import OpenAIServer, lognormal_delays
 from tests.reliability._helpers import accuracy_reply, cli, journal, journal_lines, ok_keys, popen_cli, run_args, write_data
 

@@ -131,7 +131,7 @@ def test_a_failed_rescore_of_a_file_loses_nothing(tmp_path: Path, capsys: pytest
 def test_export_that_fails_midway_leaves_the_earlier_export(complete_run: tuple[OpenAIServer, Path], tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    import reasoneval.analysis.export as export
+    import reasoneval.run.export as export
 
     _, run_dir = complete_run
     rows = export.iter_export_rows

@@ -41,7 +41,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from reasoneval.run.plan_adaptive import task_estimates
+from reasoneval.metrics.plan_adaptive import task_estimates
 from tests.fixtures.openai_server import OpenAIServer, problem_text
 from tests.reliability._helpers import write_data
 
@@ -194,7 +194,7 @@ def reference(run_dir: Path, scope: dict[str, Scope]) -> dict[str, Any]:
         if s.adaptive and adaptive.get("design"):
             # The two-stage design's estimate of each problem from the journal's verdicts and the run's command
             # history (docs/statistics.md); that it is unbiased is proved by enumeration in
-            # tests/run/test_plan_adaptive.py, here it is recomputed from samples.jsonl.
+            # tests/metrics/test_plan_adaptive.py, here it is recomputed from samples.jsonl.
             est = task_estimates([dict(zip(p.indices, p.correct)) for p in per_task[task]],
                                  adaptive.get("history") or [adaptive], task)
             for p, e in zip(per_task[task], est.estimate):

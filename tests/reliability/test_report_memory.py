@@ -12,10 +12,10 @@ import pytest
 
 from reasoneval.atomic import atomic_write_json
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.results import stream
 from reasoneval.results.store import SampleStore, add_problems
 from reasoneval.run import pipeline
 from reasoneval.run.pipeline import score_run
-from reasoneval.scoring import stream
 from reasoneval.tasks import problem_key
 
 

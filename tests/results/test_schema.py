@@ -11,8 +11,8 @@ import pytest
 import reasoneval
 from reasoneval.cli.main import main
 from reasoneval.errors import UserError
+from reasoneval.results.identity import RunSettings
 from reasoneval.results.schema import SCHEMA_VERSION, RunConfig, load_config, load_run
-from reasoneval.run.identity import RunSettings
 from reasoneval.scoring import TaskScoring
 from reasoneval.tasks import problem_key
 

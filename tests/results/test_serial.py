@@ -12,7 +12,7 @@ import pytest
 from reasoneval.errors import UserError
 from reasoneval.metrics import GroupMetrics, SEAtK, TaskMetrics, TokenStats
 from reasoneval.records import SampleRecord, SamplingParams
-from reasoneval.run.identity import RunSettings
+from reasoneval.results.identity import RunSettings
 from reasoneval.serial import JsonRecord, from_json, json_field, to_json
 
 

@@ -143,11 +143,11 @@ def test_a_resumed_sampler_completes_the_pilot_then_asks_for_the_plan_at_once(tm
     4 (a sample an earlier command drew counts toward its total)."""
     import asyncio
 
+    from reasoneval.metrics.plan_adaptive import history_totals, pilot_counts
     from reasoneval.records import Problem, Request, SampleRecord, SamplingParams
     from reasoneval.results.store.sample_store import SAMPLES_FILE
     from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings
     from reasoneval.run.plan import LoadedTask
-    from reasoneval.run.plan_adaptive import history_totals, pilot_counts
     from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
     from reasoneval.tasks import TaskSpec
 

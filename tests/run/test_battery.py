@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from reasoneval.run.battery import HUMANEVAL_UNTIL, get_battery, metric_name
+from reasoneval.analysis.battery import HUMANEVAL_UNTIL, get_battery, metric_name
 from reasoneval.tasks import TASKS
 from reasoneval.tasks.loading import convert_hub_rows
 from tests.run.test_pipeline import cli
@@ -131,11 +131,11 @@ def test_a_sweep_runs_the_battery_per_checkpoint_into_a_matrix_and_the_dashboard
     """Two training runs that both have a `checkpoint-100` stay two checkpoints (keyed by the job's name, not the
     folder's last part); each checkpoint's column is its runs' figures, and the dashboard gets the same figures at
     the checkpoint's step under the battery's names."""
+    from reasoneval.analysis.battery import row_figures
     from reasoneval.fleet.jobs import load_jobs
     from reasoneval.fleet.loop import run_jobs
     from reasoneval.fleet.status import show_status
     from reasoneval.results.schema import load_run
-    from reasoneval.run.battery import row_figures
     from tests.report.test_dashboards import tensorboard_scalars
 
     server = make_openai_server(responder=respond)

@@ -2,7 +2,7 @@ import dataclasses
 from pathlib import Path
 
 from reasoneval.records import SamplingParams
-from reasoneval.run.identity import RunSettings, model_slug, run_dir_for, sample_seed
+from reasoneval.results.identity import RunSettings, model_slug, run_dir_for, sample_seed
 
 
 def settings(**kw: object) -> RunSettings:

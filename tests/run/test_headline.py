@@ -151,3 +151,21 @@ def test_an_aggregate_over_tasks_with_different_k_reports_the_k_every_task_has(
     assert dict(zip(columns, cells))["pass@8"] == "-" and dict(zip(columns, cells))["maj@8"] == "-"
 
 
+
+
+def test_a_wider_command_that_becomes_the_headline_keeps_the_headlines_task_order(
+        server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--tasks math500`, then `--tasks aime24,math500` (adaptive) with the same settings: the second is the new
+    headline, whose tasks are the old headline's first (choose_headline); summary.json lists them in the order
+    config.json does (it listed the command's order before: found by tests/reliability/test_every_view.py)."""
+    r = cli_inprocess(run_args(server.base_url, tmp_path, "--tasks", "math500", "--n", "2"), capsys)
+    assert r.returncode == 0, r.stderr
+    r = cli_inprocess(run_args(server.base_url, tmp_path, "--tasks", "aime24,math500", "--target-se", "9",
+                               "--max-n", "6"), capsys)
+    assert r.returncode == 0, r.stderr
+    (run_dir,) = (tmp_path / "results" / "test-model").iterdir()
+    config = json.loads((run_dir / "config.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert config["tasks"] == ["math500", "aime24"]
+    assert list(summary["tasks"]) == config["tasks"] and summary["config"]["tasks"] == config["tasks"]
+    assert list(summary["adaptive"]) == config["adaptive"]["tasks"] == ["math500", "aime24"]

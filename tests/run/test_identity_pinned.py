@@ -9,7 +9,7 @@ import pytest
 
 from reasoneval.fleet.jobs import Job
 from reasoneval.records import SamplingParams
-from reasoneval.run.identity import RunSettings
+from reasoneval.results.identity import RunSettings
 from reasoneval.run.options import EvalConfig, rename_old_keys
 
 # (EvalConfig options, run id of model "m", sweep fingerprint)

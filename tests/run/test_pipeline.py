@@ -16,8 +16,8 @@ import pytest
 
 import reasoneval
 from reasoneval.errors import RunIncomplete
+from reasoneval.results.identity import sample_seed
 from reasoneval.results.store import SampleStore, iter_jsonl
-from reasoneval.run.identity import sample_seed
 from reasoneval.tasks import problem_key
 from tests.fixtures.openai_server import Reply
 

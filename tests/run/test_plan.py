@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reasoneval.prompts import PromptConfig
 from reasoneval.records import Problem, SamplingParams
-from reasoneval.run.identity import sample_seed
+from reasoneval.results.identity import sample_seed
 from reasoneval.run.plan import LoadedTask, plan
 from reasoneval.scoring import TaskScoring
 from reasoneval.tasks import TaskSpec

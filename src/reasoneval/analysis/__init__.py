@@ -1,5 +1,6 @@
 """Readers of finished runs: per-problem outcomes from results.parquet, paired comparison of runs,
-SE against samples per problem, the table of all runs and export to training data.
+SE against samples per problem (computation; the tables of runs are report.runs, export is run.export: it
+rebuilds the run's prompts with the plan).
 
 Each works on a run directory (`result.load_run` plus results.parquet / the sample store); the
 renderers in `reasoneval.report` print or write what these compute.

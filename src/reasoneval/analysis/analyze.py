@@ -22,10 +22,10 @@ from scipy import stats
 
 from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
 from reasoneval.metrics import maj_ks
+from reasoneval.metrics.plan_adaptive import PILOT, plan_totals
 from reasoneval.metrics.summary import _per_sample_var
+from reasoneval.results.adaptive import ADAPTIVE_MAX_N
 from reasoneval.results.schema import RunResult, load_run
-from reasoneval.run.options import EvalConfig
-from reasoneval.run.plan_adaptive import PILOT, plan_totals
 from reasoneval.serial import to_json
 
 
@@ -149,7 +149,7 @@ def adaptive_projection(n: np.ndarray, c: np.ndarray, target: float) -> int:
     counts = np.arange(PILOT + 1)
     chance = np.array([stats.hypergeom.pmf(counts, ni, ci, PILOT) if ni >= PILOT
                        else stats.binom.pmf(counts, PILOT, ci / max(ni, 1)) for ni, ci in zip(n, c)])
-    totals = plan_totals(chance.sum(axis=0)[None, :], target, EvalConfig().max_n).totals[0]  # --max-n's default
+    totals = plan_totals(chance.sum(axis=0)[None, :], target, ADAPTIVE_MAX_N).totals[0]  # --max-n's default
     return int(round(float(np.sum(chance @ totals))))
 
 

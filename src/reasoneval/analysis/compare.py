@@ -21,10 +21,10 @@ from scipy import stats
 from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
 from reasoneval.errors import UserError
 from reasoneval.metrics import pass_at_k_matrix
+from reasoneval.metrics.plan_adaptive import task_estimates
 from reasoneval.metrics.summary import crossfit_one, finite_or_none
+from reasoneval.results.adaptive import ADAPTIVE_DESIGN
 from reasoneval.results.schema import RunResult, load_run
-from reasoneval.run.adaptive import DESIGN
-from reasoneval.run.plan_adaptive import task_estimates
 from reasoneval.serial import to_json
 
 # A problem "flips" when it is mostly solved (accuracy >= 0.5) in one run and mostly failed in the other.
@@ -137,7 +137,7 @@ def _accuracy(row: ProblemRow, adaptive: Mapping[str, Any] | None, estimates: Ma
 
 def _two_stage(rows: Sequence[ProblemRow], adaptive: Mapping[str, Any] | None, task: str) -> dict[str, float]:
     """Problem key -> the two-stage estimate, for a run of that design (empty otherwise)."""
-    if adaptive is None or adaptive.get("design") != DESIGN:
+    if adaptive is None or adaptive.get("design") != ADAPTIVE_DESIGN:
         return {}
     verdicts = [{int(j): bool(x) for j, x in zip(r.sample_indices, r.correct)} for r in rows]
     est = task_estimates(verdicts, adaptive.get("history") or [adaptive], task)

@@ -91,8 +91,8 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
 
 
 def _cmd_runs(a: argparse.Namespace) -> int:
-    from reasoneval.analysis.runs import list_runs, table_rows
     from reasoneval.errors import UserError
+    from reasoneval.report.runs import list_runs, table_rows
 
     _one_format(a, "csv", "markdown")
     if a.metric and not a.by_checkpoint:
@@ -103,7 +103,7 @@ def _cmd_runs(a: argparse.Namespace) -> int:
     head, cells, records = table_rows(rows)
     left = 3
     if a.by_checkpoint:
-        from reasoneval.analysis.runs import checkpoint_items, checkpoint_table
+        from reasoneval.report.runs import checkpoint_items, checkpoint_table
 
         head, cells, records = checkpoint_table(checkpoint_items(rows), metric=a.metric)
         left = head.index("step") + 1  # the text columns: training run, checkpoint, step
@@ -122,8 +122,8 @@ def _cmd_runs(a: argparse.Namespace) -> int:
 
 
 def _cmd_export(a: argparse.Namespace) -> int:
-    from reasoneval.analysis.export import ExportFilter, export_run
     from reasoneval.errors import UserError
+    from reasoneval.run.export import ExportFilter, export_run
 
     if a.output and a.format and Path(a.output).suffix in (".jsonl", ".json", ".parquet") and \
             Path(a.output).suffix.lstrip(".") not in (a.format, "json" if a.format == "jsonl" else a.format):

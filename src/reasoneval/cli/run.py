@@ -56,8 +56,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 
 def _run_battery(cfg: Any) -> int:
+    from reasoneval.report.battery import table_cells
     from reasoneval.report.text import console_for_tables, print_table
-    from reasoneval.run.battery import run_battery, table_cells
+    from reasoneval.run.battery import run_battery
 
     done = run_battery(cfg)
     head, cells = table_cells(done.figures)

@@ -120,7 +120,8 @@ def battery_jobs(job: Job) -> list[Job]:
     any other job as it is."""
     if not job.config.battery:
         return [job]
-    from reasoneval.run.battery import battery_configs, get_battery
+    from reasoneval.analysis.battery import get_battery
+    from reasoneval.run.battery import battery_configs
 
     battery = get_battery(job.config.battery)
     return [dataclasses.replace(job, name=f"{job.name}/{run.name}", config=cfg, battery=battery.name,

@@ -75,7 +75,7 @@ def _score(job: Job, run_dir: str, command: Mapping[str, Any] | None, workers: i
                        workers=workers, grading_timeout=cfg.grading_timeout, print_table=False)
     metrics = None
     if job.battery is not None and job.battery_run is not None:  # the battery's rows (this job's run), lm-eval's names
-        from reasoneval.run.battery import battery_metrics, get_battery, row_figures
+        from reasoneval.analysis.battery import battery_metrics, get_battery, row_figures
 
         battery = get_battery(job.battery)
         metrics = battery_metrics(battery, row_figures(battery, {job.battery_run: result}))

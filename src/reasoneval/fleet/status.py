@@ -75,9 +75,9 @@ def write_status(jobs_path: Path, header: Sequence[str], rows: Sequence[Sequence
 def write_checkpoint_table(path: Path, jobs: Sequence[Job], state: SweepState,
                            files: FileSet | None = None) -> tuple[Path, Path]:
     """`<path>.checkpoints.csv` and `.md`: the scored jobs by training step x (task, metric), lm-eval's metric
-    names (analysis.runs.checkpoint_table; the same as `reasoneval runs --by-checkpoint`)."""
-    from reasoneval.analysis.runs import checkpoint_table
+    names (report.runs.checkpoint_table; the same as `reasoneval runs --by-checkpoint`)."""
     from reasoneval.report.dashboards import Checkpoint
+    from reasoneval.report.runs import checkpoint_table
     from reasoneval.report.text import csv_text, markdown_table
 
     results = _results(jobs, state)
@@ -111,8 +111,8 @@ def write_battery_matrices(path: Path, jobs: Sequence[Job], state: SweepState, f
                            ) -> list[Path]:
     """For jobs that run a battery (`battery:`): `<path>.<battery>.csv` and `.md`, checkpoint × row, a checkpoint
     per model entry of the jobs file (its name), its figures from its runs' scored results."""
+    from reasoneval.analysis.battery import get_battery, row_figures
     from reasoneval.report.battery import write_matrix
-    from reasoneval.run.battery import get_battery, row_figures
 
     results = _results(jobs, state)
     out: list[Path] = []

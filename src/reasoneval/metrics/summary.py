@@ -38,7 +38,7 @@ class ProblemOutcome:
     # An adaptive run's problem (run --target-se) made before the two-stage design: its accuracy is the cross-fit
     # estimate (problem_estimates).
     crossfit: bool = False
-    # A two-stage adaptive run's problem (run/plan_adaptive.py): its accuracy estimate and an unbiased estimate of
+    # A two-stage adaptive run's problem (metrics/plan_adaptive.py): its accuracy estimate and an unbiased estimate of
     # that estimate's variance, computed over the whole task (they depend on the task's plan).
     estimate: float | None = None
     estimate_var: float | None = None

@@ -1,5 +1,6 @@
-"""A battery's table for many checkpoints: one column per checkpoint (Markdown, the baseline layout) and one CSV
-row per checkpoint (a column per row of the table, `<task>/<setting>/<metric>` and its `_stderr`).
+"""A battery's files (analysis/battery.py: the table and its figures): one run of it as battery.json, .csv and .md
+(the baseline layout), and its table for many checkpoints: one column per checkpoint (Markdown) and one CSV row per
+checkpoint (a column per row of the table, `<task>/<setting>/<metric>` and its `_stderr`).
 
 Checkpoints are keyed by the name they were given (a sweep's job name, or the model's full path), never by a
 folder's last part alone: two training runs' `checkpoint-100` stay two columns.
@@ -8,14 +9,67 @@ folder's last part alone: two training runs' `checkpoint-100` stay two columns.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
+import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from reasoneval.atomic import FileSet
-from reasoneval.run.battery import Battery, RowFigure, metric_name
+from reasoneval.analysis.battery import Battery, RowFigure, metric_name
+from reasoneval.atomic import FileSet, atomic_write_text
+from reasoneval.report.text import csv_text, markdown_table
 
 MatrixColumn = tuple[str, "int | None", Sequence[RowFigure]]  # a checkpoint: (name, training step, the battery's figures)
+
+
+def table_cells(figures: Sequence[RowFigure]) -> tuple[list[str], list[list[str]]]:
+    """The baseline layout: task, setting, metric, value ± SE (fractions, 4 decimals, as lm-eval prints them), n."""
+    head = ["task", "setting", "metric", "value", "± stderr", "n"]
+    cells = []
+    for f in figures:
+        r = f.row
+        cells.append([r.task if r.subject is None else f" - {r.task}", r.setting, r.metric,
+                      "" if f.value is None else f"{f.value:.4f}", "" if f.stderr is None else f"{f.stderr:.4f}",
+                      "" if f.num_problems is None else str(f.num_problems)])
+    return head, cells
+
+
+def battery_record(battery: Battery, figures: Sequence[RowFigure], results: Mapping[str, Any], model: str,
+                   deviations: Mapping[str, Any]) -> dict[str, Any]:
+    """battery.json: the rows with their figures, each run's directory and settings, and the deviations (the
+    mandatory settings the user set otherwise: run.battery.deviations)."""
+    runs = {}
+    for run in battery.runs:
+        r = results.get(run.name)
+        if r is None:
+            continue
+        s = r.config.settings
+        runs[run.name] = {"run_dir": str(r.run_dir), "run_id": r.run_id, "complete": r.complete,
+                          "tasks": list(r.tasks), "seed": s.seed, "api": s.api,
+                          "sampling": None if s.sampling is None else dataclasses.asdict(s.sampling),
+                          "prompt_style": s.prompt_style, "n": r.n}
+    return {"battery": battery.name, "description": battery.description, "model": model,
+            "mandatory": dict(battery.mandatory), "deviations": dict(deviations),
+            "rows": [{"task": f.row.task, "setting": f.row.setting, "metric": f.row.metric, "value": f.value,
+                      "stderr": f.stderr, "num_problems": f.num_problems, "run": f.row.run} for f in figures],
+            "runs": runs}
+
+
+def write_battery(out_dir: Path, battery: Battery, figures: Sequence[RowFigure], results: Mapping[str, Any],
+                  model: str, deviations: Mapping[str, Any]) -> list[Path]:
+    """`<battery>.json`, `.csv` (full precision) and `.md` (the printed layout) in out_dir (the model's folder of
+    the results)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    head, cells = table_cells(figures)
+    base = out_dir / battery.name
+    paths = [base.with_suffix(".json"), base.with_suffix(".csv"), base.with_suffix(".md")]
+    atomic_write_text(paths[0], json.dumps(battery_record(battery, figures, results, model, deviations), indent=2) + "\n")
+    atomic_write_text(paths[1], csv_text([{"task": f.row.task, "setting": f.row.setting, "metric": f.row.metric,
+                                           "value": "" if f.value is None else f.value,
+                                           "stderr": "" if f.stderr is None else f.stderr,
+                                           "n": "" if f.num_problems is None else f.num_problems} for f in figures]))
+    atomic_write_text(paths[2], markdown_table(head, cells, left=3))
+    return paths
 
 
 def _ordered(checkpoints: Sequence[MatrixColumn]) -> list[MatrixColumn]:
@@ -24,8 +78,6 @@ def _ordered(checkpoints: Sequence[MatrixColumn]) -> list[MatrixColumn]:
 
 def matrix_markdown(battery: Battery, checkpoints: Sequence[MatrixColumn]) -> str:
     """Rows of the battery (task, setting, metric), one column per checkpoint: "value ± SE" (fractions)."""
-    from reasoneval.report.text import markdown_table
-
     ordered = _ordered(checkpoints)
     head = ["task", "setting", "metric", *[name if step is None else f"{name} (step {step})" for name, step, _ in ordered]]
     cells = []
@@ -63,4 +115,4 @@ def write_matrix(base: Path, battery: Battery, checkpoints: Sequence[MatrixColum
     return csv_path, md_path
 
 
-__all__ = ["MatrixColumn", "matrix_csv", "matrix_markdown", "write_matrix"]
+__all__ = ["MatrixColumn", "battery_record", "matrix_csv", "matrix_markdown", "table_cells", "write_battery", "write_matrix"]

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from reasoneval.results.schema import RESULTS_VERSION, RESULTS_VERSION_KEY
-from reasoneval.scoring.stream import ScoredProblem
+from reasoneval.results.stream import ScoredProblem
 
 SCHEMA = pa.schema([
     ("task", pa.string()),

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from reasoneval.atomic import atomic_write_json
 from reasoneval.errors import UserError
 from reasoneval.metrics import TaskMetrics
-from reasoneval.run.identity import RunSettings
+from reasoneval.results.identity import RunSettings
 from reasoneval.scoring.base import TaskScoring
 from reasoneval.serial import JsonRecord, from_json, json_field
 

@@ -29,9 +29,7 @@ import numpy as np
 
 from reasoneval.errors import UserError
 from reasoneval.metrics import ProblemOutcome
-from reasoneval.records import Problem, Request, SampleRecord
-from reasoneval.run.plan import LoadedTask
-from reasoneval.run.plan_adaptive import (
+from reasoneval.metrics.plan_adaptive import (
     PILOT,
     RULE,
     entry_budget,
@@ -41,12 +39,13 @@ from reasoneval.run.plan_adaptive import (
     plan_totals,
     task_estimates,
 )
+from reasoneval.records import Problem, Request, SampleRecord
+from reasoneval.results.adaptive import ADAPTIVE_DESIGN as DESIGN  # config.adaptive["design"]
+from reasoneval.results.stream import score_store
+from reasoneval.run.plan import LoadedTask
 from reasoneval.scoring import Scorer
-from reasoneval.scoring.stream import score_store
 
 log = logging.getLogger("reasoneval")
-
-DESIGN = "two-stage"  # config.adaptive["design"]: runs without it used the earlier cross-fitted rule
 
 
 @dataclass(frozen=True)

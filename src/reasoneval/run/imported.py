@@ -25,9 +25,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.results.identity import RunSettings
 from reasoneval.results.schema import RunConfig, RunResult, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems
-from reasoneval.run.identity import RunSettings
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.tasks import problem_key

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Collection, Mapping, 
 from reasoneval.engines.base import CommonOptions
 from reasoneval.errors import UserError
 from reasoneval.records import CLI, SamplingParams, json_object
+from reasoneval.results.adaptive import ADAPTIVE_MAX_N
 from reasoneval.run.retry import RetryPolicy
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 
@@ -499,7 +500,7 @@ class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fi
         None, group=ADAPTIVE, parse=float, metavar="POINTS",
         help="sample each problem until the re-run SE of each task's mean accuracy is at most this many points "
         "(e.g. 0.5), more where it is uncertain")
-    max_n: int = run_option(256, group=ADAPTIVE, parse=int,
+    max_n: int = run_option(ADAPTIVE_MAX_N, group=ADAPTIVE, parse=int,
                             help="with --target-se: most samples per problem (default 256)")
     budget_samples: int | None = run_option(
         None, group=ADAPTIVE, parse=int, metavar="B",

@@ -26,6 +26,7 @@ from reasoneval.atomic import FileSet
 from reasoneval.engines import ENGINES, Engine, EngineInfo, capabilities, check_supported, create_engine
 from reasoneval.errors import RunIncomplete, UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
+from reasoneval.metrics.plan_adaptive import PILOT
 from reasoneval.prompts import PROMPTS, Exemplar, PromptConfig
 from reasoneval.records import Problem
 from reasoneval.registry import Registry
@@ -33,6 +34,7 @@ from reasoneval.report.html_page import write_run_html
 from reasoneval.report.parquet import ResultsWriter
 from reasoneval.report.summary_json import write_summary
 from reasoneval.report.table import render_table
+from reasoneval.results.identity import RunSettings, run_dir_for
 from reasoneval.results.schema import (
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -46,6 +48,7 @@ from reasoneval.results.schema import (
 )
 from reasoneval.results.scope import Scope, TaskScope, choose_headline, headline_scope, task_complete, view_name, with_scope
 from reasoneval.results.store import SampleStore, add_problems, read_problems
+from reasoneval.results.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.run.adaptive import (
     DESIGN,
     AdaptiveSampler,
@@ -56,16 +59,13 @@ from reasoneval.run.adaptive import (
     plan_se_of,
     with_estimates,
 )
-from reasoneval.run.identity import RunSettings, run_dir_for
 from reasoneval.run.options import EvalConfig, rename_old_keys
 from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_maker
-from reasoneval.run.plan_adaptive import PILOT
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
 from reasoneval.scoring import SCORERS, ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.scoring.lmeval import hendrycks_reference
-from reasoneval.scoring.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.tasks import TASKS, dataset_hash, load_task, load_user_data, resolve_task_names
 from reasoneval.version import __version__
 
@@ -271,9 +271,9 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             # A new run records what was done, but never hides why it stopped (a full disk fails this write too).
             if new_run:
                 with contextlib.suppress(OSError, UserError):
-                    write_config(run_dir, dataclasses.replace(config, last_generation=timing_of(stats)))
+                    write_config(run_dir, dataclasses.replace(config, last_generation=stats.timing()))
             raise
-        config = dataclasses.replace(config, last_generation=timing_of(stats))
+        config = dataclasses.replace(config, last_generation=stats.timing())
         write_config(run_dir, on_disk(run_dir, config))
         if stats.requests:
             log.info("generation: %d samples generated, %d failed after their retries; %d requests, %d errors, %d "
@@ -329,14 +329,6 @@ def _previous_config(run_dir: Path) -> RunConfig | None:
         return load_config(run_dir)
     except UserError:
         return None
-
-
-def timing_of(stats: GenerationStats) -> GenerationTiming:
-    wall = stats.wall_s
-    return GenerationTiming(wall_s=round(wall, 3),
-                            output_tokens_per_s=round(stats.output_tokens / wall, 3) if wall > 0 else 0.0,
-                            requests=stats.requests, retries=stats.retries, errors=stats.errors,
-                            generated=stats.done, failed=stats.failed, output_tokens=stats.output_tokens)
 
 
 def _disk_error(e: OSError, where: Path | str) -> UserError:
@@ -429,6 +421,10 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                 chosen = choose_headline(headline, was_complete, scope, complete)
                 if chosen != scope:  # narrower, or only part of a wider headline: this command's view
                     result = dataclasses.replace(result, view=view_name(scope, chosen))
+                elif list(chosen) != list(scope):
+                    # The command's result is the new headline, with its tasks in the headline's order (the old
+                    # headline's first: choose_headline), which config.json keeps: summary.json agrees with it.
+                    result = _in_task_order(result, config, chosen, adaptive)
                 _stage(result, parquet, files)
                 top_config = with_scope(config, chosen, adaptive)
                 # Score the headline again when it changed (it takes some of this command's tasks), when it was not
@@ -446,6 +442,14 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
     if print_table:
         render_table(result)
     return result
+
+
+def _in_task_order(result: RunResult, config: RunConfig, scope: Scope, adaptive: Mapping[str, Any] | None
+                   ) -> RunResult:
+    """`result` (of the same tasks as `scope`) with its tasks in `scope`'s order."""
+    return dataclasses.replace(result, tasks={t: result.tasks[t] for t in scope}, config=with_scope(config, scope, adaptive),
+                               adaptive=None if result.adaptive is None else
+                               {t: result.adaptive[t] for t in scope if t in result.adaptive})
 
 
 def _asked_scope(run_dir: Path, config: RunConfig, headline: Scope, known: Mapping[str, Sequence[str]],

@@ -15,7 +15,7 @@ from typing import AbstractSet, Callable, Literal, Mapping, Sequence
 
 from reasoneval.prompts import PROMPTS, Exemplar, PromptConfig, build_messages, build_prompt, drawn_shots
 from reasoneval.records import Problem, Request, SamplingParams
-from reasoneval.run.identity import sample_seed
+from reasoneval.results.identity import sample_seed
 from reasoneval.tasks import TaskSpec
 
 SampleKey = tuple[str, str, int]  # (task, problem key, sample index)

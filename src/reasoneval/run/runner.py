@@ -17,6 +17,7 @@ from typing import Awaitable, Callable, Sequence
 from reasoneval.engines.base import Engine, EngineError
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request, SampleRecord
+from reasoneval.results.schema import GenerationTiming
 from reasoneval.results.store import SampleStore
 from reasoneval.run.plan import RequestQueue
 from reasoneval.run.retry import RetryPolicy
@@ -27,6 +28,9 @@ _DEFAULT_POLICY = RetryPolicy()
 
 @dataclass
 class GenerationStats:
+    """The live counters of a generation pass (the progress line reads them); `timing()` is what config.json
+    keeps of them (`last_generation`)."""
+
     total: int = 0
     done: int = 0
     failed: int = 0
@@ -41,6 +45,13 @@ class GenerationStats:
     @property
     def wall_s(self) -> float:
         return (self.finished or time.monotonic()) - self.started
+
+    def timing(self) -> GenerationTiming:
+        wall = self.wall_s
+        return GenerationTiming(wall_s=round(wall, 3),
+                                output_tokens_per_s=round(self.output_tokens / wall, 3) if wall > 0 else 0.0,
+                                requests=self.requests, retries=self.retries, errors=self.errors,
+                                generated=self.done, failed=self.failed, output_tokens=self.output_tokens)
 
 
 class ServerDown(EngineDown):
@@ -217,147 +228,191 @@ async def generate(engine: Engine, requests: Sequence[Request] | RequestQueue, s
     stats.total += len(requests)
     # A plain sequence starts in its own order; a RequestQueue re-ranks as samples finish.
     queue = requests if isinstance(requests, RequestQueue) else RequestQueue(requests, schedule="sample-major")
-    rng = random.Random(0x5EED)
-    consecutive_down = 0
-    fatal: list[BaseException] = []
-    health = _EngineHealth(policy)
-    breaker = Breaker(policy, concurrency)
-    workers: list[asyncio.Task[None]] = []
+    n_workers = concurrency if refill is not None else min(concurrency, len(requests))
+    generation = _Generation(engine, queue, store, stats, concurrency=concurrency, policy=policy,
+                             max_model_len=max_model_len, on_progress=on_progress, on_sample=on_sample, refill=refill)
+    await generation.run(max(1, n_workers))
+    return stats
 
-    def stop_others() -> None:
-        # The run stops now: cancel what is in flight instead of letting it fail (and be journaled
-        # as failed) against an engine that is gone.
+
+class _Generation:
+    """One call of `generate`: C workers, each taking the next queued request the moment its last one ends.
+
+    State shared by the workers (all on one event loop): the queue, the counters, the first error that stops the
+    run (`fatal`), the engine's health and the breaker, the server-down streak."""
+
+    def __init__(self, engine: Engine, queue: RequestQueue, store: SampleStore, stats: GenerationStats, *,
+                 concurrency: int, policy: RetryPolicy, max_model_len: int | None,
+                 on_progress: Callable[[GenerationStats], None] | None,
+                 on_sample: Callable[[SampleRecord], None] | None,
+                 refill: Callable[[], Awaitable[Sequence[Request]]] | None) -> None:
+        self.engine, self.queue, self.store, self.stats = engine, queue, store, stats
+        self.concurrency, self.policy, self.max_model_len = concurrency, policy, max_model_len
+        self.on_progress, self.on_sample, self.refill = on_progress, on_sample, refill
+        self.rng = random.Random(0x5EED)
+        self.health = _EngineHealth(policy)
+        self.breaker = Breaker(policy, concurrency)
+        self.consecutive_down = 0  # samples in a row that failed on connection errors (ServerDown)
+        self.fatal: list[BaseException] = []  # the error that stops the run: the first one
+        self.workers: list[asyncio.Task[None]] = []
+        self.changed = asyncio.Condition()  # a sample ended or requests were added: waiting workers look again
+        self.refilling = asyncio.Lock()
+
+    # -- the workers' lifetime ---------------------------------------------------------------------
+
+    async def run(self, n_workers: int) -> None:
+        """Run the workers until the queue is done or the run stops; raise what stopped it."""
+        self.workers.extend(asyncio.create_task(self.worker()) for _ in range(n_workers))
+        for w in self.workers:
+            w.add_done_callback(self.on_worker_done)
+        syncer = asyncio.create_task(self.fsync_every_second())
+        try:
+            if self.workers:
+                results = await asyncio.gather(*self.workers, return_exceptions=True)
+                if not self.fatal:
+                    for r in results:
+                        if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
+                            raise r
+        finally:
+            for w in [*self.workers, syncer]:
+                w.cancel()
+            await asyncio.gather(*self.workers, syncer, return_exceptions=True)
+            self.store.sync()
+            self.stats.finished = time.monotonic()
+        if self.fatal:
+            raise self.run_error(self.fatal[0])
+
+    @staticmethod
+    def run_error(err: BaseException) -> BaseException:
+        """What `generate` raises for the error that stopped the run."""
+        if isinstance(err, EngineError) and err.engine_failure:
+            return EngineDown(f"the engine cannot serve, so the run stopped: {_one_line(err)}. Finished samples are "
+                              "kept; re-run the same command to resume")
+        if isinstance(err, EngineError):
+            return UserError(f"the engine cannot continue: {err}. Finished samples are kept; "
+                             "re-run the same command to resume")
+        return err
+
+    def stop(self, err: BaseException) -> None:
+        """The run stops now (err, unless an earlier error already stopped it): cancel what is in flight instead of
+        letting it fail (and be journaled as failed) against an engine that is gone."""
+        if not self.fatal:
+            self.fatal.append(err)
+        self.stop_others()
+
+    def stop_others(self) -> None:
         current = asyncio.current_task()
-        for w in workers:
+        for w in self.workers:
             if w is not current:
                 w.cancel()
 
-    async def run_one(req: Request) -> bool:
-        """Generate and journal one request; False when the run must stop."""
-        nonlocal consecutive_down
-        try:
-            completion, err, attempts = await _generate_one(engine, req, policy, stats, rng, max_model_len,
-                                                            health, breaker)
-        except (EngineError, UserError) as e:
-            if not fatal:
-                fatal.append(e)
-            stop_others()
-            return False
-        if completion is not None:
-            consecutive_down = 0
-            health.finished()
-            record = SampleRecord(
-                task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
-                seed=req.seed, status="ok", text=completion.text, reasoning=completion.reasoning,
-                finish_reason=completion.finish_reason, prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens, latency_s=round(completion.latency_s, 4),
-                attempts=attempts, time=round(time.time(), 3))
-            store.append(record)
-            stats.done += 1
-            stats.output_tokens += completion.completion_tokens or 0
-            queue.finished(req, completion.completion_tokens)
-            if on_sample is not None:
-                on_sample(record)
-        else:
-            assert err is not None
-            failed_rec = SampleRecord(
-                task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
-                seed=req.seed, status="failed", attempts=attempts, error=str(err), time=round(time.time(), 3))
-            store.append(failed_rec)
-            stats.failed += 1
-            if on_sample is not None:
-                on_sample(failed_rec)
-            log.warning("%s/%s#%d failed after %d attempt(s): %s", req.task, req.problem_id, req.index,
-                        attempts, err)
-            if err.connection:
-                consecutive_down += 1
-                if consecutive_down >= policy.down_after:
-                    if not fatal:
-                        fatal.append(ServerDown(
-                            f"the server stopped answering ({_one_line(err)}); {policy.down_after} samples in a "
-                            f"row used up their {policy.max_retries} retries. Finished samples are kept: re-run "
-                            "the same command to resume"))
-                    stop_others()
-                    return False
-            else:
-                consecutive_down = 0
-        if on_progress is not None:
-            on_progress(stats)  # the slot is still counted in flight: its next request starts right away
-        return True
+    def on_worker_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self.stop_others()  # e.g. the journal cannot be written: stop the others, raise it in run()
 
-    changed = asyncio.Condition()
-    refilling = asyncio.Lock()
-
-    async def notify() -> None:
-        async with changed:
-            changed.notify_all()
-
-    async def top_up() -> None:
-        # One worker asks at a time; the others go on starting what is queued meanwhile.
-        if refill is None or refilling.locked() or len(queue) >= concurrency or fatal:
-            return
-        async with refilling:
-            more = await refill()
-            for r in more:
-                queue.add(r)
-            stats.total += len(more)
-        if more:
-            await notify()
-
-    async def worker() -> None:
-        while not fatal:
-            await top_up()
-            if not queue:
-                if refill is None or (stats.in_flight == 0 and not refilling.locked()):
-                    await notify()  # the others waiting: the run is over
-                    return
-                async with changed:  # others are running or asking: their outcomes may call for more
-                    await changed.wait()
-                continue
-            req = queue.pop()
-            stats.in_flight += 1
-            try:
-                if not await run_one(req):
-                    return
-            finally:
-                stats.in_flight -= 1
-                if refill is not None:
-                    await notify()
-
-    async def fsync_every_second() -> None:
+    async def fsync_every_second(self) -> None:
         while True:
             await asyncio.sleep(1.0)
-            store.sync_if_due()
+            self.store.sync_if_due()
 
-    def on_done(task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            stop_others()  # e.g. the journal cannot be written: stop the others, raise it below
+    # -- admission and refill ----------------------------------------------------------------------
 
-    n_workers = concurrency if refill is not None else min(concurrency, len(requests))
-    workers.extend(asyncio.create_task(worker()) for _ in range(max(1, n_workers)))
-    for w in workers:
-        w.add_done_callback(on_done)
-    syncer = asyncio.create_task(fsync_every_second())
-    try:
-        if workers:
-            results = await asyncio.gather(*workers, return_exceptions=True)
-            if not fatal:
-                for r in results:
-                    if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
-                        raise r
-    finally:
-        for w in [*workers, syncer]:
-            w.cancel()
-        await asyncio.gather(*workers, syncer, return_exceptions=True)
-        store.sync()
-        stats.finished = time.monotonic()
-    if fatal:
-        err = fatal[0]
-        if isinstance(err, EngineError) and err.engine_failure:
-            raise EngineDown(f"the engine cannot serve, so the run stopped: {_one_line(err)}. Finished samples are "
-                             "kept; re-run the same command to resume")
-        if isinstance(err, EngineError):
-            raise UserError(f"the engine cannot continue: {err}. Finished samples are kept; "
-                            "re-run the same command to resume")
-        raise err
-    return stats
+    async def worker(self) -> None:
+        """Take the next queued request, generate and journal it, until the queue is done or the run stops."""
+        while not self.fatal:
+            await self.top_up()
+            if not self.queue:
+                if self.refill is None or (self.stats.in_flight == 0 and not self.refilling.locked()):
+                    await self.notify()  # the others waiting: the run is over
+                    return
+                async with self.changed:  # others are running or asking: their outcomes may call for more
+                    await self.changed.wait()
+                continue
+            req = self.queue.pop()
+            self.stats.in_flight += 1
+            try:
+                if not await self.run_one(req):
+                    return
+            finally:
+                self.stats.in_flight -= 1
+                if self.refill is not None:
+                    await self.notify()
+
+    async def top_up(self) -> None:
+        """Ask `refill` for more requests when fewer than C are queued. One worker asks at a time; the others go on
+        starting what is queued meanwhile."""
+        if self.refill is None or self.refilling.locked() or len(self.queue) >= self.concurrency or self.fatal:
+            return
+        async with self.refilling:
+            more = await self.refill()
+            for r in more:
+                self.queue.add(r)
+            self.stats.total += len(more)
+        if more:
+            await self.notify()
+
+    async def notify(self) -> None:
+        async with self.changed:
+            self.changed.notify_all()
+
+    # -- one request: generate, journal, progress ---------------------------------------------------
+
+    async def run_one(self, req: Request) -> bool:
+        """Generate and journal one request; False when the run must stop."""
+        try:
+            completion, err, attempts = await _generate_one(self.engine, req, self.policy, self.stats, self.rng,
+                                                            self.max_model_len, self.health, self.breaker)
+        except (EngineError, UserError) as e:
+            self.stop(e)
+            return False
+        if completion is not None:
+            self.journal_sample(req, completion, attempts)
+        else:
+            assert err is not None
+            self.journal_failure(req, err, attempts)
+            if not self.server_still_answers(err):
+                return False
+        if self.on_progress is not None:
+            self.on_progress(self.stats)  # the slot is still counted in flight: its next request starts right away
+        return True
+
+    def journal_sample(self, req: Request, completion: Completion, attempts: int) -> None:
+        self.consecutive_down = 0
+        self.health.finished()
+        record = SampleRecord(
+            task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
+            seed=req.seed, status="ok", text=completion.text, reasoning=completion.reasoning,
+            finish_reason=completion.finish_reason, prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens, latency_s=round(completion.latency_s, 4),
+            attempts=attempts, time=round(time.time(), 3))
+        self.store.append(record)
+        self.stats.done += 1
+        self.stats.output_tokens += completion.completion_tokens or 0
+        self.queue.finished(req, completion.completion_tokens)
+        if self.on_sample is not None:
+            self.on_sample(record)
+
+    def journal_failure(self, req: Request, err: EngineError, attempts: int) -> None:
+        record = SampleRecord(
+            task=req.task, problem_key=req.problem_key, problem_id=req.problem_id, index=req.index,
+            seed=req.seed, status="failed", attempts=attempts, error=str(err), time=round(time.time(), 3))
+        self.store.append(record)
+        self.stats.failed += 1
+        if self.on_sample is not None:
+            self.on_sample(record)
+        log.warning("%s/%s#%d failed after %d attempt(s): %s", req.task, req.problem_id, req.index, attempts, err)
+
+    def server_still_answers(self, err: EngineError) -> bool:
+        """After a failed sample: False (the run stopped with ServerDown) when `policy.down_after` samples in a row
+        used up their retries on connection errors."""
+        if not err.connection:
+            self.consecutive_down = 0
+            return True
+        self.consecutive_down += 1
+        if self.consecutive_down < self.policy.down_after:
+            return True
+        self.stop(ServerDown(
+            f"the server stopped answering ({_one_line(err)}); {self.policy.down_after} samples in a "
+            f"row used up their {self.policy.max_retries} retries. Finished samples are kept: re-run "
+            "the same command to resume"))
+        return False

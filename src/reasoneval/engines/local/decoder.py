@@ -6,21 +6,10 @@ from __future__ import annotations
 import ctypes
 import zlib
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
+from reasoneval.engines.local.messages import WorkerConfig
 from reasoneval.engines.local.model import model_params_with_repack
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    model_path: str
-    n_ctx: int  # per sequence
-    n_threads: int
-    parallel: int
-    cpu_repack: bool
-    reuse_prefix: bool = False
-    n_batch: int = 512
 
 
 def _load_llama(config: WorkerConfig) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
-from reasoneval.engines.local.decoder import WorkerConfig
+from reasoneval.engines.local.messages import WorkerConfig
 from reasoneval.engines.local.model import (
     DEFAULT_N_CTX,
     REPACK_MODES,
@@ -154,7 +154,7 @@ class LocalEngine:
 
     async def _spawn_all(self) -> None:
         loop = asyncio.get_running_loop()
-        workers = [Worker(self, i) for i in range(self.local.replicas)]
+        workers = [Worker(self, i, self.local.startup_timeout) for i in range(self.local.replicas)]
         self._workers = workers
         results = await asyncio.gather(*(loop.run_in_executor(None, w.spawn) for w in workers),
                                         return_exceptions=True)
@@ -204,7 +204,8 @@ class LocalEngine:
         return EngineInfo(model=self.model_name, model_identity=identity, max_model_len=self.n_ctx,
                           max_concurrency=self.local.replicas * self.config.parallel)
 
-    def _notify(self) -> None:
+    def worker_changed(self) -> None:
+        """supervisor.WorkerHost: a worker replied, lost a request, died, restarted or broke (on the event loop)."""
         if self._changed is not None:
             self._changed.set()
 
@@ -273,7 +274,7 @@ class LocalEngine:
                     fut.set_exception(EngineError("local engine was closed during the request",
                                                   retryable=False, fatal=True))
             w.pending = {}
-        self._notify()
+        self.worker_changed()
         self._changed = None
         if workers:
             loop = asyncio.get_running_loop()

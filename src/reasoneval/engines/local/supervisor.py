@@ -12,13 +12,11 @@ import socket
 import subprocess
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from reasoneval.engines.base import EngineError
+from reasoneval.engines.local.messages import CANCEL, READY, WorkerConfig
 from reasoneval.workers import JsonLines, StderrTail, exit_description, spawn
-
-if TYPE_CHECKING:
-    from reasoneval.engines.local.engine import LocalEngine
 
 log = logging.getLogger("reasoneval")
 
@@ -37,6 +35,29 @@ class StartFailed(Exception):
 STDERR_TAIL_LINES = 8
 
 
+class WorkerHost(Protocol):
+    """What a Worker needs of the engine that owns it (engine.LocalEngine implements it): the one direction
+    engine -> supervisor, so the supervisor never reaches into the engine."""
+
+    @property
+    def config(self) -> WorkerConfig:
+        """What a worker (re)started now loads: the engine's, after any fallback it made."""
+        ...
+
+    def kernels(self) -> str:
+        """The worker's kernels and batching, for an error message (reader thread)."""
+        ...
+
+    def hint(self, code: int | None) -> str:
+        """What to try after a worker died with this exit code (reader thread)."""
+        ...
+
+    def worker_changed(self) -> None:
+        """A reply arrived, a request was cancelled, or the worker died, restarted or broke: capacity may have
+        changed (called on the event loop)."""
+        ...
+
+
 class Worker:
     """One worker process, its socket and a reader thread. Runs up to `parallel` requests at once.
 
@@ -45,9 +66,10 @@ class Worker:
     error from the exit status and stderr, fails the requests in flight and starts a new process.
     """
 
-    def __init__(self, engine: LocalEngine, index: int) -> None:
-        self.engine = engine
+    def __init__(self, host: WorkerHost, index: int, startup_timeout_s: float) -> None:
+        self.host = host
         self.index = index
+        self.startup_timeout_s = startup_timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: JsonLines | None = None
         self.pending: dict[int, asyncio.Future[Any]] = {}
@@ -67,7 +89,7 @@ class Worker:
 
     def spawn(self) -> None:
         """Start the process and block until its model is loaded and its self-test passed."""
-        config = self.engine.config
+        config = self.host.config
         # A plain subprocess on one end of a socket pair rather than multiprocessing's spawn:
         # spawn re-imports the caller's __main__, which breaks scripts without a __main__ guard.
         # JSON lines both ways: jobs, cancellations and replies are plain values.
@@ -81,7 +103,7 @@ class Worker:
                             on_line=lambda line: log.debug("local worker %d: %s", proc.pid, line))
         with self._lock:
             self.proc, self.conn, self._stderr = proc, conn, stderr
-        deadline = time.monotonic() + self.engine.local.startup_timeout
+        deadline = time.monotonic() + self.startup_timeout_s
         reply: Any = None
         while reply is None:
             if conn.poll(_POLL_S):
@@ -93,14 +115,14 @@ class Worker:
                 timed_out = proc.poll() is None
                 self.kill()
                 code = proc.returncode
-                how = (f"did not start within {self.engine.local.startup_timeout:.0f} s" if timed_out
+                how = (f"did not start within {self.startup_timeout_s:.0f} s" if timed_out
                        else exit_description(code))
                 raise StartFailed(
-                    f"the local engine's worker (pid {proc.pid}, {self.engine.kernels()}) {how} while loading "
+                    f"the local engine's worker (pid {proc.pid}, {self.host.kernels()}) {how} while loading "
                     f"{config.model_path} and running its self-test; last lines of its stderr: "
                     f"{self.stderr_tail()}", crash=not timed_out)
         status, payload = reply
-        if status != "ready":
+        if status != READY:
             self.kill()
             raise StartFailed(f"the local engine could not start: {payload}", crash=False)
         self.load_s = payload["load_s"]
@@ -162,9 +184,9 @@ class Worker:
                 proc.kill()
                 code = proc.wait()
             self.deaths += 1
-            message = (f"the local engine's worker (pid {proc.pid}, {self.engine.kernels()}) "
+            message = (f"the local engine's worker (pid {proc.pid}, {self.host.kernels()}) "
                        f"{exit_description(code)} while generating; last lines of its stderr: "
-                       f"{self.stderr_tail()}; {self.engine.hint(code)}")
+                       f"{self.stderr_tail()}; {self.host.hint(code)}")
             incident = f"local-worker-{self.index}-death-{self.deaths}"
             if not self._call(loop, self._on_death, message, incident):
                 return
@@ -194,13 +216,13 @@ class Worker:
     # -- event loop side -------------------------------------------------------------------------
 
     def _on_reply(self, msg: Any) -> None:
-        if msg[0] == "ready":
+        if msg[0] == READY:
             return
         job_id, status, payload = msg
         fut = self.pending.pop(job_id, None)
         if fut is not None and not fut.done():
             fut.set_result((status, payload))
-        self.engine._notify()
+        self.host.worker_changed()
 
     def _on_death(self, message: str, incident: str) -> None:
         self.alive = False
@@ -209,16 +231,16 @@ class Worker:
             if not fut.done():
                 # One worker death fails every request it was serving: one incident for the runner.
                 fut.set_exception(EngineError(message, retryable=True, engine_failure=True, incident=incident))
-        self.engine._notify()
+        self.host.worker_changed()
 
     def _on_ready(self) -> None:
         self.alive = True
-        self.engine._notify()
+        self.host.worker_changed()
 
     def _on_broken(self, err: EngineError) -> None:
         self.alive = False
         self.broken = err
-        self.engine._notify()
+        self.host.worker_changed()
 
     def submit(self, job: dict[str, Any]) -> tuple[int, asyncio.Future[Any]]:
         job_id = next(self._ids)
@@ -239,10 +261,10 @@ class Worker:
             fut.cancel()
         try:
             if self.conn is not None and self.alive:
-                self.conn.send(("cancel", job_id))
+                self.conn.send((CANCEL, job_id))
         except (OSError, ValueError):
             pass
-        self.engine._notify()
+        self.host.worker_changed()
 
     @property
     def load(self) -> int:

@@ -1,6 +1,7 @@
 """A local engine worker process: `python -m reasoneval.engines.local.worker FD CONFIG_JSON`.
 
-FD is its end of a socket pair with the parent (supervisor.py), CONFIG_JSON the decoder's WorkerConfig. It
+FD is its end of a socket pair with the parent (supervisor.py), CONFIG_JSON its WorkerConfig (messages.py: the
+messages both ways). It
 loads the model, runs the decoder's self-test, says ready, then takes jobs and cancellations and sends each
 finished request's reply: JSON lines both ways (reasoneval.workers.JsonLines).
 """
@@ -14,7 +15,8 @@ import sys
 import time
 from typing import Any
 
-from reasoneval.engines.local.decoder import Decoder, WorkerConfig
+from reasoneval.engines.local.decoder import Decoder
+from reasoneval.engines.local.messages import CANCEL, ERROR, READY, WorkerConfig
 from reasoneval.engines.local.model import INSTALL_HINT
 from reasoneval.workers import JsonLines
 
@@ -35,20 +37,20 @@ def serve(conn: JsonLines, config: WorkerConfig) -> None:
     try:
         import llama_cpp  # noqa: F401
     except ImportError:
-        conn.send(("error", f"llama-cpp-python is not installed: run {INSTALL_HINT}"))
+        conn.send((ERROR, f"llama-cpp-python is not installed: run {INSTALL_HINT}"))
         return
     try:
         decoder = Decoder(config)
     except Exception as e:  # a bad file, not enough memory: report it, do not hang the parent
-        conn.send(("error", f"could not load {config.model_path}: {type(e).__name__}: {e}"))
+        conn.send((ERROR, f"could not load {config.model_path}: {type(e).__name__}: {e}"))
         return
     load_s = time.perf_counter() - t0
     try:
         decoder.self_test()
     except Exception as e:
-        conn.send(("error", f"the start-up self-test failed: {type(e).__name__}: {e}"))
+        conn.send((ERROR, f"the start-up self-test failed: {type(e).__name__}: {e}"))
         return
-    conn.send(("ready", {"load_s": load_s, "self_test_s": time.perf_counter() - t0 - load_s,
+    conn.send((READY, {"load_s": load_s, "self_test_s": time.perf_counter() - t0 - load_s,
                          "n_ctx": decoder.n_ctx, "reuse_prefix": decoder.reuse}))
     while True:
         try:
@@ -69,7 +71,7 @@ def serve(conn: JsonLines, config: WorkerConfig) -> None:
 def _handle(conn: JsonLines, decoder: Decoder, msg: Any) -> bool:
     if msg is None:
         return False
-    if msg[0] == "cancel":
+    if msg[0] == CANCEL:
         decoder.cancel(msg[1])
         return True
     job_id, job = msg

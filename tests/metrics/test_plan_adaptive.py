@@ -1,4 +1,4 @@
-"""The two-stage design of `run --target-se` (reasoneval.run.plan_adaptive): the plan, the estimator's exact
+"""The two-stage design of `run --target-se` (reasoneval.metrics.plan_adaptive): the plan, the estimator's exact
 unbiasedness (by enumerating every outcome), and the simulation script."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from reasoneval.run.plan_adaptive import (
+from reasoneval.metrics.plan_adaptive import (
     MIN_MAIN,
     PILOT,
     RULE,
@@ -123,7 +123,7 @@ def test_the_prior_takes_point_masses_and_an_outlier() -> None:
     mean, _ = posterior_moments(np.array([[1.0, 0, 0, 0, 29]]))
     assert mean[0, 0] < 1e-3 and mean[0, 4] < 1e-3
     w = fit_prior(np.array([[1.0, 0, 0, 0, 29]]))[0]
-    from reasoneval.run.plan_adaptive import GRID
+    from reasoneval.metrics.plan_adaptive import GRID
 
     assert w[GRID >= 0.99].sum() > 0.9 and w[GRID <= 0.01].sum() > 0.02
     # a task of mixed problems: 2/4 carries the most variance, and every count keeps some
