@@ -4,8 +4,8 @@
     python scripts/convert_gguf.py                      # the embedded SmolLM2-135M-Instruct, cached
     python scripts/convert_gguf.py model.gguf [-o DIR] [--dtype bfloat16]
 
-Prints the folder. Needs transformers, gguf, accelerate and torch (`pip install transformers gguf
-accelerate`). Without -o the folder is cached under ~/.cache/reasoneval/models and reused.
+Prints the folder. Needs transformers, gguf, accelerate and torch (`pip install
+'reasoneval[convert]'`). Without -o the folder is cached under ~/.cache/reasoneval/models and reused.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from pathlib import Path
 from reasoneval.engines.local.model import default_model_path, file_identity
 from reasoneval.errors import UserError
 
-INSTALL_HINT = "pip install transformers gguf accelerate"
+INSTALL_HINT = "pip install 'reasoneval[convert]'"
 _DTYPES = ("bfloat16", "float16", "float32")
 
 

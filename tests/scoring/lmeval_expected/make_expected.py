@@ -11,6 +11,7 @@ For each made-up (response, solution) pair below, and for fuzz pairs drawn from 
 tests/scoring/test_lmeval_math.py scores the same pairs with reasoneval's scorers and compares.
 """
 
+# own-environment: lm_eval (a venv of its own, as the docstring says; not a reasoneval dependency)
 from __future__ import annotations
 
 import json

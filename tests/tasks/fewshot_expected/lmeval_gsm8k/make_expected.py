@@ -13,6 +13,7 @@ Where the real splits are present, the SHA-256 of lm-eval's prompts for the firs
 (4, 5 and 8 shots) go to real_data_sha256.json (hashes only: no benchmark text is committed).
 """
 
+# own-environment: lm_eval (a venv of its own, as the docstring says; not a reasoneval dependency)
 from __future__ import annotations
 
 import hashlib

@@ -14,6 +14,7 @@ limit=1 must give the first prompt again. 4 shots again with the few-shot seed 4
 go to `<subtask>_4shot_seed42_doc<i>.txt`. The stop sequences go to until.json.
 """
 
+# own-environment: lm_eval (a venv of its own, as the docstring says; not a reasoneval dependency)
 from __future__ import annotations
 
 import json
