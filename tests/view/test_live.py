@@ -28,11 +28,11 @@ def right(i: int, j: int) -> bool:
 def test_live_run_in_chromium(make_openai_server: Any, tmp_path: Path, browser: Any, capsys: Any) -> None:  # noqa: F811
     root = tmp_path / "results"
     root.mkdir()
-    # A slow server (one request at a time, 0.4 s each): 24 samples take about 10 s, several polls of the page.
+    # A slow server (one request at a time, 0.5 s each): 24 samples take about 12 s, several polls of the page.
     finished: dict[str, Any] = {}
 
     def slow(**kw: Any) -> Any:
-        return make_openai_server(delay_s=0.4, max_concurrent=1, **kw)
+        return make_openai_server(delay_s=0.5, max_concurrent=1, **kw)
 
     def go() -> None:
         try:
@@ -50,7 +50,6 @@ def test_live_run_in_chromium(make_openai_server: Any, tmp_path: Path, browser: 
         worker.start()
         # The all-runs table polls: the run appears without a reload, as running.
         page.wait_for_selector("#runs tbody tr td[data-k=status]:has-text('running')", timeout=60_000)
-        shot(page, "view-runs-running.png")
         page.click("#runs tbody tr >> nth=0 >> td[data-k=model] a >> nth=0")
         page.wait_for_selector("#progress-box:not([hidden])")
         seen = []
@@ -61,10 +60,11 @@ def test_live_run_in_chromium(make_openai_server: Any, tmp_path: Path, browser: 
             if status == "running" and done:
                 seen.append(int(done))
                 assert wanted == str(Q * K)
-            if len(set(seen)) >= 3 and "interim" not in finished:
-                if page.is_visible("#interim-box"):
-                    finished["interim"] = page.text_content("#interim")
-                    shot(page, "view-live.png")
+            if status == "running" and "interim" not in finished and page.is_visible("#interim-box"):
+                covered = page.text_content("#interim td[data-k=problems]")
+                complete = page.text_content("#progress td[data-k=problems_complete]")
+                finished["interim"] = (covered, complete, page.text_content("#interim-box h2"))
+                shot(page, "view-live.png")
             if "dir" in finished or "error" in finished:
                 break
             time.sleep(0.5)
@@ -101,7 +101,6 @@ def test_live_run_in_chromium(make_openai_server: Any, tmp_path: Path, browser: 
         assert main(["runs", str(root), "--markdown"]) == 0
         assert f"| {row['task:math500']} |" in capsys.readouterr().out
         assert row["checkpoint"] == "live-model" and row["training_run"] == "org"
-        shot(page, "view-runs.png")
         # One run: today's report.html, from the table.
         page.click("#runs tbody tr >> nth=0 >> td[data-k=model] a >> text=report")
         page.wait_for_selector("#problems tbody tr")
@@ -110,6 +109,8 @@ def test_live_run_in_chromium(make_openai_server: Any, tmp_path: Path, browser: 
         page.wait_for_selector("#detail details.sample")  # the samples decode: inline script allowed, data: too
         assert errors == []
         page.close()
-    # What was seen mid-run was labelled as interim, over fewer problems than the run has at most.
-    if "interim" in finished:
-        assert f"of {Q}" in finished["interim"]
+    # Mid-run, interim figures were shown apart from the headline, labelled, over only problems with all K samples in.
+    covered, complete, title = finished["interim"]
+    assert title == "Interim figures"
+    n = int(covered.split(" of ")[0])
+    assert covered == f"{n} of {Q}" and 1 <= n <= int(complete.split(" of ")[0])

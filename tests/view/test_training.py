@@ -51,7 +51,23 @@ def test_training_page_points_and_error_bars(folder: dict[str, Path], browser: A
         page = browser.new_page(viewport={"width": 1200, "height": 760})
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(url + "training")
+        page.goto(url)
+        page.wait_for_selector("#runs tbody tr")
+        shown = page.eval_on_selector_all("#runs tbody tr", "rs => rs.map(r => [r.querySelector('[data-k=training_run]')"
+                                          ".textContent, r.querySelector('[data-k=checkpoint]').textContent])")
+        assert sorted(map(tuple, shown)) == sorted((r["training_run"], r["checkpoint"]) for r in records)
+        shot(page, "view-runs.png")
+        # sortable (a click on a header, again to reverse) and filterable, in the page
+        page.click("#runs th[data-k='task:math500']")
+        means = [float(r["math500/pass@1"]) for r in records]
+        cells = page.eval_on_selector_all("#runs tbody td[data-k='task:math500']", "ts => ts.map(t => t.textContent)")
+        assert [float(c.split(" ± ")[0]) for c in cells] == pytest.approx(sorted(100 * m for m in means), abs=0.05)
+        page.click("#runs th[data-k='task:math500']")
+        cells = page.eval_on_selector_all("#runs tbody td[data-k='task:math500']", "ts => ts.map(t => t.textContent)")
+        assert [float(c.split(" ± ")[0]) for c in cells] == pytest.approx(sorted((100 * m for m in means), reverse=True),
+                                                                           abs=0.05)
+        page.fill("#filter", "run8")
+        assert page.text_content("#count") == "2 of 5 runs"
         for run, points in CHECKPOINTS.items():
             page.goto(url + "training")
             page.click(f"#training-runs a >> text='{run}'")

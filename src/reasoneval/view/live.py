@@ -121,14 +121,14 @@ class Journal:
         now = time.time() if now is None else now
         with self._lock:
             self.recent = [(t, n) for t, n in self.recent if t >= now - RATE_WINDOW_S]
-            tasks = [{"task": name, "done": tp.done_count, "wanted": max(tp.wanted, tp.done_count), "k": tp.k,
+            tasks: list[dict[str, Any]] = [{"task": name, "done": tp.done_count, "wanted": max(tp.wanted, tp.done_count), "k": tp.k,
                       "problems": tp.wanted_problems, "problems_complete": len(tp.complete_problems()),
                       "failed": tp.failed, "retries": tp.retries} for name, tp in self.tasks.items()]
             span = now - min((t for t, _ in self.recent), default=now)
             span = max(span, 1.0)
             samples_s = len(self.recent) / span if self.recent else 0.0
             tokens_s = sum(n for _, n in self.recent) / span if self.recent else 0.0
-        left = sum(t["wanted"] - t["done"] for t in tasks)
+        left = sum(int(t["wanted"]) - int(t["done"]) for t in tasks)
         return {"tasks": tasks, "done": sum(t["done"] for t in tasks), "wanted": sum(t["wanted"] for t in tasks),
                 "failed": sum(t["failed"] for t in tasks), "retries": sum(t["retries"] for t in tasks),
                 "tokens_per_s": tokens_s, "samples_per_s": samples_s,

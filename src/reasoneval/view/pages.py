@@ -111,7 +111,8 @@ function value(r, k){ if (k.startsWith('task:')) { const v = r.pass1[k.slice(5)]
 function text(r, k){ if (k.startsWith('task:')) return r.cells[k.slice(5)] || '';
   if (k === 'updated') return r.updated ? new Date(r.updated * 1000).toISOString().replace('T', ' ').slice(0, 19) : '';
   const v = value(r, k); return v === null ? '' : v; }
-function head(){ thead.replaceChildren(); for (const [k, h] of cols()){ const th = el('th', h); th.dataset.k = k;
+const TEXT = ['model','training_run','checkpoint','tasks','status'];
+function head(){ thead.replaceChildren(); for (const [k, h] of cols()){ const th = el('th', h, TEXT.includes(k) ? 'l' : ''); th.dataset.k = k;
   th.addEventListener('click', function(){ sortDir = sortKey === k ? -sortDir : 1; sortKey = k; render(); }); thead.appendChild(th); } }
 function render(){
   const q = filter.value.toLowerCase(); const s = statusSel.value;
@@ -128,7 +129,7 @@ function render(){
         a.href = '/training?name=' + encodeURIComponent(r.training_run); td.appendChild(a); }
       else td.textContent = String(text(r, k));
       if (k === 'status') td.className = 'st-' + r.status;
-      if (['model','training_run','checkpoint','tasks','status'].includes(k)) td.classList.add('l');
+      if (TEXT.includes(k)) td.classList.add('l');
       td.dataset.k = k; tr.appendChild(td); }
     tbody.appendChild(tr); }
   count.textContent = rows.length + ' of ' + D.rows.length + ' runs';
