@@ -4,6 +4,8 @@ once the run ends every figure on the run's page equals summary.json and every c
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -14,6 +16,7 @@ from reasoneval.report.figures import top_k
 from reasoneval.report.runs import list_runs, table_rows
 from reasoneval.report.text import pct, pct_se
 from reasoneval.results.schema import load_run
+from reasoneval.results.store.sample_store import SAMPLES_FILE
 from tests.analysis.runs import make_run
 from tests.report.browser import browser  # noqa: F401  (fixture)
 from tests.view.helpers import shot, viewing
@@ -28,11 +31,12 @@ def right(i: int, j: int) -> bool:
 def test_live_run_in_chromium(make_openai_server: Any, tmp_path: Path, browser: Any, capsys: Any) -> None:  # noqa: F811
     root = tmp_path / "results"
     root.mkdir()
-    # A slow server (one request at a time, 0.5 s each): 24 samples take about 12 s, several polls of the page.
+    # A slow server (one request at a time, 0.5 s each): 24 samples take about 12 s, several polls of the page; one
+    # request in five gets a 500 first (retried).
     finished: dict[str, Any] = {}
 
     def slow(**kw: Any) -> Any:
-        return make_openai_server(delay_s=0.5, max_concurrent=1, **kw)
+        return make_openai_server(delay_s=0.5, max_concurrent=1, fault_rates={"http500": 0.2}, fault_seed=3, **kw)
 
     def go() -> None:
         try:
@@ -52,7 +56,7 @@ def test_live_run_in_chromium(make_openai_server: Any, tmp_path: Path, browser: 
         page.wait_for_selector("#runs tbody tr td[data-k=status]:has-text('running')", timeout=60_000)
         page.click("#runs tbody tr >> nth=0 >> td[data-k=model] a >> nth=0")
         page.wait_for_selector("#progress-box:not([hidden])")
-        seen = []
+        seen, retries, rates = [], [], []
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             status = page.text_content("#status")
@@ -60,6 +64,8 @@ def test_live_run_in_chromium(make_openai_server: Any, tmp_path: Path, browser: 
             if status == "running" and done:
                 seen.append(int(done))
                 assert wanted == str(Q * K)
+                retries.append(int(page.text_content("#progress td[data-k=retries]")))
+                rates.append(page.text_content("#rate"))
             if status == "running" and "interim" not in finished and page.is_visible("#interim-box"):
                 covered = page.text_content("#interim td[data-k=problems]")
                 complete = page.text_content("#progress td[data-k=problems_complete]")
@@ -73,6 +79,11 @@ def test_live_run_in_chromium(make_openai_server: Any, tmp_path: Path, browser: 
         # The count rose while the run wrote, never fell, and was below the total while it ran.
         assert len(set(seen)) >= 3, seen
         assert seen == sorted(seen) and min(seen) < Q * K
+        # Retries as the journal counts them (attempts beyond the first), and a token rate once samples came in.
+        journal = [json.loads(line) for line in (Path(finished["dir"]) / SAMPLES_FILE).read_text().splitlines()]
+        total = sum(d["attempts"] - 1 for d in journal)
+        assert total > 0 and max(retries) > 0 and retries == sorted(retries) and max(retries) <= total
+        assert any(re.fullmatch(r"[1-9][0-9.]* tokens/s, [0-9.]+ samples/s", r) for r in rates), rates
         # After the run: the page turns to the headline, every figure as summary.json has it.
         run_dir = Path(finished["dir"])
         result = load_run(run_dir)

@@ -82,7 +82,9 @@ class Viewer:
                 live = self._live[run.dir] = _Live(Journal(run.dir, run.config), Interim(run.dir, run.config))
         live.journal.update()
         progress = live.journal.progress()
-        if time.monotonic() - live.graded_at >= INTERIM_EVERY_S and live.busy.acquire(blocking=False):
+        # An adaptive run (--target-se) has no fixed K: "all its samples in" is known only at its end, so no interim.
+        if run.config.adaptive is None and time.monotonic() - live.graded_at >= INTERIM_EVERY_S \
+                and live.busy.acquire(blocking=False):
             try:
                 ks = {t["task"]: t["k"] for t in progress["tasks"]}
                 live.figures = live.interim.update(live.journal.complete_problems(), ks)
