@@ -112,7 +112,8 @@ function text(r, k){ if (k.startsWith('task:')) return r.cells[k.slice(5)] || ''
   if (k === 'updated') return r.updated ? new Date(r.updated * 1000).toISOString().replace('T', ' ').slice(0, 19) : '';
   const v = value(r, k); return v === null ? '' : v; }
 const TEXT = ['model','training_run','checkpoint','tasks','status'];
-function head(){ thead.replaceChildren(); for (const [k, h] of cols()){ const th = el('th', h, TEXT.includes(k) ? 'l' : ''); th.dataset.k = k;
+function head(){ thead.replaceChildren();
+  for (const [k, h] of cols()){ const th = el('th', h, TEXT.includes(k) ? 'l' : ''); th.dataset.k = k;
   th.addEventListener('click', function(){ sortDir = sortKey === k ? -sortDir : 1; sortKey = k; render(); }); thead.appendChild(th); } }
 function render(){
   const q = filter.value.toLowerCase(); const s = statusSel.value;
