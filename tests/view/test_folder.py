@@ -149,3 +149,16 @@ def test_500_runs_list_in_under_a_second(finished: Path, tmp_path: Path) -> None
 
 def get_rows(root: Path) -> str:
     return json.dumps(pages.runs_payload(Folder(root).runs()))
+
+
+def test_status_running_while_a_writer_holds_the_store(finished: Path, tmp_path: Path) -> None:
+    from reasoneval.results.store.sample_store import SampleStore
+
+    root = tmp_path / "results"
+    run = root / "m" / "r1"
+    shutil.copytree(finished, run)
+    folder = Folder(root)
+    assert [r.status for r in folder.runs()] == [COMPLETE]
+    with SampleStore(run):  # what `run` holds while it generates
+        assert [r.status for r in folder.runs()] == ["running"]
+    assert [r.status for r in folder.runs()] == [COMPLETE]

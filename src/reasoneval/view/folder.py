@@ -37,42 +37,41 @@ def _signature(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def held_locks() -> set[tuple[int, int, int]] | None:
-    """(device major, minor, inode) of every file a process holds an flock on, from /proc/locks (Linux); None where
-    there is no /proc/locks. Reading it never takes a lock, so the viewer cannot stop a run from starting."""
-    try:
-        text = Path("/proc/locks").read_text()
-    except OSError:
-        return None
-    out = set()
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) < 6 or parts[1] != "FLOCK":
-            continue
-        dev = parts[5] if parts[4] != "->" else parts[6]  # "1: FLOCK ADVISORY WRITE 8972 fe:00:2146403 0 EOF"
+class LockTable:
+    """Which store locks are held, read once from /proc/locks (Linux): a process holding a run's `.lock` is a `run`
+    generating into it. Reading the table never takes a lock, so the viewer cannot stop a run from starting. Where
+    there is no /proc/locks, the lock file's last holder ("pid N") still alive is taken as holding it."""
+
+    def __init__(self) -> None:
+        self.flocks: set[tuple[int, int, int]] | None = set()  # (device major, minor, inode) of each flock'd file
         try:
-            major, minor, inode = dev.split(":")
-            out.add((int(major, 16), int(minor, 16), int(inode)))
-        except ValueError:
-            continue
-    return out
+            text = Path("/proc/locks").read_text()
+        except OSError:
+            self.flocks = None
+            return
+        for line in text.splitlines():  # "1: FLOCK  ADVISORY  WRITE 8972 fe:00:2146403 0 EOF"
+            parts = line.split()
+            if len(parts) < 6 or parts[1] != "FLOCK":
+                continue
+            try:
+                major, minor, inode = parts[5].split(":")
+                self.flocks.add((int(major, 16), int(minor, 16), int(inode)))
+            except ValueError:
+                continue
 
-
-def is_locked(run_dir: Path, locks: set[tuple[int, int, int]] | None) -> bool:
-    """Whether a process holds the run's store lock (a `run` generating into it)."""
-    path = run_dir / LOCK_FILE
-    try:
-        st = path.stat()
-    except OSError:
-        return False
-    if locks is not None:
-        return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locks
-    try:  # no /proc/locks: the lock file names its last holder ("pid N"); alive is as good as it gets
-        pid = int(path.read_text().split()[-1])
-        os.kill(pid, 0)
-        return True
-    except (OSError, ValueError, IndexError):
-        return False
+    def held(self, run_dir: Path) -> bool:
+        path = run_dir / LOCK_FILE
+        try:
+            st = path.stat()
+        except OSError:
+            return False
+        if self.flocks is not None:
+            return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in self.flocks
+        try:
+            os.kill(int(path.read_text().split()[-1]), 0)
+            return True
+        except (OSError, ValueError, IndexError):
+            return False
 
 
 @dataclass(frozen=True)
@@ -130,19 +129,18 @@ class Folder:
         self._cache[d] = (sig, config, result)
         return config, result
 
-    def run(self, d: Path, locks: set[tuple[int, int, int]] | None | bool = False) -> Run | None:
-        """The run at directory d (inside the folder), or None when it is not one (or cannot be read)."""
+    def run(self, d: Path, locks: LockTable | None = None) -> Run | None:
+        """The run at directory d (inside the folder), or None when it is not one (or cannot be read). locks: the
+        table to read its status from (one for a whole scan); None: read it now."""
         loaded = self._load(d)
         if loaded is None:
             return None
         config, result = loaded
-        if locks is False:
-            locks = held_locks()
         journal, summary = _signature(d / SAMPLES_FILE), _signature(d / SUMMARY_FILE)
         times = [s[0] / 1e9 for s in (_signature(d / CONFIG_FILE), summary, journal) if s]
         updated = max(times, default=0.0)
         recent = journal is not None and time.time() - journal[0] / 1e9 <= SCORING_GRACE_S
-        if is_locked(d, locks if not isinstance(locks, bool) else None):
+        if (locks or LockTable()).held(d):
             status = RUNNING
         elif result is not None and (journal is None or summary is None or summary[0] >= journal[0] or not recent):
             status = COMPLETE if result.complete else INCOMPLETE
@@ -153,7 +151,7 @@ class Folder:
 
     def runs(self) -> list[Run]:
         """Every run, ordered as `reasoneval runs` orders its rows (model, date, run id)."""
-        locks = held_locks()
+        locks = LockTable()
         out = [r for r in (self.run(d, locks) for d in self.run_dirs()) if r is not None]
         live = {r.dir for r in out}
         for d in [d for d in self._cache if d not in live]:
