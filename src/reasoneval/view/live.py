@@ -29,7 +29,7 @@ RATE_WINDOW_S = 60.0  # tokens/s and samples/s: over the samples that finished i
 class TaskProgress:
     wanted_problems: int
     k: int
-    done: dict[str, set[int]] = field(default_factory=dict)  # problem key -> finished sample indices (< K)
+    done: dict[str, dict[int, int]] = field(default_factory=dict)  # key -> {finished index (< K): its line's offset}
     failed: int = 0
     retries: int = 0
 
@@ -82,11 +82,13 @@ class Journal:
             end = data.rfind(b"\n")
             if end < 0:
                 return  # a partial line only: the writer is midway
+            pos = self.offset
             for line in data[:end].split(b"\n"):
-                self._line(line)
+                self._line(line, pos)
+                pos += len(line) + 1
             self.offset += end + 1
 
-    def _line(self, line: bytes) -> None:
+    def _line(self, line: bytes, offset: int) -> None:
         if not line.strip():
             return
         try:
@@ -109,7 +111,7 @@ class Journal:
             return
         i = d.get("index")
         if isinstance(i, int) and i < tp.k:
-            tp.done.setdefault(str(d.get("problem_key")), set()).add(i)
+            tp.done.setdefault(str(d.get("problem_key")), {}).setdefault(i, offset)  # the first, as scoring reads it
         t = d.get("time")
         if isinstance(t, (int, float)):
             tokens = d.get("completion_tokens")
@@ -121,9 +123,10 @@ class Journal:
         now = time.time() if now is None else now
         with self._lock:
             self.recent = [(t, n) for t, n in self.recent if t >= now - RATE_WINDOW_S]
-            tasks: list[dict[str, Any]] = [{"task": name, "done": tp.done_count, "wanted": max(tp.wanted, tp.done_count), "k": tp.k,
-                      "problems": tp.wanted_problems, "problems_complete": len(tp.complete_problems()),
-                      "failed": tp.failed, "retries": tp.retries} for name, tp in self.tasks.items()]
+            tasks: list[dict[str, Any]] = [
+                {"task": name, "done": tp.done_count, "wanted": max(tp.wanted, tp.done_count), "k": tp.k,
+                 "problems": tp.wanted_problems, "problems_complete": len(tp.complete_problems()), "failed": tp.failed,
+                 "retries": tp.retries} for name, tp in self.tasks.items()]
             span = now - min((t for t, _ in self.recent), default=now)
             span = max(span, 1.0)
             samples_s = len(self.recent) / span if self.recent else 0.0
@@ -135,9 +138,10 @@ class Journal:
                 "eta_s": left / samples_s if samples_s > 0 and left > 0 else (0.0 if left == 0 else None),
                 "last_sample": self.last_time, "bad_lines": self.bad_lines}
 
-    def complete_problems(self) -> dict[str, list[str]]:
+    def complete_problems(self) -> dict[str, dict[str, dict[int, int]]]:
+        """Per task, the problems whose K samples are all in: key -> {sample index: byte offset of its line}."""
         with self._lock:
-            return {name: tp.complete_problems() for name, tp in self.tasks.items()}
+            return {name: {key: dict(tp.done[key]) for key in tp.complete_problems()} for name, tp in self.tasks.items()}
 
 
 class Interim:
@@ -150,7 +154,8 @@ class Interim:
         self.outcomes: dict[tuple[str, str], Any] = {}  # (task, key) -> ProblemOutcome
         self._lock = threading.Lock()
 
-    def update(self, complete: dict[str, list[str]], ks: dict[str, int]) -> dict[str, Any]:
+    def update(self, complete: dict[str, dict[str, dict[int, int]]], ks: dict[str, int]) -> dict[str, Any]:
+        """complete: per task, the problems whose samples are all in, with their lines' offsets (Journal)."""
         from reasoneval.metrics import task_metrics
         from reasoneval.results.store.problems import read_problems
         from reasoneval.results.stream import score_store
@@ -163,7 +168,8 @@ class Interim:
                 tasks = sorted({p.task for p in problems})
                 with ScoringContext(workers=1) as context:
                     scorers = {t: create_scorer(self.config.scoring.get(t) or TaskScoring(), context) for t in tasks}
-                    outcomes = score_store(self.run_dir, problems, {t: ks[t] for t in tasks}, scorers)
+                    offsets = {(p.task, p.key): complete[p.task][p.key] for p in problems}
+                    outcomes = score_store(self.run_dir, problems, {t: ks[t] for t in tasks}, scorers, offsets=offsets)
                 for os_ in outcomes.values():
                     for o in os_:
                         self.outcomes[(o.task, o.problem_key)] = o
