@@ -21,7 +21,7 @@ from reasoneval.view import live, pages
 from reasoneval.view.folder import COMPLETE, FAILED, Folder
 from reasoneval.view.live import Interim, Journal
 from tests.analysis.runs import make_run
-from tests.view.helpers import get, viewing
+from tests.view.helpers import get, snapshot, viewing
 
 Q, K = 8, 4
 
@@ -51,25 +51,25 @@ def test_journal_follows_appends_and_partial_lines(finished: Path, tmp_path: Pat
     p = journal.progress()
     assert p["done"] == 10 and p["wanted"] == Q * K and journal.bad_lines == 0
     with open(run / SAMPLES_FILE, "ab") as f:  # the line is finished, more follow
-        f.write(lines[10][25:] + b"".join(lines[11:20]))
+        f.write(lines[10][25:] + b"".join(lines[11:28]))
     journal.update()
-    assert journal.progress()["done"] == 20 and journal.bad_lines == 0
+    assert journal.progress()["done"] == 28 and journal.bad_lines == 0
     # interim: only the problems whose K samples are all in, each graded as the finished run graded it
     complete = journal.complete_problems()["math500"]
     keys_done: dict[str, set[int]] = {}
-    for line in lines[:20]:
+    for line in lines[:28]:
         d = json.loads(line)
         keys_done.setdefault(d["problem_key"], set()).add(d["index"])
     assert sorted(complete) == sorted(k for k, v in keys_done.items() if len(v) == K)
+    assert 0 < len(complete) < Q  # 28 of 32 samples: some problems have all K, some not
+    before = snapshot(run)
     figures = Interim(run, config).update(journal.complete_problems(), {"math500": K})
+    assert snapshot(run) == before  # graded without the grade cache: nothing written into the run
     final = {r.problem_key: r.accuracy for r in read_problem_rows(finished)}
-    if complete:
-        accs = [final[k] for k in complete]
-        assert figures["math500"]["problems"] == len(complete) and figures["math500"]["of"] == Q
-        assert figures["math500"]["mean"] == pytest.approx(sum(accs) / len(accs))
-        assert figures["math500"]["stderr"] == pytest.approx(float(mean_stderr_ci(np.array(accs))[1]), nan_ok=True)
-    else:
-        assert "math500" not in figures
+    accs = [final[k] for k in complete]
+    assert figures["math500"]["problems"] == len(complete) and figures["math500"]["of"] == Q
+    assert figures["math500"]["mean"] == pytest.approx(sum(accs) / len(accs))
+    assert figures["math500"]["stderr"] == pytest.approx(float(mean_stderr_ci(np.array(accs))[1]), nan_ok=True)
 
 
 def test_rates_and_eta(finished: Path, tmp_path: Path) -> None:
