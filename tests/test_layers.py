@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),  # renderers
     ("run",),  # one run, orchestrated: options, plan, runner, pipeline
     ("fleet",),  # many runs: sweeps, watch
+    ("view",),  # `reasoneval view`: the results folder in the browser (reads results, analysis, report)
     ("cli",),
     ("reasoneval", "__main__"),
 )

@@ -37,7 +37,8 @@ def modules_after(*argv: str, tmp_path: Path) -> set[str]:
 # `tasks` prints a rich table; `--version` and `--help` print plain text, without rich at all.
 @pytest.mark.parametrize("argv, needed, also_not", [
     (("--version",), (), ("rich",)), (("tasks",), ("reasoneval.tasks.hub", "rich.table"), ()),
-    (("--help",), (), ("rich",)), (("report", "--help"), ("reasoneval.report.dashboards",), ())])
+    (("--help",), (), ("rich",)), (("report", "--help"), ("reasoneval.report.dashboards",), ()),
+    (("view", "--help"), (), ("aiohttp", "reasoneval.view"))])
 def test_the_small_commands_import_no_engine_and_no_heavy_library(argv: tuple[str, ...], needed: tuple[str, ...],
                                                                   also_not: tuple[str, ...], tmp_path: Path) -> None:
     loaded = modules_after(*argv, tmp_path=tmp_path)

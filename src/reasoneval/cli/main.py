@@ -102,6 +102,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "reasoneval.cli.analysis:add_analyze_parser"),
     "runs": ("one table of every run under a results folder", "reasoneval.cli.analysis:add_runs_parser"),
     "export": ("samples as chat-message training data (JSONL or Parquet)", "reasoneval.cli.analysis:add_export_parser"),
+    "view": ("every run of a results folder in the browser, live while it runs", "reasoneval.cli.view:add_view_parser"),
 }
 
 

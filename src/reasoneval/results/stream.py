@@ -71,14 +71,16 @@ def _read_at(f: IO[bytes], offset: int) -> SampleRecord:
 
 def score_store(run_dir: Path, problems: Sequence[Problem], K: int | Mapping[str, int], scorers: Mapping[str, Scorer],
                 sink: ChunkSink | None = None,
-                extra: Mapping[str, Mapping[str, Scorer]] | None = None) -> dict[str, list[ProblemOutcome]]:
+                extra: Mapping[str, Mapping[str, Scorer]] | None = None,
+                offsets: Mapping[tuple[str, str], Mapping[int, int]] | None = None) -> dict[str, list[ProblemOutcome]]:
     """Score samples 0..K-1 of each problem with its task's scorer; per task, one outcome per problem. K: one
     bound for every task, or each task's.
 
     extra: per task, further scorers by metric name (TaskScoring.extra); their verdicts go in
-    `ProblemOutcome.extra`."""
+    `ProblemOutcome.extra`. offsets: (task, key) -> {sample index: byte offset of its ok line}, when the caller
+    already read the journal (`reasoneval view` follows it as it grows); else the journal is indexed here."""
     wanted = {(p.task, p.key) for p in problems}
-    index = _index_samples(Path(run_dir), wanted, K)
+    index = _index_samples(Path(run_dir), wanted, K) if offsets is None else offsets
     outcomes: dict[str, list[ProblemOutcome]] = {p.task: [] for p in problems}
     samples_path = Path(run_dir) / SAMPLES_FILE
     with open(samples_path, "rb") if samples_path.exists() else open(os.devnull, "rb") as f:
