@@ -11,6 +11,13 @@ import pytest
 from tests.fixtures.openai_server import OpenAIServer
 
 
+@pytest.fixture(autouse=True)
+def _kernel_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own remembered llama.cpp kernels (engines/local/kernels.py): a test that makes the repacked
+    kernels crash must not change which kernels the next test's engine starts on, nor the user's cache."""
+    monkeypatch.setenv("REASONEVAL_KERNEL_CACHE", str(tmp_path_factory.mktemp("kernels") / "kernels.json"))
+
+
 @pytest.fixture
 def openai_server() -> Iterator[OpenAIServer]:
     """A started OpenAI-compatible loopback server with default settings (model "test-model")."""

@@ -1,5 +1,6 @@
 """`reasoneval doctor`: what the code sandbox does on this machine (its mode, what a program can reach, which
-memory bound is in force, how it dies with the harness), as the `code` scorer would use it."""
+memory bound is in force, how it dies with the harness), as the `code` scorer would use it; and which llama.cpp CPU
+kernels the embedded model uses here (engines/local/kernels.py: a crash of the repacked ones, remembered)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def add_doctor_parser(p: argparse.ArgumentParser) -> None:
 def _cmd_doctor(a: argparse.Namespace) -> int:
     from reasoneval.scoring.programs.sandbox import get_sandbox
 
-    facts = get_sandbox(a.sandbox).describe()
+    facts = {**get_sandbox(a.sandbox).describe(), **_local_kernels()}
     if a.json:
         print(json.dumps(facts, indent=2))
     else:
@@ -29,3 +30,18 @@ def _cmd_doctor(a: argparse.Namespace) -> int:
         for key, value in facts.items():
             print(f"{key + ':':{width + 1}} {value}")
     return 0
+
+
+def _local_kernels() -> dict[str, object]:
+    from reasoneval.engines.local import kernels
+
+    known = kernels.remembered()
+    if known is None:
+        return {"local_kernels": f"repacked ({kernels.repacked_kind()}) where llama.cpp has them: none has crashed on "
+                                 "this machine with this llama-cpp-python (cpu_repack=auto switches and remembers if "
+                                 "one does)",
+                "local_kernels_cache": str(kernels.cache_path())}
+    return {"local_kernels": f"plain since {known.recorded}: {known.reason} (llama-cpp-python {known.llama_cpp_python})",
+            "local_kernels_detail": known.detail,
+            "local_kernels_cache": f"{kernels.cache_path()} (delete it, or run with --engine-arg cpu_repack=on, to test "
+                                   "the repacked kernels again)"}

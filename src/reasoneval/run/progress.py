@@ -74,6 +74,9 @@ def setup_logging(debug: bool = False) -> None:
     if not any(getattr(h, "_reasoneval", False) for h in root.handlers):
         h = logging.StreamHandler(sys.stderr)
         h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+        # A record logged with extra={"run_log_only": True} is detail for run.log (a crash report behind a plain
+        # line already said), not for the terminal.
+        h.addFilter(lambda record: not getattr(record, "run_log_only", False))
         h._reasoneval = True  # type: ignore[attr-defined]
         root.addHandler(h)
     root.setLevel(logging.DEBUG if debug else logging.INFO)

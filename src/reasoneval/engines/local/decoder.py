@@ -4,12 +4,14 @@ exact prompt-prefix reuse and a start-up self-test (the worker entry is worker.p
 from __future__ import annotations
 
 import ctypes
+import time
 import zlib
 from collections import deque
 from typing import Any
 
 from reasoneval.engines.local.messages import WorkerConfig
 from reasoneval.engines.local.model import model_params_with_repack
+from reasoneval.engines.local.threads import ThreadTuner
 
 
 def _load_llama(config: WorkerConfig) -> Any:
@@ -146,6 +148,9 @@ class Decoder:
         self._buf = ctypes.create_string_buffer(256)
         self.decodes = 0
         self.request_decodes = 0
+        # The thread count of each decode, measured and chosen (threads.py); None: always config.n_threads.
+        self.tuner = ThreadTuner(config.n_threads) if config.adapt_threads and config.n_threads > 1 else None
+        self.threads = config.n_threads
         handler = (self.llm.chat_handler or self.llm._chat_handlers.get(self.llm.chat_format))
         if handler is None:
             from llama_cpp import llama_chat_format
@@ -353,7 +358,17 @@ class Decoder:
                 generating.append(seq)
                 n += 1
         batch.n_tokens = n
+        tuner = self.tuner
+        if tuner is not None:
+            # Generation steps are measured (the same kind of step, comparable); prompt chunks use the choice.
+            threads = tuner.next_threads() if generating else tuner.choice
+            if threads != self.threads:
+                C.llama_set_n_threads(self.ctx, threads, threads)
+                self.threads = threads
+            t0 = time.perf_counter()
         rc = C.llama_decode(self.ctx, batch)
+        if tuner is not None and generating:
+            tuner.record(threads, n, time.perf_counter() - t0)
         self.decodes += 1
         if rc != 0:
             replies = [(s.job_id, "error", f"RuntimeError: llama_decode returned {rc}") for s in seqs]

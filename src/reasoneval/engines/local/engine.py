@@ -7,12 +7,14 @@ import asyncio
 import dataclasses
 import logging
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.local import kernels
 from reasoneval.engines.local.messages import WorkerConfig
 from reasoneval.engines.local.model import (
     DEFAULT_N_CTX,
@@ -22,7 +24,7 @@ from reasoneval.engines.local.model import (
     resolve_model,
     threads_per_replica,
 )
-from reasoneval.engines.local.supervisor import StartFailed, Worker
+from reasoneval.engines.local.supervisor import KernelsSwitched, StartFailed, Worker
 from reasoneval.engines.sampling import llama_fields
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request
@@ -33,6 +35,9 @@ DEFAULT_PARALLEL = 16
 MAX_PARALLEL = 256
 
 log = logging.getLogger("reasoneval")
+
+# Signals of a crash in native code (not SIGKILL: that is the out-of-memory killer or a person).
+_CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGABRT, signal.SIGFPE})
 
 # llama.cpp seeds are uint32 and 0xFFFFFFFF means "random": fold run seeds into [0, 2**32 - 2].
 _SEED_MODULUS = 2**32 - 1
@@ -49,9 +54,12 @@ class Options:
                                        flag=True)
     parallel: int = option(DEFAULT_PARALLEL, "sequences each worker decodes together in one batch; "
                            "1 = exact one-sequence mode")
-    cpu_repack: str = option("auto", "llama.cpp's repacked CPU kernels (AMX, AVX repack): auto = on unless the "
-                             "start-up self-test crashes, on, off")
+    cpu_repack: str = option("auto", "llama.cpp's repacked CPU kernels (AMX, AVX repack): auto = on until they "
+                             "crash once on this machine (then off, remembered: docs/engines.md), on, off")
     threads: int | None = option(None, "llama.cpp threads per worker (default: CPU cores // replicas)")
+    adapt_threads: bool = option(True, "measure tokens/s while decoding and use the best of threads, threads/2, ..., "
+                                 "1 (a busy machine starves llama.cpp's spinning threads: docs/engines.md); "
+                                 "false = always `threads`")
     reuse_prefix: bool = option(True, "keep a finished sequence's prompt KV cells so the next request in its slot "
                                 "evaluates only the part of its prompt they do not share (faster, same samples: "
                                 "docs/engines.md); false evaluates every prompt whole")
@@ -87,15 +95,23 @@ class LocalEngine:
         # buffer by the requested value: ask for a multiple of 256 so the two agree.
         wanted = local.max_model_len or DEFAULT_N_CTX
         self.n_ctx = max(256, -(-wanted // 256) * 256)
+        # Under auto, a machine whose repacked kernels crashed before starts on the plain ones (kernels.py).
+        known = kernels.remembered() if local.cpu_repack == "auto" else None
         self.config = WorkerConfig(
             model_path=str(self.model_path),
             n_ctx=self.n_ctx,
             n_threads=local.threads or threads_per_replica(local.replicas),
             parallel=local.parallel,
-            cpu_repack=local.cpu_repack != "off",
+            cpu_repack=local.cpu_repack == "on" or (local.cpu_repack == "auto" and known is None),
             reuse_prefix=local.reuse_prefix,
+            adapt_threads=local.adapt_threads,
         )
-        self.fallback: str | None = None
+        self.fallback: str | None = (f"remembered for this machine since {known.recorded}: {known.reason} "
+                                     f"({kernels.cache_path()})") if known is not None else None
+        self._switch_lock = threading.Lock()
+        # The crash detail of a switch to the plain kernels, for run.log (written once the run's log is open).
+        self._switch_detail: str | None = None
+        self._switch_logged = False
         self.reuse_fallback: str | None = None
         self._workers: list[Worker] = []
         self._changed: asyncio.Event | None = None
@@ -120,7 +136,41 @@ class LocalEngine:
         return "; ".join(tips)
 
     def attach_run(self, run_dir: Path) -> None:
-        pass
+        self._log_switch_detail()
+
+    def _use_plain_kernels(self, reason: str, detail: str) -> None:
+        """Serve with llama.cpp's plain kernels from now on (workers restarted from here load them), and remember it
+        for this machine. Any thread."""
+        with self._switch_lock:
+            if not self.config.cpu_repack:
+                return
+            self.fallback = f"{reason}: {detail}"
+            self._switch_detail = f"local engine: {reason}; llama.cpp's plain CPU kernels from now on: {detail}"
+            self.config = dataclasses.replace(self.config, cpu_repack=False)
+        kernels.remember_plain(reason, detail)
+
+    def _log_switch(self) -> None:
+        """The one plain line a switch to the plain kernels gets on the terminal (the run's task: run.log has it too)."""
+        if self._switch_logged or self._switch_detail is None:
+            return
+        self._switch_logged = True
+        log.warning("local engine: %s (cpu_repack=off; remembered for this machine in %s, `reasoneval doctor` has "
+                    "the detail)", kernels.UNSTABLE.format(what=kernels.repacked_kind()), kernels.cache_path())
+        self._log_switch_detail()
+
+    def _log_switch_detail(self) -> None:
+        if self._switch_detail is not None:
+            log.info("%s", self._switch_detail, extra={"run_log_only": True})
+
+    def worker_crashed(self, code: int | None, repacked: bool, message: str) -> bool:
+        """supervisor.WorkerHost: a worker died while generating (its reader thread, before the restart). A crash on
+        the repacked kernels under cpu_repack=auto switches to the plain ones: True, and the requests it held are
+        generated again (generate). A self-test that passed is no proof: AMX kernels crash later too."""
+        if not (repacked and self.local.cpu_repack == "auto" and code is not None and code < 0
+                and -code in _CRASH_SIGNALS):
+            return False
+        self._use_plain_kernels("a worker crashed while generating with cpu_repack=on", message)
+        return True
 
     def describe(self) -> dict[str, Any]:
         """The configuration that serves this run (for config.json): kernels, batching, threads."""
@@ -142,6 +192,7 @@ class LocalEngine:
             "reuse_prefix_fallback": self.reuse_fallback,
             "n_ctx": self.n_ctx,
             "n_threads": self.config.n_threads,
+            "adapt_threads": self.config.adapt_threads,
             "cpu_repack": "on" if self.config.cpu_repack else "off",
             "cpu_repack_requested": self.local.cpu_repack,
             "cpu_repack_fallback": self.fallback,
@@ -177,11 +228,10 @@ class LocalEngine:
                 if not (e.crash and self.local.cpu_repack == "auto" and self.config.cpu_repack):
                     raise
                 # The repacked kernels crashed the self-test (llama.cpp's AMX kernels do on some Intel
-                # CPUs): serve with the plain ones. Said once, and recorded in describe().
-                self.fallback = f"the self-test with cpu_repack=on crashed: {e}"
-                log.warning("local engine: %s. Using cpu_repack=off (llama.cpp's plain CPU kernels) for this "
-                            "run; pass --engine-arg cpu_repack=off to skip the test", self.fallback)
-                self.config = dataclasses.replace(self.config, cpu_repack=False)
+                # CPUs): serve with the plain ones, remembered for this machine. One plain line; the crash's
+                # detail in run.log, describe() and `reasoneval doctor`.
+                self._use_plain_kernels("the self-test with cpu_repack=on crashed", str(e))
+                self._log_switch()
                 await self._spawn_all()
             identity = await identity_fut
         except StartFailed as e:
@@ -235,23 +285,31 @@ class LocalEngine:
             "messages": [dict(m) for m in request.messages] if request.messages is not None else None,
             "prompt": request.prompt,
         }
-        worker = await self._pick()
         t0 = time.perf_counter()
-        job_id, fut = worker.submit(job)
-        try:
-            done, _ = await asyncio.wait({fut}, timeout=self.common.timeout_s)
-        except BaseException:  # cancelled: drop the sequence in the worker, free its slot
-            worker.cancel(job_id)
-            raise
-        if not done:
-            worker.cancel(job_id)
-            if time.monotonic() - worker.last_reply > self.common.timeout_s and worker.proc is not None:
-                # Nothing at all from the worker for a whole timeout: it hangs. Kill it; the reader
-                # thread restarts it and fails the other requests it held.
-                worker.proc.kill()
-            raise EngineError(f"local engine request timed out after {self.common.timeout_s:.0f} s (--timeout)",
-                              retryable=True)
-        status, payload = fut.result()
+        while True:
+            worker = await self._pick()
+            job_id, fut = worker.submit(job)
+            try:
+                done, _ = await asyncio.wait({fut}, timeout=self.common.timeout_s)
+            except BaseException:  # cancelled: drop the sequence in the worker, free its slot
+                worker.cancel(job_id)
+                raise
+            if not done:
+                worker.cancel(job_id)
+                if time.monotonic() - worker.last_reply > self.common.timeout_s and worker.proc is not None:
+                    # Nothing at all from the worker for a whole timeout: it hangs. Kill it; the reader
+                    # thread restarts it and fails the other requests it held.
+                    worker.proc.kill()
+                raise EngineError(f"local engine request timed out after {self.common.timeout_s:.0f} s (--timeout)",
+                                  retryable=True)
+            try:
+                status, payload = fut.result()
+            except KernelsSwitched:
+                # Its worker crashed on the repacked kernels and restarts on the plain ones: generate it again
+                # there (same seed, so the same sample the plain kernels give). Not a failure of the run.
+                self._log_switch()
+                continue
+            break
         if status != "ok":
             if "exceed context window" in payload:
                 raise EngineError(f"prompt too long for the local model: {payload}", retryable=False,

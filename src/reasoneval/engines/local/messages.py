@@ -27,3 +27,4 @@ class WorkerConfig:
     cpu_repack: bool
     reuse_prefix: bool = False
     n_batch: int = 512
+    adapt_threads: bool = False  # measure and choose the thread count while decoding (threads.py)

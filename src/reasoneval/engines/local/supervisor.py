@@ -32,6 +32,10 @@ class StartFailed(Exception):
         self.crash = crash
 
 
+class KernelsSwitched(Exception):
+    """The request's worker crashed on kernels its host has since switched away from: submit it again."""
+
+
 STDERR_TAIL_LINES = 8
 
 
@@ -57,6 +61,12 @@ class WorkerHost(Protocol):
         changed (called on the event loop)."""
         ...
 
+    def worker_crashed(self, code: int | None, repacked: bool, message: str) -> bool:
+        """The worker died while generating, with this exit code, on repacked kernels or not (reader thread, before
+        the restart, which loads `config` as it is after this call). True when the host switched to other kernels:
+        the requests the worker held fail with KernelsSwitched (to be submitted again), not an EngineError."""
+        ...
+
 
 class Worker:
     """One worker process, its socket and a reader thread. Runs up to `parallel` requests at once.
@@ -78,6 +88,7 @@ class Worker:
         self.closed = False
         self.load_s: float | None = None
         self.reuse_prefix = False  # what the worker's self-test allowed
+        self.repacked = False  # the process runs llama.cpp's repacked kernels (its config's cpu_repack)
         self.deaths = 0
         self.last_reply = time.monotonic()
         self._ids = itertools.count()
@@ -127,6 +138,7 @@ class Worker:
             raise StartFailed(f"the local engine could not start: {payload}", crash=False)
         self.load_s = payload["load_s"]
         self.reuse_prefix = payload["reuse_prefix"]
+        self.repacked = config.cpu_repack
 
     def stderr_tail(self, n: int = STDERR_TAIL_LINES, limit: int = 1500) -> str:
         """The worker's last stderr lines on one line (it is gone: the pipe is drained first)."""
@@ -188,7 +200,8 @@ class Worker:
                        f"{exit_description(code)} while generating; last lines of its stderr: "
                        f"{self.stderr_tail()}; {self.host.hint(code)}")
             incident = f"local-worker-{self.index}-death-{self.deaths}"
-            if not self._call(loop, self._on_death, message, incident):
+            switched = self.host.worker_crashed(code, self.repacked, message)
+            if not self._call(loop, self._on_death, message, incident, switched):
                 return
             try:
                 self.kill()
@@ -224,13 +237,15 @@ class Worker:
             fut.set_result((status, payload))
         self.host.worker_changed()
 
-    def _on_death(self, message: str, incident: str) -> None:
+    def _on_death(self, message: str, incident: str, switched: bool) -> None:
         self.alive = False
         pending, self.pending = self.pending, {}
         for fut in pending.values():
             if not fut.done():
-                # One worker death fails every request it was serving: one incident for the runner.
-                fut.set_exception(EngineError(message, retryable=True, engine_failure=True, incident=incident))
+                # One worker death fails every request it was serving: one incident for the runner; or, where the
+                # host switched kernels for it, none (the engine submits them again).
+                fut.set_exception(KernelsSwitched(message) if switched else
+                                  EngineError(message, retryable=True, engine_failure=True, incident=incident))
         self.host.worker_changed()
 
     def _on_ready(self) -> None:
