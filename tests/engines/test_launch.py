@@ -261,6 +261,13 @@ def test_cpu_repack_auto_restarts_a_server_whose_repacked_kernels_crash_on_the_p
     assert text
     assert described["cpu_repack"] == "off" and "--no-repack" in described["command"]
     assert "was killed by SIGSEGV in its self-test" in described["cpu_repack_fallback"]
+    # Remembered for this machine (engines/local/kernels.py): the next server starts with --no-repack, no self-test.
+    from reasoneval.engines.local import kernels
+
+    assert kernels.remembered() is not None
+    text, described = asyncio.run(go())
+    assert text and "--no-repack" in described["command"]
+    assert described["cpu_repack_fallback"].startswith("remembered for this machine")
     with pytest.raises(EngineError, match="(?s)SIGSEGV.*cpu_repack=off"):
         asyncio.run(go(cpu_repack="on"))
 

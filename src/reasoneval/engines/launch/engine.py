@@ -33,6 +33,7 @@ from typing import Any, Callable
 import aiohttp
 
 from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.local import kernels
 from reasoneval.engines.local.model import REPACK_MODES
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request
@@ -388,6 +389,11 @@ class LaunchEngine:
         hint = _missing_server_hint(opts.server)
         if hint:
             raise UserError(hint)
+        known = kernels.remembered() if opts.server == "llamacpp" and opts.cpu_repack == "auto" else None
+        if known is not None:  # this machine's repacked kernels crashed before (engines/local/kernels.py)
+            self.repack_fallback = (f"remembered for this machine since {known.recorded}: {known.reason} "
+                                    f"({kernels.cache_path()})")
+            self.opts = opts = dataclasses.replace(opts, cpu_repack="off")
         plan = build_plan(common.model, opts, opts.port or free_port())
         self.plan = plan
         log_dir = Path(common.log_dir) if common.log_dir else Path(tempfile.mkdtemp(prefix="reasoneval-server-"))
@@ -396,12 +402,15 @@ class LaunchEngine:
             crash = await self._start_server(plan, log_dir)
             if crash is not None:
                 # llama.cpp's repacked kernels crashed the server (the AMX ones do on some Intel CPUs): the plain
-                # kernels, as the local engine's cpu_repack=auto does.
+                # kernels, as the local engine's cpu_repack=auto does, remembered for this machine, said in one line.
                 assert self.server is not None
                 self.repack_fallback = (f"the llama.cpp server with its repacked CPU kernels {exit_description(crash)} "
                                         f"in its self-test (log: {self.server.log_path})")
-                log.warning("launch engine: %s. Using cpu_repack=off (llama.cpp's plain CPU kernels) for this run; "
-                            "pass --engine-arg cpu_repack=off to skip the test", self.repack_fallback)
+                kernels.remember_plain("the llama.cpp server's self-test with its repacked kernels crashed",
+                                       self.repack_fallback)
+                log.warning("launch engine: %s (cpu_repack=off; remembered for this machine in %s; the crash: %s)",
+                            kernels.UNSTABLE.format(what=kernels.repacked_kind()), kernels.cache_path(),
+                            self.server.log_path)
                 await asyncio.get_running_loop().run_in_executor(None, self.server.stop)
                 self.opts = opts = dataclasses.replace(opts, cpu_repack="off")
                 plan = self.plan = build_plan(common.model, opts, opts.port or free_port())
