@@ -80,7 +80,7 @@ class Scope:
 
     def inside(self, other: Scope) -> bool:
         return set(self.problems) <= set(other.problems) and (
-            self.n < other.n or (self.n == other.n and self.adaptive == other.adaptive))
+            self.n < other.n or (self.n == other.n and (self.adaptive or not other.adaptive)))
 
 
 def read_store(run_dir: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[tuple[str, str], dict[int, str]]]:

@@ -89,7 +89,7 @@ def _cmd_watch(a: argparse.Namespace) -> int:
     from reasoneval.engines.ray import import_ray
     from reasoneval.fleet.cluster import start_cluster
     from reasoneval.fleet.jobs import load_settings, over_defaults
-    from reasoneval.fleet.watch import WatchOptions, watch_once
+    from reasoneval.fleet.watch import WatchOptions, failed_checkpoints, watch_once
     from reasoneval.report.dashboards import Dashboards, check_backends
 
     root = Path(a.dir)
@@ -101,13 +101,17 @@ def _cmd_watch(a: argparse.Namespace) -> int:
                         state_file=Path(a.state) if a.state else root / ".reasoneval-watch.json", marker=a.marker,
                         stable_s=a.stable_s, job_retries=a.job_retries, grading_workers=a.grading_workers)
     started, notes = start_cluster(a.ray_address, num_gpus=a.num_gpus, num_cpus=a.num_cpus, busy_gpus=a.busy_gpus)
-    for note in notes:
-        log.warning("watch: %s", note)
+    for note in notes:  # a busy GPU left alone is worth a warning; the cluster's size is routine
+        (log.warning if "busy" in note else log.info)("watch: %s", note)
     try:
         while True:
-            watch_once(root, opts)
+            done = watch_once(root, opts)
             if a.once:
-                return 0
+                # exit 3 when a checkpoint of this pass did not finish (as `sweep` does), 0 otherwise
+                failed = failed_checkpoints(root, opts, done)
+                for name in failed:
+                    log.error("watch: %s did not finish (see %s)", name, opts.state_file)
+                return 3 if failed else 0
             time.sleep(a.interval)
     finally:
         opts.dashboards.close()
