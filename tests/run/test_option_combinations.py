@@ -19,7 +19,7 @@ from tests.reliability._helpers import arith_reply, assert_clean_error, cli_inpr
 # Options that apply whatever else is given (each engine checks its own capabilities and --engine-arg keys).
 ALWAYS = {"tasks", "limit", "data", "model", "engine", "api", "engine_args", "seed", "top_k", "min_p", "max_tokens",
           "stop", "extra_body", "system_prompt", "prompt_template", "prompt_style", "num_fewshot", "greedy",
-          "target_se", "concurrency", "schedule", "timeout", "max_retries", "retry_backoff", "output_dir",
+          "target_se", "concurrency", "schedule", "timeout", "max_retries", "retry_backoff", "rate_limit_window", "output_dir",
           "grading_workers", "grading_timeout", "progress", "print_table", "log_to"}
 
 # field -> (flags added to a run of aime24, the error it gets)
