@@ -67,6 +67,11 @@ def _cmd_score(a: argparse.Namespace) -> int:
                  "--answer-field": a.answer_field, "--response-field": a.response_field, "--data-dir": a.data_dir,
                  "--scorer": a.scorer if "scorer" in given_flags(a) else None}
     given = [flag for flag, v in file_only.items() if v is not None]
+    if Path(a.path).is_dir() and given == ["--scorer"]:
+        raise UserError(f"--scorer describe a file of generations; {a.path} is a run directory, graded with the scoring "
+                        "its tasks were run with (config.json), so its figures stay the run's: to grade its responses "
+                        "with another scorer, write them as a file of generations (one row per problem: problem, "
+                        "answer, responses) and `reasoneval score FILE --scorer NAME --output-dir DIR`")
     if Path(a.path).is_dir() and given:
         raise UserError(f"{', '.join(given)} describe a file of generations; {a.path} is a run directory, graded with "
                         "its own tasks and scoring: drop them")
