@@ -272,6 +272,12 @@ def test_watch_once_exits_3_when_a_checkpoint_did_not_finish(tmp_path: Path, mak
     assert r.returncode == 3, r.stderr
     assert "watch: checkpoint-100 did not finish" in r.stderr
     assert not any("WARNING" in line and "is complete: evaluating" in line for line in r.stderr.splitlines())
+    # Results inside the watched folder, among the checkpoints: refused before anything is evaluated.
+    inside = tmp_path / "inside.yaml"
+    inside.write_text(f"tasks: [arith]\nengine: echo\noutput_dir: {root / 'results'}\n")
+    r = cli_inprocess(["watch", str(root), "--settings", str(inside), "--once"], capsys)
+    assert r.returncode == 2 and "the results would go inside the watched folder" in r.stderr, r.stderr
+    assert not (root / "results").exists()
     # A checkpoint that finishes (the echo engine stands in for the model): exit 0.
     settings.write_text(f"tasks: [arith]\nlimit: 2\nn: 1\nengine: echo\noutput_dir: {tmp_path / 'results'}\n")
     (root / "checkpoint-200").mkdir()

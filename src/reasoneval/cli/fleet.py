@@ -96,6 +96,10 @@ def _cmd_watch(a: argparse.Namespace) -> int:
     if not root.is_dir():
         raise UserError(f"{root} is not a folder (watch a folder that checkpoints appear in)")
     settings = over_defaults(load_settings(Path(a.settings)), dashboard_defaults(a))
+    out = Path(str(settings.get("output_dir"))).resolve()
+    if out == root.resolve() or root.resolve() in out.parents:  # (issue 41.8: results/ among the checkpoints)
+        raise UserError(f"the results would go inside the watched folder ({out}), among the checkpoints training "
+                        f"writes: set output_dir in {a.settings} to a folder outside {root}")
     check_backends(settings.get("log_to"), settings.get("log_args"))
     opts = WatchOptions(settings=settings, dashboards=Dashboards(root.resolve().name),
                         state_file=Path(a.state) if a.state else root / ".reasoneval-watch.json", marker=a.marker,
