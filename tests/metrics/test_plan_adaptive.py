@@ -280,9 +280,10 @@ def test_the_plan_is_exact_integers_at_the_rounding_step() -> None:
     a whole number rounds the same way whatever the last bit of the float arithmetic."""
     from reasoneval.metrics.plan_adaptive import SHAPE_UNIT, _scaled
 
-    # scale 20 x shape 1 is exactly 20 (a float bisection ends a hair above and takes 21)
-    assert list(_scaled(20 * SHAPE_UNIT * SHAPE_UNIT, [SHAPE_UNIT, SHAPE_UNIT // 2], 4, 64)) == [20, 10]
-    assert list(_scaled(20 * SHAPE_UNIT * SHAPE_UNIT + 1, [SHAPE_UNIT, SHAPE_UNIT // 2], 4, 64)) == [21, 11]
+    # the scale is an integer multiple of 1/SHAPE_UNIT: scale 20 x shape 1 is exactly 20, one unit more is 21
+    assert list(_scaled(20 * SHAPE_UNIT, [SHAPE_UNIT, SHAPE_UNIT // 2], 4, 64)) == [20, 10]
+    assert list(_scaled(20 * SHAPE_UNIT + 1, [SHAPE_UNIT, SHAPE_UNIT // 2], 4, 64)) == [21, 11]
+    assert list(_scaled(0, [SHAPE_UNIT], 4, 64)) == [4] and list(_scaled(10**30, [1], 4, 64)) == [64]  # clipped
 
 
 def test_the_reported_variance_is_never_below_the_fixed_weight_floor() -> None:
