@@ -446,4 +446,6 @@ def test_sweep_command_warns_once_for_a_failing_backend_and_finishes_every_job(
     assert len(failed) == 1, failed
     run, ml = mlflow_history(uri, "battery")
     assert run.info.run_name == "jobs" and [s for s, _ in ml["arith/pass_at_1"]] == [10, 20, 30]
-    assert (tmp_path / "jobs.yaml.checkpoints.csv").read_text().splitlines()[0].startswith("checkpoint,step,arith/pass@1")
+    # (each job's training run: /ckpt for /ckpt/step_20, none for m-a)
+    assert (tmp_path / "jobs.yaml.checkpoints.csv").read_text().splitlines()[0].startswith(
+        "training_run,checkpoint,step,arith/pass@1")
