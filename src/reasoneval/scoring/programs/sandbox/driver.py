@@ -811,65 +811,65 @@ class Handle:
     another handle). Equality and hashing are the handle's identity and no ordering is defined: no method of the
     candidate's decides what the tests compare (an "always equal" object equals nothing but itself)."""
 
-    __slots__ = ("_number", "_class", "__weakref__")
+    __slots__ = ("_reasoneval_number", "_reasoneval_class", "__weakref__")  # (names no test reads)
 
     def __init__(self, number, cls):
-        object.__setattr__(self, "_number", number)
-        object.__setattr__(self, "_class", cls)
+        object.__setattr__(self, "_reasoneval_number", number)
+        object.__setattr__(self, "_reasoneval_class", cls)
 
-    def _ask(self, op, **values):
-        return _LINK.ask({"op": op, "h": object.__getattribute__(self, "_number")}, **values)
+    def _reasoneval_ask(self, op, **values):
+        return _LINK.ask({"op": op, "h": object.__getattribute__(self, "_reasoneval_number")}, **values)
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):  # what Python's machinery probes for stays here
             raise AttributeError(name)
-        return _LINK.ask({"op": "getattr", "h": object.__getattribute__(self, "_number"), "name": name})
+        return _LINK.ask({"op": "getattr", "h": object.__getattribute__(self, "_reasoneval_number"), "name": name})
 
     def __setattr__(self, name, value):
-        _LINK.ask({"op": "setattr", "h": object.__getattribute__(self, "_number"), "name": name}, value=value)
+        _LINK.ask({"op": "setattr", "h": object.__getattribute__(self, "_reasoneval_number"), "name": name}, value=value)
 
     def __delattr__(self, name):
-        _LINK.ask({"op": "delattr", "h": object.__getattribute__(self, "_number"), "name": name})
+        _LINK.ask({"op": "delattr", "h": object.__getattribute__(self, "_reasoneval_number"), "name": name})
 
     def __call__(self, *args, **kwargs):
-        return self._ask("call", args=list(args), kwargs=dict(kwargs))
+        return self._reasoneval_ask("call", args=list(args), kwargs=dict(kwargs))
 
     def __len__(self):
-        n = self._ask("len")
+        n = self._reasoneval_ask("len")
         if type(n) is not int or n < 0:
             raise TypeError("len() of the candidate's object is not a non-negative int")
         return n
 
     def __bool__(self):
-        b = self._ask("bool")
+        b = self._reasoneval_ask("bool")
         if type(b) is not bool:
             raise TypeError("the candidate's object has no truth value")
         return b
 
     def __str__(self):
-        text = self._ask("str")
+        text = self._reasoneval_ask("str")
         if type(text) is not str:
             raise TypeError("str() of the candidate's object is not a str")
         return text
 
     def __repr__(self):
-        return f"<the candidate's {object.__getattribute__(self, '_class')} object>"
+        return f"<the candidate's {object.__getattribute__(self, '_reasoneval_class')} object>"
 
     def __iter__(self):
-        items = self._ask("iter")
+        items = self._reasoneval_ask("iter")
         return iter(items if type(items) is list else ())
 
     def __contains__(self, value):
-        return self._ask("contains", value=value) is True
+        return self._reasoneval_ask("contains", value=value) is True
 
     def __getitem__(self, key):
-        return self._ask("getitem", key=key)
+        return self._reasoneval_ask("getitem", key=key)
 
     def __setitem__(self, key, value):
-        self._ask("setitem", key=key, value=value)
+        self._reasoneval_ask("setitem", key=key, value=value)
 
     def __delitem__(self, key):
-        self._ask("delitem", key=key)
+        self._reasoneval_ask("delitem", key=key)
 
     # identity: object's own __eq__/__hash__ (inherited); no ordering
 
@@ -881,7 +881,7 @@ def _trusted_opaque(x):
     """On the trusted side: a handle or a name proxy crosses as its reference; nothing else of the tests' does."""
     t = type(x)
     if t is Handle:
-        return {"h": object.__getattribute__(x, "_number")}
+        return {"h": object.__getattribute__(x, "_reasoneval_number")}
     if t is _NameProxy:
         return {"g": x.__name__}
     raise NotPlain(f"a {t.__name__} is not a plain built-in value")
