@@ -61,34 +61,68 @@ def _assert_coins_rate(scores: Sequence[Any], runs: int, n: int) -> None:
 
 PATCH_EVERY_PROCESS = '''
 def reroll():
-    """Open every process's mem for writing (bubblewrap's init was PID 1 of the sandbox, dumpable, of the
-    candidate's uid) and overwrite its writable memory, so that it dies after the verdict; bwrap's start failure on
-    stderr beside it (the text the harness used to read as a sandbox that never started)."""
+    """The audit's patch, for every process this candidate can open for writing: bubblewrap's init (PID 1 of the
+    sandbox before issue 40, dumpable, of the candidate's uid) keeps its child's PID on its stack and exits with the
+    child's status only when `wait` returns that PID; overwritten, it exits 1 once the driver is gone, which the
+    harness read, with bwrap's start failure first on stderr, as a sandbox that never started."""
+    import struct
+    os.write(2, b"bwrap: Creating new namespace failed: Resource temporarily unavailable\\n")
     me = os.readlink("/proc/self")
-    for p in os.listdir("/proc"):
-        if not p.isdigit() or p == me:
-            continue
+    numbers = [int(p) for p in os.listdir("/proc") if p.isdigit() and p != me]
+    for p in numbers:
         try:
-            fd = os.open("/proc/%s/mem" % p, os.O_RDWR)
+            fd = os.open("/proc/%d/mem" % p, os.O_RDWR)
         except OSError:
             continue
         try:
-            for line in open("/proc/%s/maps" % p):
-                addr, perms = line.split()[:2]
-                if "w" in perms:
-                    lo, hi = (int(x, 16) for x in addr.split("-"))
-                    try:
-                        os.pwrite(fd, b"\\xff" * min(hi - lo, 1 << 16), lo)
-                    except OSError:
-                        pass
+            for line in open("/proc/%d/maps" % p):
+                fields = line.split()
+                if fields[-1] != "[stack]":
+                    continue
+                lo, hi = (int(x, 16) for x in fields[0].split("-"))
+                stack = os.pread(fd, hi - lo, lo)
+                for q in numbers:
+                    if q == p:
+                        continue
+                    needle = struct.pack("<i", q)
+                    at = stack.find(needle)
+                    while at >= 0:
+                        if at % 4 == 0:
+                            os.pwrite(fd, struct.pack("<i", 0x7ffffff0), lo + at)
+                        at = stack.find(needle, at + 1)
         except OSError:
             pass
         os.close(fd)
-    os.write(2, b"bwrap: Creating new namespace failed: Resource temporarily unavailable\\n")
 '''
 
 
+@pytest.fixture
+def a_patched_init(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the audit's patch of bubblewrap's init achieved, made by the test (no process is left to patch, and
+    this test's own patch is cruder than the audit's): once the driver is done, the sandbox's first process exits 1
+    whenever the program's stderr starts with bwrap's text."""
+    real = sandbox_run.Sandbox.command
+    script = '"$@"; rc=$?; case "$(head -c 6 /proc/self/fd/2)" in bwrap:) exit 1;; esac; exit $rc'
+
+    def command(self: Any, *args: Any, **kwargs: Any) -> list[str]:
+        return ["/bin/sh", "-c", script, "sh"] + real(self, *args, **kwargs)
+
+    monkeypatch.setattr(sandbox_run.Sandbox, "command", command)
+
+
 def test_patching_the_sandboxs_processes_cannot_reroll_a_coin(mode: str, he0: Problem) -> None:
+    """The patch itself, from inside: nothing to patch (else the rate would show it)."""
+    texts = [_coin(i, "reroll").replace("import os, sys, signal\n", "import os, sys, signal\n" + PATCH_EVERY_PROCESS)
+             for i in range(N)]
+    scores, runs = score_counting_runs([he0] * N, texts, workers=2)
+    _assert_coins_rate(scores, runs, N)
+
+
+def test_a_patched_init_exiting_1_after_the_verdict_cannot_reroll_a_coin(mode: str, he0: Problem,
+                                                                       a_patched_init: None) -> None:
+    """The patch's effect, as if it had worked: the sandbox exits 1 after the driver's verdict, bwrap's start
+    failure first on stderr, on every tails. Before issue 40 the harness ran each such program again (a sandbox
+    that never started); now the `started` line says the candidate ran, and its verdict stands."""
     texts = [_coin(i, "reroll").replace("import os, sys, signal\n", "import os, sys, signal\n" + PATCH_EVERY_PROCESS)
              for i in range(N)]
     scores, runs = score_counting_runs([he0] * N, texts, workers=2)
