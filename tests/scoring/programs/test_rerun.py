@@ -61,10 +61,10 @@ def _assert_coins_rate(scores: Sequence[Any], runs: int, n: int) -> None:
 
 PATCH_EVERY_PROCESS = '''
 def reroll():
-    """The audit's patch, for every process this candidate can open for writing: bubblewrap's init (PID 1 of the
-    sandbox before issue 40, dumpable, of the candidate's uid) keeps its child's PID on its stack and exits with the
-    child's status only when `wait` returns that PID; overwritten, it exits 1 once the driver is gone, which the
-    harness read, with bwrap's start failure first on stderr, as a sandbox that never started."""
+    """A guess at the audit's patch (not public), for every process this candidate can open for writing:
+    bubblewrap's init (PID 1 of the sandbox before issue 40, dumpable, of the candidate's uid) exits with its
+    child's status only when `wait` returns the child's PID, else 1; every other process's PID on its stack is
+    overwritten. An exit 1 with bwrap's start failure first on stderr read as a sandbox that never started."""
     import struct
     os.write(2, b"bwrap: Creating new namespace failed: Resource temporarily unavailable\\n")
     me = os.readlink("/proc/self")
