@@ -22,4 +22,18 @@ def test_doctor_says_the_mode_the_judge_and_the_memory_bound(mode: str, capsys: 
                                                       else "setpriv --pdeathsig KILL")
     assert main(["doctor", "--sandbox", mode, "--json"]) == 0
     facts = json.loads(capsys.readouterr().out)
+    local = {k: facts.pop(k) for k in list(facts) if k.startswith("local_kernels")}
     assert facts == sandbox.describe()
+    assert local["local_kernels"].startswith("repacked") and local["local_kernels_cache"]
+
+
+def test_doctor_says_which_kernels_the_embedded_model_uses_and_why(capsys: pytest.CaptureFixture[str]) -> None:
+    """A machine whose repacked llama.cpp kernels crashed (engines/local/kernels.py): doctor has the crash's detail."""
+    from reasoneval.engines.local import kernels
+
+    kernels.remember_plain("the self-test with cpu_repack=on crashed", "worker killed by SIGILL: Illegal instruction")
+    assert main(["doctor", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["local_kernels"].startswith("plain since") and "self-test" in facts["local_kernels"]
+    assert facts["local_kernels_detail"] == "worker killed by SIGILL: Illegal instruction"
+    assert str(kernels.cache_path()) in facts["local_kernels_cache"]
