@@ -67,7 +67,7 @@ def _pack(d: dict[str, Any]) -> str:
     z = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # wbits 31: a gzip stream, as DecompressionStream wants
     head = {"problem": d.get("problem") or "", "answer": d.get("answer") or ""}
     parts = [z.compress((json.dumps(head, ensure_ascii=False)[:-1] + ',"samples":[').encode("utf-8"))]
-    details = d.get("details") or [None] * len(d["sample_indices"])  # type: ignore[operator]
+    details = d.get("details") or [None] * len(d["sample_indices"])
     for n, (i, txt, e, c, st, sd, tk, fr, dt) in enumerate(zip(
             d["sample_indices"], d["responses"], d["extracted"], d["correct"], d["grade_status"], d["seeds"],
             d["completion_tokens"], d["finish_reasons"], details)):

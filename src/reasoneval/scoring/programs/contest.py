@@ -291,7 +291,7 @@ class ContestScorer:
         return results
 
 
-_VERDICT_KEYS = {"verdict": str, "passed": int, "ran": int, "total": int, "first": int, "cpu": (int, float),
+_VERDICT_KEYS: dict[str, Any] = {"verdict": str, "passed": int, "ran": int, "total": int, "first": int, "cpu": (int, float),
                  "detail": str}
 
 

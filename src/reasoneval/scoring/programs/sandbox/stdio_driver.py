@@ -104,7 +104,7 @@ class _ScanContext:
         raise ValueError("JSON constant " + name)
 
 
-_scan = _json.make_scanner(_ScanContext())
+_scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
 
 
 def loads(text):
@@ -355,7 +355,8 @@ class Keeper:
                 pass
         # several programs (samples of one problem) may share the sandbox: each compiled once, run one at a time,
         # with every process and file of the one before gone (_fresh)
-        self.programs, errors = [], []
+        self.programs: list = []
+        errors: list = []
         for code in self.part["codes"]:
             try:
                 self.programs.append(compile(code, "<solution>", "exec"))
@@ -461,7 +462,7 @@ class Keeper:
         return self._exchange(args_bytes, lim)
 
     def _exchange(self, request, lim, load=False):
-        pid, req_w, resp_r, err_r = self.server
+        pid, req_w, resp_r, err_r = self.server  # type: ignore[misc]
         start = time.monotonic()
         cpu0 = _cpu_of(pid) or 0.0
         if request is not None:
@@ -471,7 +472,7 @@ class Keeper:
                 pass
         os.set_blocking(resp_r, False)
         buf = b""
-        err = []
+        err: list = []
         cpu_limit = lim["cpu_s"] * (3 if load else 1)
         wall_limit = lim["wall_s"] * (3 if load else 1)
         end = None
@@ -543,7 +544,9 @@ class Keeper:
         os.set_blocking(out_r, False)
         os.set_blocking(err_r, False)
         view = memoryview(data)
-        out, err, out_len = [], [], 0
+        out: list = []
+        err: list = []
+        out_len = 0
         max_output = lim.get("max_output", 1 << 26)
         end, status, usage = None, None, None
         open_fds = [out_r, err_r]
@@ -565,13 +568,13 @@ class Keeper:
             r = [fd for fd in r if fd not in exited]
             if w:
                 try:
-                    view = view[os.write(writing, view[:1 << 16]):]
+                    view = view[os.write(writing, view[:1 << 16]):]  # type: ignore[arg-type]
                 except BlockingIOError:
                     pass
                 except OSError:  # the program closed its stdin or exited: the rest is not read
                     view = view[:0]
                 if not view:
-                    os.close(writing)
+                    os.close(writing)  # type: ignore[arg-type]
                     writing = None
             for fd in r:
                 try:
