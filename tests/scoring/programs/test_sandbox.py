@@ -12,12 +12,20 @@ from pathlib import Path
 import pytest
 
 from reasoneval.scoring.programs.sandbox import Limits, Sandbox, SandboxPool
+from reasoneval.scoring.programs.sandbox import run as sandbox_run
 
 LIMITS = Limits(timeout_s=2.0, nproc=16, memory_mb=512, file_size_mb=4, tmp_mb=16)
 
 
-def _sandboxed_processes() -> list[int]:
-    """Live processes running a sandboxed program (`<python> -I -`, the sandbox's command line)."""
+def _sandboxed_processes(everyone: bool = False) -> list[int]:
+    """Live processes running a sandboxed program (`<python> -I -`, the sandbox's command line). As root, only those
+    of this process's own block of sandbox uids (or still root, before the fallback's boot drops to its uid), unless
+    `everyone`: the sandboxes of other processes on a shared machine (another evaluation, another test run) are not
+    this one's to find."""
+    ours = None
+    if os.geteuid() == 0 and not everyone:
+        base = sandbox_run.uid_base()
+        ours = {str(u) for u in range(base, base + sandbox_run.UID_BLOCK)} | {"0"}
     out = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -25,9 +33,11 @@ def _sandboxed_processes() -> list[int]:
         try:
             argv = (d / "cmdline").read_bytes().split(b"\0")
             state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
+            uid = next((line.split()[1] for line in (d / "status").read_text().splitlines()
+                        if line.startswith("Uid:")), "")
+        except (OSError, IndexError):
             continue
-        if argv[1:3] in ([b"-I", b"-"], [b"-I", b"-c"]) and state != "Z":
+        if argv[1:3] in ([b"-I", b"-"], [b"-I", b"-c"]) and state != "Z" and (ours is None or uid in ours):
             out.append(int(d.name))
     return out
 

@@ -1,14 +1,14 @@
 """`code`: a response's program, run against the problem's tests in the sandbox (reasoneval.scoring.programs.sandbox).
 
-Tests and candidate apart (scoring/programs/sandbox/driver.py, docs/sandbox.md): in each sandbox a trusted driver forks the
-candidate's process (HumanEval: the problem's prompt + the extracted code; MBPP: the test imports + the code)
-and runs the tests in its own interpreter, calling the candidate through pipes with values as plain data; its
-verdict, one exact ASCII line, comes back on a channel the candidate never holds. MBPP tasks whose tests need
-the candidate's own objects run in a flagged shared mode. Programs run in the sandbox pool (bounded
-concurrency, one fresh sandbox each), once: a program runs again only when the harness saw a cause outside it
-end the run (the host's OOM killer) or the driver could not start it. Results are cached in the run's
-`code_runs.jsonl`, keyed by program, tests, limits and versions, so a resumed or re-scored run does not run
-them again. Which part of an unfenced HumanEval answer is the program is decided in a worker under a time
+Tests and candidate apart (scoring/programs/sandbox/driver.py, docs/sandbox.md): in each sandbox a trusted driver
+forks the candidate's process (HumanEval: the problem's prompt + the extracted code; MBPP: the test imports + the
+code) and runs the tests in its own interpreter, calling the candidate through pipes with values as plain data;
+its verdict, one exact ASCII line after a `started` line, comes back on a channel the candidate never holds.
+Objects of the candidate's own classes stay in its process: the tests hold handles to them (no shared mode).
+Programs run in the sandbox pool (bounded concurrency, one fresh sandbox each), once: a program runs again only
+when its candidate never started (the driver's `started` line, before any of its code, is missing). Results are
+cached in the run's `code_runs.jsonl`, keyed by program, tests, limits and versions, so a resumed or re-scored
+run does not run them again. Which part of an unfenced HumanEval answer is the program is decided in a worker under a time
 budget (unfenced.py).
 """
 
@@ -35,8 +35,8 @@ from reasoneval.serial import JsonRecord
 CODE_SCORER_VERSION = "3"  # 3: an unfenced answer's cut found with at most three parses (unfenced.py)
 CODE_RUNS_FILE = "code_runs.jsonl"
 STDERR_EXCERPT = 1200
-# runs again when the harness saw an outside cause end a run (the program can cause none of these)
-OUTSIDE_CAUSE_RETRIES = 2
+# runs again when its candidate never started (the driver's `started` line missing: no code of its had run)
+START_RETRIES = 2
 
 # A fence's info string: the language word after the backticks (```python, ``` py3, ```c++ ...).
 _FENCE_LANG = re.compile(r"[ \t]*([\w+#.-]*)")
@@ -110,32 +110,32 @@ _DEFINES_ANY = re.compile(r"^[^\S\n]*def\s+\w+\s*\(", re.MULTILINE)
 class TestProgram:
     """What runs for one sample (scoring/programs/sandbox/driver.py): the candidate's module, and the tests that judge it.
 
-    Split (the default): the tests run in a trusted interpreter of their own, after `prelude` (trusted text:
-    HumanEval's prompt, MBPP's test imports), with each name of `proxies` calling into the candidate's process;
-    values cross as data. shared: the tests need the candidate's objects (MBPP test_setup_code, tests that use
-    the candidate's classes or pass functions), so they run in the candidate's own namespace (flagged).
+    The tests always run in a trusted interpreter of their own: `prelude` (trusted text: HumanEval's prompt, MBPP's
+    test imports), each name of `proxies` calling into the candidate's process, each name of `constants` bound to
+    the candidate's value of it, then `setup` (MBPP's test_setup_code) and the tests. Values cross as data; the
+    candidate's own objects stay in its process and the tests hold handles to them.
     """
 
-    code: str  # the candidate's module (HumanEval: prompt + completion; MBPP: test imports + code [+ setup])
+    code: str  # the candidate's module (HumanEval: prompt + completion; MBPP: test imports + code)
     tests: tuple[str, ...]
     prelude: str = ""
     proxies: tuple[str, ...] = ()
-    shared: bool = False
     # the response's own code (the Score's answer; `code` may have the problem's prompt before it)
     candidate: str = ""
+    setup: str = ""
+    constants: tuple[str, ...] = ()
 
     def key(self, limits: Limits, mode: str) -> str:
         blob = json.dumps([CODE_SCORER_VERSION, SANDBOX_VERSION, mode, limits.key(), self.code, self.prelude,
-                           list(self.proxies), self.shared, list(self.tests)])
+                           list(self.proxies), self.setup, list(self.constants), list(self.tests)])
         return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
     def stdin(self) -> bytes:
         """The driver's input: the candidate's part (length-prefixed), then the trusted part (ASCII JSON)."""
-        cand = {"code": self.code, "preload": _imported_modules(self.prelude),
-                **({"shared": list(self.tests)} if self.shared else {})}
+        cand = {"code": self.code, "preload": _imported_modules(self.prelude)}
         head = json.dumps(cand, ensure_ascii=True).encode("ascii")
-        trusted = json.dumps({"prelude": self.prelude, "tests": list(self.tests), "proxies": list(self.proxies),
-                              "shared": self.shared}, ensure_ascii=True).encode("ascii")
+        trusted = json.dumps({"prelude": self.prelude, "proxies": list(self.proxies), "globals": list(self.constants),
+                              "setup": self.setup, "tests": list(self.tests)}, ensure_ascii=True).encode("ascii")
         return b"%012d" % len(head) + head + trusted
 
 
@@ -172,44 +172,61 @@ def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
     return read, bound
 
 
-def mbpp_split(reference: str, tests: Sequence[str], imports: str, setup: str) -> tuple[str, tuple[str, ...]] | None:
+@dataclass(frozen=True)
+class MbppSplit:
+    """How an MBPP task's tests run apart from the candidate (TestProgram's trusted fields)."""
+
+    prelude: str
+    proxies: tuple[str, ...]
+    constants: tuple[str, ...]
+
+
+def mbpp_split(reference: str, tests: Sequence[str], imports: str, setup: str) -> MbppSplit:
     """How MBPP tests run apart from the candidate, decided from the benchmark's own text only (its reference
-    solution and tests, never the response): (trusted prelude, names to call in the candidate), or None when
-    the tests need the candidate's objects (shared mode): test_setup_code, a lambda, a name of the reference
-    that is not a function (a class, a constant), a function passed around rather than called."""
-    if setup.strip():
-        return None
+    solution, tests and set-up, never the response). Every name the tests and set-up read and do not bind, import
+    or find among the builtins is the candidate's: a function or class (or an unknown name) becomes a name proxy
+    (a call of the candidate's object of that name; a class's instances stay in its process as handles), a
+    constant of the reference a global fetched from the candidate; an import of the reference joins the prelude.
+    A name of the reference shadows the builtin of that name (mbpp-125's `sum`)."""
     try:
         ref = ast.parse(reference)
-        trees = [ast.parse(t) for t in tests]
-        imp = ast.parse(imports)
     except (SyntaxError, ValueError):
-        return None
-    functions = {n.name for n in ref.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        ref = ast.parse("")
+    trees = []
+    for code in (*tests, setup):
+        try:
+            trees.append(ast.parse(code))
+        except (SyntaxError, ValueError):
+            continue  # a test that does not parse fails in the driver as it is
+    try:
+        _, imported = _names(ast.parse(imports))
+    except (SyntaxError, ValueError):
+        imported = set()
+    callables = {n.name for n in ref.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    constants = {t.id for n in ref.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
     ref_imports = {(a.asname or a.name).split(".")[0]: ast.get_source_segment(reference, n) or ""
                    for n in ref.body if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    _, imported = _names(imp)
-    proxies: set[str] = set()
-    prelude = [imports]
+    bound: set[str] = set()
+    read: set[str] = set()
     for tree in trees:
-        if any(isinstance(n, ast.Lambda) for n in ast.walk(tree)):
-            return None
-        called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-        read, bound = _names(tree)
-        for name in sorted(read - bound - imported - set(dir(builtins))):
-            if name in functions and name in called and sum(
-                    1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name) == sum(
-                    1 for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                    and n.func.id == name):
-                proxies.add(name)
-            elif name in ref_imports and name not in functions:
-                if ref_imports[name] not in prelude:
-                    prelude.append(ref_imports[name])
-            else:
-                return None
-    if not proxies:
-        return None
-    return "\n".join(p for p in prelude if p), tuple(sorted(proxies))
+        r, b = _names(tree)
+        read |= r
+        bound |= b
+    proxies: set[str] = set()
+    remote: set[str] = set()
+    prelude = [imports]
+    for name in sorted(read - bound - imported):
+        if name in callables:
+            proxies.add(name)
+        elif name in constants:
+            remote.add(name)
+        elif name in ref_imports:
+            if ref_imports[name] not in prelude:
+                prelude.append(ref_imports[name])
+        elif name not in dir(builtins):
+            proxies.add(name)  # not the reference's: whatever the candidate has of that name, called
+    return MbppSplit("\n".join(p for p in prelude if p), tuple(sorted(proxies)), tuple(sorted(remote)))
 
 
 def _humaneval_module(prompt: str, code: str, entry: str | None) -> str:
@@ -245,10 +262,8 @@ def build_program(problem: Problem, response: str,
         imports = "\n".join(map(str, pl.get("test_imports") or []))
         setup = str(pl.get("test_setup_code") or "")
         split = mbpp_split(str(pl.get("code") or ""), tests, imports, setup)
-        if split is None:
-            return TestProgram(code=f"{imports}\n{code}\n{setup}", tests=tests, shared=True, candidate=code)
-        return TestProgram(code=f"{imports}\n{code}\n", tests=tests, prelude=split[0], proxies=split[1],
-                           candidate=code)
+        return TestProgram(code=f"{imports}\n{code}\n", tests=tests, prelude=split.prelude, proxies=split.proxies,
+                           constants=split.constants, setup=setup, candidate=code)
     raise UserError(f"code scorer: problem {problem.id} of task {problem.task} has neither HumanEval fields "
                     "(prompt, test, entry_point) nor MBPP fields (test_list)")
 
@@ -271,16 +286,25 @@ class CodeRun(JsonRecord):
     outcome: RunOutcome
 
 
-# The driver's whole stdout (a channel only the trusted side holds): exactly one line of ASCII digits.
-_VERDICT = re.compile(r"([0-9]{1,9}) ([0-9]{1,9}) (ok|exited|killed|error)\n", re.ASCII)
+# The driver's verdict channel (a pipe only the trusted side holds): `started\n` once the candidate's process
+# exists and just before any of its code runs, then one line of ASCII digits (driver.py, "The verdict channel").
+STARTED = "started\n"
+_VERDICT = re.compile(r"([0-9]{1,9}) ([0-9]{1,9}) (ok|exited|killed)\n", re.ASCII)
+
+
+def started(r: ProgramResult) -> bool:
+    """The driver said that the candidate's code was about to run: from then on the run's verdict stands (no exit
+    status, stderr text, OOM kill or exit of any process of the sandbox makes it run again)."""
+    return (r.channel or "").startswith(STARTED)
 
 
 def judge(r: ProgramResult, total: int) -> RunOutcome:
-    """A sandboxed driver run -> its outcome. Passed = exit 0, and the verdict says every test passed."""
+    """A sandboxed driver run -> its outcome. Passed = the candidate started, exit 0, and the verdict says every
+    test passed. A run whose candidate never started is a `sandbox_error` (the scorer runs it again)."""
     stderr = r.stderr[-STDERR_EXCERPT:]
-    m = _VERDICT.fullmatch(r.channel or "")
-    if r.status == "error" or (m is not None and m.group(3) == "error"):  # the candidate never ran
+    if not started(r):  # the candidate never ran: whatever happened is the sandbox's (or the machine's)
         return RunOutcome("sandbox_error", None, total, r.returncode, stderr)
+    m = _VERDICT.fullmatch((r.channel or "")[len(STARTED):])
     if r.status == "timeout":
         return RunOutcome("timeout", None, total, r.returncode, stderr)
     if m is None or int(m.group(2)) != total:
@@ -339,8 +363,7 @@ class CodeScorer:
 
     Settings: timeout_s (wall clock per program, default 5), memory_mb (address space, default 1024).
     Details per sample: result (passed | failed | exited_early | timeout | no_code | sandbox_error |
-    harness_error: ...), tests_passed / tests_total, returncode, stderr (an excerpt), shared_interpreter (true
-    for MBPP tasks run in the shared mode).
+    harness_error: ...), tests_passed / tests_total, returncode, stderr (an excerpt).
     """
 
     name = "code"
@@ -387,18 +410,18 @@ class CodeScorer:
             if o.result.startswith("harness_error"):
                 status = "error"
             correct = o.result == "passed"
-            details = {**o.to_json_dict(), **({"shared_interpreter": True} if prog.shared else {})}
-            out.append(Score(correct, correct, prog.candidate, status, details))
+            out.append(Score(correct, correct, prog.candidate, status, o.to_json_dict()))
         return out
 
     def _run(self, pool: SandboxPool, todo: dict[str, TestProgram]) -> dict[str, RunOutcome]:
-        """Run the programs, each once. One runs again (up to OUTSIDE_CAUSE_RETRIES times) only when the harness
-        saw a cause outside the program: the host's OOM killer ended the run, or the driver could not start the
-        candidate. Anything else that ends a run without a verdict, or kills the candidate, is the program's own
-        failure: the candidate cannot reach its driver (docs/sandbox.md), so nothing it does can earn a re-run."""
+        """Run the programs, each once. One runs again (up to START_RETRIES times) only when its candidate never
+        started: the driver's `started` line, written on a channel the candidate never holds before any of its
+        code runs, is missing (the sandbox failed to start, a fork was refused, a timeout or OOM kill came first).
+        Once it is there the verdict stands, whatever ends the run: nothing the program writes or does can earn
+        it a re-run (docs/sandbox.md, "Re-runs")."""
         fresh: dict[str, RunOutcome] = {}
         pending = dict(todo)
-        for attempt in range(OUTSIDE_CAUSE_RETRIES + 1):
+        for attempt in range(START_RETRIES + 1):
             if not pending:
                 break
             items = list(pending.items())
@@ -414,20 +437,9 @@ class CodeScorer:
                     fresh[k] = judge(r, len(prog.tests))
                 except Exception as e:
                     fresh[k] = RunOutcome(_harness_error(e), None, len(prog.tests), r.returncode, "")
-                if attempt < OUTSIDE_CAUSE_RETRIES and _outside_cause(r):
+                if attempt < START_RETRIES and not started(r):
                     pending[k] = prog
         return fresh
-
-
-def _outside_cause(r: ProgramResult) -> bool:
-    """The harness saw a cause outside the program end this run: the driver reported that it could not start the
-    candidate (before any of the candidate's code ran), or the host's OOM killer ended a process of the run that
-    then gave no verdict or a killed candidate. A kill from another process the harness cannot name, or the
-    program's own death, is not one."""
-    m = _VERDICT.fullmatch(r.channel or "")
-    if m is not None and m.group(3) == "error":
-        return True
-    return r.outside_kill is not None and r.status != "timeout" and (m is None or m.group(3) == "killed")
 
 
 def _harness_error(e: BaseException) -> str:

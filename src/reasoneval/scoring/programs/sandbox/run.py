@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 # Bump when the sandbox's rules (limits, environment, pass criterion) change: cached code grades are keyed on it.
 # 3: the candidate in a PID namespace of its own, run as a module other than __main__; sets keep their order,
 # built-in subclasses cross; no re-run the program can cause; the fallback's read-only file system.
-SANDBOX_VERSION = "3"
+# 4: the driver's `started` line (no re-run after it), control-flow exceptions cross as CandidateError.
+SANDBOX_VERSION = "4"
 NOBODY = 65534
 # As root, sandbox slot i runs as uid/gid base + i (no account needed): RLIMIT_NPROC counts per uid, so a fork
 # bomb in one sandbox cannot starve the sandboxes running beside it. Each reasoneval process reserves a block of
@@ -98,7 +99,8 @@ class ProgramResult:
     wall_s: float
     # what the program wrote to its private channel (Sandbox.run with `stdin`: the trusted driver's verdict)
     channel: str | None = None
-    # a cause outside the program that the harness saw end it (the host's OOM killer), or None
+    # an OOM kill during the run that the harness saw, outside this sandbox where its cgroup can tell (a note for
+    # the record: never a reason to run a program again once its candidate started; docs/sandbox.md), or None
     outside_kill: str | None = None
 
     @property
@@ -400,6 +402,10 @@ class Sandbox:
         # the trusted driver keeps CAP_SYS_ADMIN in the sandbox's user namespace for one unshare(CLONE_NEWPID)
         # (the candidate's PID namespace), then drops every capability before it forks (driver.py)
         caps = ["--cap-drop", "ALL"] + (["--cap-add", "CAP_SYS_ADMIN"] if driver else [])
+        # the driver is the sandbox's PID 1 (no bwrap init beside it: that process ran as the candidate's uid,
+        # dumpable, and the candidate could open its /proc/1/mem for writing), non-dumpable from its first line,
+        # as in the fallback; its own children are the candidate's namespace's init, which reaps for it
+        caps += ["--as-pid-1"] if driver else []
         args = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
                 *caps, "--ro-bind", "/usr", "/usr",
                 # a private /var/tmp (as in the fallback; before an interpreter's binds, which may be under it)
@@ -503,9 +509,11 @@ class Sandbox:
                 r = self._run(source, limits, Path(host_tmp), slot, stdin)
             finally:
                 shutil.rmtree(host_tmp, ignore_errors=True)
-            # A namespace or process limit hit while the kernel still tears down a previous sandbox of this
-            # uid (a fork bomb's thousands of exits take a moment): try again shortly.
-            if r.status != "error" or "Resource temporarily unavailable" not in r.stderr:
+            # A plain program (stdin None: the probes, never a scored program) whose bwrap hit a namespace or
+            # process limit while the kernel still tears down a previous sandbox of this uid: try again shortly.
+            # A driver run is never run again here: only the scorer decides, from the driver's `started` line
+            # (scorer.py), and nothing the program writes (stderr) or does (its exit status) takes part.
+            if stdin is not None or r.status != "error" or "Resource temporarily unavailable" not in r.stderr:
                 return r
             time.sleep(0.2 * (attempt + 1))
         return r
@@ -601,24 +609,36 @@ class Sandbox:
             _reap_orphans_of(uid)
         wall = time.monotonic() - start
         stdout, stderr = _read_capped(out), _read_capped(err)
+        # OOM kills, for the record only: no OOM kill makes a program run again once its candidate has started
+        # (scorer.py); one inside the sandbox is the program's memory failure, whatever bound it reached
         outside = None
+        host_rose = host_oom_kills() > host_ooms
         if cgroup is not None:
             after = self.cgroups.events(cgroup)
             if after.get("oom", 0) > events.get("oom", 0):
                 stderr += f"\nsandbox: the program reached its memory bound ({limits.memory_mb} MiB, cgroup memory.max)\n"
             elif after.get("oom_kill", 0) > events.get("oom_kill", 0):
-                outside = "the host's OOM killer ended a process of the sandbox"
-        elif host_oom_kills() > host_ooms:
-            outside = "the host's OOM killer ended a process during the run"
+                stderr += "\nsandbox: an OOM killer ended a process of the program (another memory bound than its own)\n"
+            elif host_rose:
+                outside = "an OOM killer ended a process outside this sandbox during the run"
+        elif host_rose:
+            outside = "an OOM killer ended a process during the run (this sandbox's or another's: no cgroup to tell)"
         channel = None
         if chan_r >= 0:
+            # every process that held the write end is gone (the sandbox's PID 1 took its namespace with it)
             os.set_blocking(chan_r, False)
+            data = b""
             try:
-                channel = os.read(chan_r, 4096).decode("ascii", errors="replace")
+                while len(data) < 4096:
+                    chunk = os.read(chan_r, 4096 - len(data))
+                    if not chunk:
+                        break
+                    data += chunk
             except BlockingIOError:
-                channel = ""
+                pass
             finally:
                 os.close(chan_r)
+            channel = data.decode("ascii", errors="replace")
         if timed_out:
             status = "timeout"
         elif rc == 0:
