@@ -263,8 +263,7 @@ class ContestScorer:
 
     def _run(self, todo: dict[str, ContestProgram]) -> dict[str, ContestOutcome]:
         """Run the programs, samples of one problem together in batches of at most BATCH, the batches in parallel
-        across the pool's sandboxes. A batch runs again (up to twice) only when the harness saw a cause outside it
-        end the run (the host's OOM killer)."""
+        across the pool's sandboxes, each once (a sandbox error is not cached: the next scoring runs it again)."""
         if not todo:
             return {}
         pool = sandbox_pool(self.context)
@@ -277,11 +276,8 @@ class ContestScorer:
 
         def one(items: list[tuple[str, ContestProgram]]) -> None:
             batch = Batch(tuple(p for _, p in items))
-            for _attempt in range(3):
-                r = pool.run_many([STDIO_DRIVER_SOURCE], batch.limits(), stdins=[batch.stdin()])[0]
-                outcomes = judge(r, len(batch.first.tests), len(items))
-                if r.outside_kill is None or not any(o.verdict == "sandbox_error" for o in outcomes):
-                    break
+            r = pool.run_many([STDIO_DRIVER_SOURCE], batch.limits(), stdins=[batch.stdin()])[0]
+            outcomes = judge(r, len(batch.first.tests), len(items))
             with lock:
                 results.update({k: o for (k, _), o in zip(items, outcomes)})
 
