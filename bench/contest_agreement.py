@@ -102,7 +102,7 @@ PROGRAMS: list[tuple[str, str, str, str | None]] = [
     ("sum", "zero_division", "a, b = map(int, input().split())\nprint((a + b) // 0)", None),
     ("sum", "syntax_error", "a, b = map(int, input().split()\nprint(a + b)", None),
     ("sum", "timeout", "a, b = map(int, input().split())\nwhile True:\n    a += 1", None),
-    ("sum", "sleep_timeout", "import time\na, b = map(int, input().split())\ntime.sleep(20)\nprint(a + b)", "waits"),
+    ("sum", "sleep_timeout", "import time\na, b = map(int, input().split())\ntime.sleep(8)\nprint(a + b)", "waits"),
     ("sum", "imports_from_header", "x = [heappush, defaultdict, gcd, accumulate, List]\n" + SUM, None),
     ("products", "correct", "t = int(input())\nfor _ in range(t):\n    a, b = map(int, input().split())\n    print(a * b)",
      None),

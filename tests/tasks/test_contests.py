@@ -78,7 +78,22 @@ def test_task_args_name_their_task_or_every_task_with_options() -> None:
     with pytest.raises(UserError, match="not among"):
         task_options(["taco:x=1"], ["livecodebench"])
     with pytest.raises(UserError, match="takes no --task-arg"):
-        load_task("code_contests", data_dir=SHARED_DATA, options={"x": "1"})
+        load_task("aime24", options={"x": "1"})
+
+
+def test_all_tests_option_becomes_the_scorers_setting(tmp_path: Path) -> None:
+    spec, _ = load_task("code_contests", data_dir=_data_dir(tmp_path, "code_contests"), options={"all_tests": "yes"})
+    assert spec.scoring.settings["all_tests"] is True and dict(spec.options_given) == {"all_tests": "true"}
+    spec, _ = load_task("livecodebench", data_dir=_data_dir(tmp_path, "livecodebench"),
+                        options={"all_tests": "true", "release": "v6"})
+    assert spec.scoring.settings["all_tests"] is True
+    assert dict(spec.options_given) == {"release": "v6", "all_tests": "true"}
+    spec, _ = load_task("code_contests", data_dir=_data_dir(tmp_path, "code_contests"))
+    assert "all_tests" not in spec.scoring.settings
+    with pytest.raises(UserError, match="true or false"):
+        load_task("code_contests", data_dir=_data_dir(tmp_path, "code_contests"), options={"all_tests": "maybe"})
+    with pytest.raises(UserError, match="unknown --task-arg 'release'"):
+        load_task("code_contests", data_dir=_data_dir(tmp_path, "code_contests"), options={"release": "v5"})
 
 
 def test_code_contests_rows_in_the_hub_schema(tmp_path: Path) -> None:

@@ -90,17 +90,20 @@ LIVECODEBENCH = TaskSpec(
     "since=, until= for a window)", size=1055, scoring=TaskScoring("contest"), prompt="livecodebench",
     hub=HubSource("livecodebench/code_generation_lite", "test", contests.keep_row, config="release_v6"),
     row_to_problem=contests.livecodebench_problem, data_files=("livecodebench_public",),
-    options=contests.livecodebench_window)
+    options=contests.livecodebench_window, scoring_options=contests.CONTEST_OPTIONS)
 CODE_CONTESTS = TaskSpec(
     "code_contests", "CodeContests test split (165 problems; public, private and generated tests)", size=165,
     scoring=TaskScoring("contest"), prompt="livecodebench",
-    hub=HubSource("deepmind/code_contests", "test", contests.keep_row), row_to_problem=contests.code_contests_problem)
+    hub=HubSource("deepmind/code_contests", "test", contests.keep_row), row_to_problem=contests.code_contests_problem,
+    options=contests.contest_options, scoring_options=contests.CONTEST_OPTIONS)
 APPS = TaskSpec("apps", "APPS test split (5,000 problems: introductory, interview, competition)", size=5000,
                 scoring=TaskScoring("contest"), prompt="livecodebench",
-                hub=HubSource("codeparrot/apps", "test", contests.keep_row), row_to_problem=contests.apps_problem)
+                hub=HubSource("codeparrot/apps", "test", contests.keep_row), row_to_problem=contests.apps_problem,
+                options=contests.contest_options, scoring_options=contests.CONTEST_OPTIONS)
 TACO = TaskSpec("taco", "TACO test split (1,000 problems)", size=1000, scoring=TaskScoring("contest"),
                 prompt="livecodebench", hub=HubSource("BAAI/TACO", "test", contests.keep_row),
-                row_to_problem=contests.apps_problem)
+                row_to_problem=contests.apps_problem, options=contests.contest_options,
+                scoring_options=contests.CONTEST_OPTIONS)
 IFEVAL = TaskSpec("ifeval", "IFEval: 541 prompts with verifiable instructions", size=ifeval.SIZE,
                   scoring=TaskScoring("ifeval"), prompt="plain",
                   hub=HubSource("google/IFEval", "train", ifeval.map_ifeval), row_to_problem=ifeval.ifeval_problem)

@@ -46,7 +46,9 @@ Row = Mapping[str, Any]
 LCB_RELEASES = {"v1": "2024-03-31", "v2": "2024-05-31", "v3": "2024-07-31", "v4": "2024-09-30",
                 "v5": "2025-01-31", "v6": "2025-04-30"}
 LCB_FIRST_DATE = "2023-05-01"
-LIVECODEBENCH_OPTIONS = ("release", "since", "until")
+LIVECODEBENCH_OPTIONS = ("release", "since", "until", "all_tests")
+CONTEST_OPTIONS = ("all_tests",)
+_BOOL = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 # deepmind/code_contests enums (its proto: contest_problem.proto)
 CC_SOURCES = {0: "unknown", 1: "codechef", 2: "codeforces", 3: "hackerearth", 4: "codejam", 5: "atcoder", 6: "aizu"}
@@ -160,8 +162,10 @@ def livecodebench_window(problems: list[Problem], options: Mapping[str, str]) ->
     unknown = sorted(set(options) - set(LIVECODEBENCH_OPTIONS))
     if unknown:
         raise UserError(f"unknown --task-arg {unknown[0]!r} for livecodebench; known: {', '.join(LIVECODEBENCH_OPTIONS)}")
+    recorded_all = _all_tests(options)
+    options = {k: v for k, v in options.items() if k != "all_tests"}
     if not options:
-        return problems, {}
+        return problems, recorded_all
     release = options.get("release")
     if release is not None and release.removeprefix("release_") not in LCB_RELEASES:
         raise UserError(f"--task-arg release={release}: not a LiveCodeBench release; known: "
@@ -181,7 +185,26 @@ def livecodebench_window(problems: list[Problem], options: Mapping[str, str]) ->
     if not kept:
         raise UserError(f"livecodebench: no problem between {since} and {end or 'the last'}")
     recorded = {k: v for k, v in (("release", release), ("since", options.get("since")), ("until", until)) if v}
-    return kept, recorded
+    return kept, {**recorded, **recorded_all}
+
+
+def _all_tests(options: Mapping[str, str]) -> dict[str, str]:
+    """all_tests=true|false: run every test of a sample, not only up to its first failure (the contest scorer's
+    setting of that name; TaskSpec.scoring_options passes it on)."""
+    if "all_tests" not in options:
+        return {}
+    v = options["all_tests"].strip().lower()
+    if v not in _BOOL:
+        raise UserError(f"--task-arg all_tests={options['all_tests']}: give true or false")
+    return {"all_tests": "true" if _BOOL[v] else "false"}
+
+
+def contest_options(problems: list[Problem], options: Mapping[str, str]) -> tuple[list[Problem], dict[str, str]]:
+    """The options of code_contests, apps and taco: all_tests only."""
+    unknown = sorted(set(options) - set(CONTEST_OPTIONS))
+    if unknown:
+        raise UserError(f"unknown --task-arg {unknown[0]!r}; known: {', '.join(CONTEST_OPTIONS)}")
+    return problems, _all_tests(options)
 
 
 def _cc_tests(row: Row) -> list[dict[str, Any]]:

@@ -198,7 +198,11 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
         problems, given = spec.options(problems, dict(options or {}))  # a window first, then --limit within it
     if limit is not None:
         problems = problems[:limit]  # after conversion: a source-schema task may skip rows (MBPP's other splits)
-    return dataclasses.replace(spec, origin=origin, options_given=tuple(given.items())), problems
+    scoring = spec.scoring
+    passed_on = {k: {"true": True, "false": False}.get(v, v) for k, v in given.items() if k in spec.scoring_options}
+    if passed_on:
+        scoring = dataclasses.replace(scoring, settings={**scoring.settings, **passed_on})
+    return dataclasses.replace(spec, origin=origin, options_given=tuple(given.items()), scoring=scoring), problems
 
 
 def pull(names: Sequence[str]) -> list[Path]:

@@ -64,6 +64,8 @@ class TaskSpec:
       `<task>.jsonl`.
     options: what `--task-arg KEY=VALUE` does for this task (None: the task takes none); `options_given` the
       options it was loaded with, as recorded in config.json (`datasets[task].options`).
+    scoring_options: options that are also the scorer's settings of that name ("true"/"false" as booleans): the
+      contest tasks' all_tests.
     """
 
     name: str
@@ -81,6 +83,7 @@ class TaskSpec:
     data_files: tuple[str, ...] = ()
     options: TaskOptions | None = None
     options_given: tuple[tuple[str, str], ...] = ()
+    scoring_options: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:

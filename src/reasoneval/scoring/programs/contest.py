@@ -301,7 +301,8 @@ def judge(r: ProgramResult, total: int, count: int) -> list[ContestOutcome]:
         got = None
     if not isinstance(got, list) or len(got) != count:
         why = "the whole run went over its time" if r.status == "timeout" else (
-            r.stderr.strip().splitlines() or ["no verdict"])[-1]
+            r.stderr.strip().splitlines() or [f"no verdict (sandbox {r.status}, exit status {r.returncode}, "
+                                              f"{r.wall_s:.1f} s)"])[-1]
         return [ContestOutcome("sandbox_error", 0, 0, total, -1, 0.0, why[:300])] * count
     return [_outcome(v, total) for v in got]
 
