@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reasoneval.cli.main import main
-from reasoneval.scoring.programs.sandbox.run import SANDBOX_UIDS
+from reasoneval.scoring.programs.sandbox.run import SANDBOX_UIDS, UID_BLOCK, uid_base
 
 DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
 
@@ -40,6 +40,9 @@ SCRIPT: dict[str, Any] = {
 
 
 def _live_sandbox_processes() -> list[str]:
+    """Live processes of this process's sandboxes: as root, its own block of sandbox uids (the sandboxes of other
+    processes on a shared machine are not its own)."""
+    uids = range(uid_base(), uid_base() + UID_BLOCK) if os.geteuid() == 0 else SANDBOX_UIDS
     out = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
@@ -48,7 +51,7 @@ def _live_sandbox_processes() -> list[str]:
                 state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if uid in SANDBOX_UIDS and state != "Z":
+            if uid in uids and state != "Z":
                 out.append(d.name)
     return out
 

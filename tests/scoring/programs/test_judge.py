@@ -213,17 +213,30 @@ def test_a_kill_everything_routine_gives_the_same_verdict_in_both_modes(mode: st
 
 # --- an outside process: the harness re-runs only what it can name ---
 
+RUNNING = "the candidate's code runs"
+
+
 def _slow_right() -> str:
-    return fenced("import time\ntime.sleep(1.0)\n" + HE0_HEAD + HE0_RIGHT)
+    """Right, after a second at import; it says on stderr when its code runs (after the driver's `started`)."""
+    return fenced(f"import sys, time\nsys.stderr.write({RUNNING!r} + '\\n')\nsys.stderr.flush()\ntime.sleep(1.0)\n"
+                  + HE0_HEAD + HE0_RIGHT)
+
+
+def _candidate_running(driver: int) -> bool:
+    """The program's stderr (the driver's fd 2, a host file) says that the candidate's code runs."""
+    try:
+        return RUNNING in Path(os.readlink(f"/proc/{driver}/fd/2")).read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def _act_on_the_driver(action: Callable[[int], None], seen: list[int]) -> threading.Thread:
-    """A thread that waits for a sandboxed driver of this process whose candidate has started (its candidate's
-    side and the candidate below it), then does `action` to the driver, once."""
+    """A thread that waits for a sandboxed driver of this process whose candidate's code runs (so after the
+    driver's `started` line), then does `action` to the driver, once."""
     def run() -> None:
         for _ in range(800):
             for driver in drivers_of(os.getpid()):
-                if len(descendants(driver)) >= 2:
+                if len(descendants(driver)) >= 2 and _candidate_running(driver):
                     action(driver)
                     seen.append(driver)
                     return

@@ -25,21 +25,35 @@ def _sandboxed_processes(everyone: bool = False) -> list[int]:
     ours = None
     if os.geteuid() == 0 and not everyone:
         base = sandbox_run.uid_base()
-        ours = {str(u) for u in range(base, base + sandbox_run.UID_BLOCK)} | {"0"}
-    out = []
+        ours = {str(u) for u in range(base, base + sandbox_run.UID_BLOCK)}
+    found: dict[int, tuple[str, int]] = {}
+    parents: dict[int, int] = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
         try:
             argv = (d / "cmdline").read_bytes().split(b"\0")
-            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
             uid = next((line.split()[1] for line in (d / "status").read_text().splitlines()
                         if line.startswith("Uid:")), "")
         except (OSError, IndexError):
             continue
-        if argv[1:3] in ([b"-I", b"-"], [b"-I", b"-c"]) and state != "Z" and (ours is None or uid in ours):
-            out.append(int(d.name))
-    return out
+        parents[int(d.name)] = int(fields[1])
+        if argv[1:3] in ([b"-I", b"-"], [b"-I", b"-c"]) and fields[0] != "Z":
+            found[int(d.name)] = (uid, int(fields[1]))
+    if ours is None:
+        return sorted(found)
+
+    def below_us(pid: int) -> bool:  # still root (the fallback's boot before it drops): ours if we are its ancestor
+        for _ in range(64):
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+            if pid <= 1:
+                return False
+        return False
+
+    return sorted(p for p, (uid, _) in found.items() if uid in ours or (uid == "0" and below_us(p)))
 
 
 def _bwrap_works() -> bool:

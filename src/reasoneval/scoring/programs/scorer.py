@@ -21,6 +21,7 @@ import json
 import os
 import re
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -188,6 +189,12 @@ def mbpp_split(reference: str, tests: Sequence[str], imports: str, setup: str) -
     (a call of the candidate's object of that name; a class's instances stay in its process as handles), a
     constant of the reference a global fetched from the candidate; an import of the reference joins the prelude.
     A name of the reference shadows the builtin of that name (mbpp-125's `sum`)."""
+    with warnings.catch_warnings():  # the benchmark's text ("\w" in a str literal): not the user's business
+        warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+        return _mbpp_split(reference, tests, imports, setup)
+
+
+def _mbpp_split(reference: str, tests: Sequence[str], imports: str, setup: str) -> MbppSplit:
     try:
         ref = ast.parse(reference)
     except (SyntaxError, ValueError):
