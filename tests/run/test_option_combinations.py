@@ -24,6 +24,7 @@ ALWAYS = {"tasks", "limit", "data", "model", "engine", "api", "engine_args", "se
 
 # field -> (flags added to a run of aime24, the error it gets)
 ERRORS: dict[str, tuple[list[str], str]] = {
+    "task_arg": (["--task-arg", "release=v5"], r"--task-arg 'release=v5': none of this run's tasks \(aime24\) takes options"),
     "n": (["--n", "8", "--target-se", "1"], r"--n sets how many samples .* --target-se .* give one of them"),
     "max_n": (["--max-n", "32"], r"--max-n only apply with --target-se"),
     "budget_samples": (["--budget-samples", "100"], r"--budget-samples only apply with --target-se"),

@@ -76,6 +76,13 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
                {"id": "ifeval-1", "prompt": "Answer in lowercase letters only."}],
     "mbpp_sanitized": [{"id": "mbpp_sanitized-0", "task_id": 12, "prompt": "Write a function to triple a number.",
                         "test_imports": ["import math"]}],
+    # competition programming: rows kept verbatim (tasks/contests.py reads the source's own schema)
+    "livecodebench": [{"id": "livecodebench-0", "question_id": "abc999_a"}, {"id": "livecodebench-1", "platform": "leetcode"},
+                      {"id": "livecodebench-2", "difficulty": "hard"}],
+    "code_contests": [{"id": "code_contests-0", "name": "1000_A. Double", "source": 2},
+                      {"id": "code_contests-1", "time_limit": None}],
+    "apps": [{"id": "apps-0", "problem_id": 4000}, {"id": "apps-1", "difficulty": "interview"}, {"id": "apps-2"}],
+    "taco": [{"id": "taco-0", "difficulty": "EASY"}, {"id": "taco-1", "source": "geeksforgeeks"}],
 }
 
 

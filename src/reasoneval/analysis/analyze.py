@@ -12,7 +12,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
+from reasoneval.analysis.outcomes import ProblemRow, by_task, iter_problem_rows, read_problem_rows
 from reasoneval.errors import UserError
 from reasoneval.metrics import maj_ks
 from reasoneval.metrics.plan_adaptive import PILOT, plan_totals
@@ -71,6 +74,11 @@ class TaskAnalysis:
     se: list[SERow]
     spread: list[SubsetSpread]
     target: TargetSE | None
+    # competition programming (the contest scorer's details): samples per verdict (passed, wrong_answer,
+    # time_limit, memory_limit, runtime_error, no_code, ...) and the failing samples' first failing test by kind
+    # (public, private, generated); empty for other scorers
+    verdicts: dict[str, int] = dataclasses.field(default_factory=dict)
+    first_failures: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,9 @@ class Analysis:
                 "n": self.result.n, "draws": self.draws, "seed": self.seed,
                 "tasks": {t.task: {"num_problems": t.num_problems, "n": t.n, "mean": t.mean,
                                    "se_vs_k": to_json(t.se), "disjoint_subsets": to_json(t.spread),
-                                   "target": to_json(t.target)} for t in self.tasks}}
+                                   "target": to_json(t.target),
+                                   **({"verdicts": t.verdicts, "first_failures": t.first_failures} if t.verdicts else {})}
+                          for t in self.tasks}}
 
 
 def _counts(rows: Sequence[ProblemRow]) -> tuple[np.ndarray, np.ndarray]:
@@ -154,6 +164,24 @@ def adaptive_projection(n: np.ndarray, c: np.ndarray, target: float) -> int:
     return int(round(float(np.sum(chance @ totals))))
 
 
+def verdict_counts(run_dir: Path, result: RunResult) -> dict[str, tuple[Counter[str], Counter[str]]]:
+    """Per task: samples per verdict and the failing samples' first failing test by kind, from results.parquet's
+    details (the contest scorer writes `verdict` and `first_failure`; other scorers: nothing)."""
+    out: dict[str, tuple[Counter[str], Counter[str]]] = {}
+    for row in iter_problem_rows(run_dir, ("task", "details"), path=result.files_dir / "results.parquet"):
+        for raw in row.get("details") or []:  # type: ignore[attr-defined]
+            if not raw:
+                continue
+            d = json.loads(str(raw))
+            if "verdict" not in d:
+                continue
+            verdicts, firsts = out.setdefault(str(row["task"]), (Counter(), Counter()))
+            verdicts[str(d["verdict"])] += 1
+            if isinstance(d.get("first_failure"), dict):
+                firsts[str(d["first_failure"].get("kind"))] += 1
+    return out
+
+
 def analyze_run(run_dir: Path | str, *, target: float | None = None, draws: int = 200, seed: int = 0) -> Analysis:
     if draws < 2:  # the subsampling check is the SD over draws: it needs two at least
         raise UserError(f"--draws must be at least 2 (got {draws}): the subsampling check is the SD of that many "
@@ -161,6 +189,7 @@ def analyze_run(run_dir: Path | str, *, target: float | None = None, draws: int 
     result = load_run(Path(run_dir))
     rows = by_task(read_problem_rows(Path(run_dir)))
     rng = np.random.default_rng(seed)
+    failure_counts = verdict_counts(Path(run_dir), result)
     out = []
     for t, m in result.tasks.items():
         trows = rows.get(t, [])
@@ -175,6 +204,8 @@ def analyze_run(run_dir: Path | str, *, target: float | None = None, draws: int 
             s = disjoint_spread(trows, k, closed.stderr_resample if closed else None)
             if s is not None:
                 spread.append(s)
+        verdicts, firsts = failure_counts.get(t, (Counter(), Counter()))
         out.append(TaskAnalysis(task=t, num_problems=len(n), n=result.n, mean=m.mean, se=ses, spread=spread,
-                                target=target_se(n, c, target) if target and len(n) >= 2 else None))
+                                target=target_se(n, c, target) if target and len(n) >= 2 else None,
+                                verdicts=dict(verdicts), first_failures=dict(firsts)))
     return Analysis(result=result, tasks=out, draws=draws, seed=seed)

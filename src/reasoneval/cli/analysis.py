@@ -77,6 +77,11 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
         print_table(head, rows, title)
         print_table(shead, srows, "mean accuracy of disjoint k-sample subsets, each scored as its own run")
     for t in an.tasks:
+        if t.verdicts:
+            print(f"{t.task}: verdicts " + ", ".join(f"{k} {v}" for k, v in sorted(t.verdicts.items(), key=lambda kv: -kv[1]))
+                  + ("; first failing test " + ", ".join(f"{k} {v}" for k, v in sorted(t.first_failures.items()))
+                     if t.first_failures else ""))
+    for t in an.tasks:
         if t.target is None:
             continue
         tg = t.target

@@ -200,6 +200,7 @@ def _plain_completion(problem: Problem) -> str:
 PROMPTS.add("plain", PromptStyle(_plain_chat, _plain_completion))
 PROMPTS.add_lazy("humaneval", "reasoneval.prompts.programs:HUMANEVAL")
 PROMPTS.add_lazy("mbpp", "reasoneval.prompts.programs:MBPP")
+PROMPTS.add_lazy("livecodebench", "reasoneval.prompts.contests:LIVECODEBENCH")
 
 
 def build_messages(problem: Problem, cfg: PromptConfig,

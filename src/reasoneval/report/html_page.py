@@ -44,16 +44,38 @@ def _script_json(obj: Any) -> str:
 GZIP_LEVEL = 3
 
 
+def _verdict_text(details: object) -> str | None:
+    """A program's verdict for the drill-down (the contest scorer's details): "wrong_answer at private test 3
+    (index 4): detail", or None for a scorer that gives none."""
+    try:
+        d = json.loads(str(details)) if details else None
+    except ValueError:
+        return None
+    if not isinstance(d, dict) or "verdict" not in d:
+        return None
+    text = str(d["verdict"])
+    first = d.get("first_failure")
+    if isinstance(first, dict):
+        text += f" at {first.get('kind')} test {first.get('number')} (index {first.get('index')})"
+    if d.get("detail") and d.get("verdict") != "passed":
+        text += f": {str(d['detail'])[:200]}"
+    return text
+
+
 def _pack(d: dict[str, Any]) -> str:
     """One problem's samples as gzip'd JSON in base64, encoded sample by sample (no whole JSON text in memory)."""
     z = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # wbits 31: a gzip stream, as DecompressionStream wants
     head = {"problem": d.get("problem") or "", "answer": d.get("answer") or ""}
     parts = [z.compress((json.dumps(head, ensure_ascii=False)[:-1] + ',"samples":[').encode("utf-8"))]
-    for n, (i, txt, e, c, st, sd, tk, fr) in enumerate(zip(
+    details = d.get("details") or [None] * len(d["sample_indices"])
+    for n, (i, txt, e, c, st, sd, tk, fr, dt) in enumerate(zip(
             d["sample_indices"], d["responses"], d["extracted"], d["correct"], d["grade_status"], d["seeds"],
-            d["completion_tokens"], d["finish_reasons"])):
+            d["completion_tokens"], d["finish_reasons"], details)):
         sample = {"index": i, "text": txt, "extracted": e, "correct": bool(c), "status": st, "seed": sd, "tokens": tk,
                   "finish": fr}
+        verdict = _verdict_text(dt)
+        if verdict:
+            sample["verdict"] = verdict
         parts.append(z.compress(((", " if n else "") + json.dumps(sample, ensure_ascii=False)).encode("utf-8")))
     parts.append(z.compress(b"]}"))
     parts.append(z.flush())
@@ -141,7 +163,7 @@ async function show(r){
     sum.appendChild(el('span', {'class': s.correct ? 'ok' : 'bad'}, s.correct ? '\u2713 correct' : '\u2717 wrong'));
     sum.appendChild(document.createTextNode(' #' + s.index + ' answer: ' + (s.extracted === null ? '(none)' : s.extracted) +
       ' | ' + (s.tokens === null ? '?' : s.tokens) + ' tokens | finish: ' + s.finish + ' | seed ' + s.seed +
-      (s.status && s.status !== 'ok' ? ' | grade: ' + s.status : '')));
+      (s.status && s.status !== 'ok' ? ' | grade: ' + s.status : '') + (s.verdict ? ' | verdict: ' + s.verdict : '')));
     det.appendChild(sum);
     det.addEventListener('toggle', function(){
       if (det.open && det.childNodes.length === 1) det.appendChild(highlighted(s.text, s.extracted)); });
@@ -251,7 +273,7 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
     truncated: list[int] = []
     packed: dict[int, str] | None = {}
     packed_bytes = 0
-    cols = (*OUTCOME_COLUMNS, "problem", "responses", "grade_status", "seeds")
+    cols = (*OUTCOME_COLUMNS, "problem", "responses", "grade_status", "seeds", "details")
     for i, d in enumerate(iter_problem_rows(result.run_dir, cols, batch_size=1, path=parquet)):  # rows: 100s of MB
         correct = [bool(c) for c in d["correct"]]  # type: ignore[attr-defined]
         toks = [t for t in d["completion_tokens"] if t is not None]  # type: ignore[attr-defined]

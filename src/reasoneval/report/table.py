@@ -30,6 +30,33 @@ def _extra_rows(name: str, m: TaskMetrics, width: int) -> list[list[str]]:
             for metric, g in m.extra.items()]
 
 
+# the breakdowns shown as rows under their task (competition programming's difficulty and platform)
+ROW_BREAKDOWNS = ("difficulty", "platform")
+
+
+def _breakdown_rows(name: str, m: TaskMetrics, width: int) -> list[list[str]]:
+    """One dim row per difficulty (then platform) of the task, pass@1 ± SE in the first figure column."""
+    blank = [""] * width
+    return [[escape(f"  {name} [{field}={value}]"), str(g.num_problems), pct_se(g.mean, g.stderr), *blank]
+            for field in ROW_BREAKDOWNS for value, g in (m.breakdown.get(field) or {}).items()]
+
+
+def task_options_lines(result: RunResult) -> list[str]:
+    """A line per task run with options (LiveCodeBench's release and window): what the figures cover."""
+    out = []
+    for name in result.tasks:
+        data = result.config.datasets.get(name)
+        if data is None or not data.options:
+            continue
+        opts = dict(data.options)
+        window = ""
+        if "since" in opts or "until" in opts:
+            window = f", contests {opts.pop('since', '...')} to {opts.pop('until', '...')}"
+        rest = "".join(f", {k} {v}" for k, v in opts.items())
+        out.append(f"{name}: {data.num_problems} problems{rest}{window}")
+    return out
+
+
 def _greedy(result: RunResult) -> bool:
     sampling = result.config.settings.sampling
     return result.n == 1 and sampling is not None and sampling.temperature == 0
@@ -59,6 +86,8 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
         table.add_row(*_row(name, m, ks, majs))
         for row in _extra_rows(name, m, len(ks) + len(majs) + 2):
             table.add_row(*row, style="dim")
+        for row in _breakdown_rows(name, m, len(ks) + len(majs) + 2):
+            table.add_row(*row, style="dim")
     if len(result.tasks) > 1:
         agg = result.aggregate
         table.add_section()
@@ -67,7 +96,7 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
             table.add_row("all (macro)", "", pct(agg.macro_mean), *([""] * (len(ks) + len(majs) + 2)))
     console = console if console is not None else console_for_tables()
     console.print(table)
-    for line in [k_note(result), *adaptive_lines(result), view_line(result)]:
+    for line in [*task_options_lines(result), k_note(result), *adaptive_lines(result), view_line(result)]:
         if line:
             console.print(line, soft_wrap=True, markup=False)
     for name, m in result.tasks.items():

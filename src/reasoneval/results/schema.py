@@ -68,6 +68,8 @@ class TaskData(JsonRecord):
     hash: str = ""
     source: str | None = json_field(default=None, omit_none=True)
     version: str | None = json_field(default=None, omit_none=True)
+    # the task's --task-arg options (LiveCodeBench's release and date window), as the task recorded them
+    options: dict[str, str] = json_field(default_factory=dict, omit_empty=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,6 +116,10 @@ class RunConfig(JsonRecord):
     # prompt styles; run/pipeline.py used_plugins): what traces a result to the code outside reasoneval that made
     # it. Built-ins are reasoneval's own (versions["reasoneval"]); none used: not written, so no run id changes.
     plugins: dict[str, str] = json_field(default_factory=dict, omit_empty=True)
+    # competition programming: the machine's calibration its CPU-time limits were scaled by (scoring/programs/
+    # calibrate.py: factor, the reference workload's CPU time here and on the reference machine), measured once per
+    # run; absent for runs without such a task
+    calibration: dict[str, Any] = json_field(default_factory=dict, omit_empty=True)
 
     @property
     def model(self) -> str:

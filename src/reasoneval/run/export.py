@@ -41,6 +41,9 @@ ROW_SCHEMA = pa.schema([
     ("seed", pa.int64()), ("correct", pa.bool_()), ("score", pa.float64()), ("extracted", pa.string()),
     ("reference", pa.string()), ("finish_reason", pa.string()), ("completion_tokens", pa.int64()),
     ("reasoning", pa.string()), ("model", pa.string()), ("run_id", pa.string()),
+    # the scorer's verdict detail, as JSON (code and contest programs: the verdict, tests passed, the first failing
+    # test; IFEval: each instruction); None where the scorer gives none
+    ("details", pa.string()),
 ])
 
 
@@ -126,10 +129,12 @@ def iter_export_rows(run_dir: Path, flt: ExportFilter, counts: ExportCounts | No
     run_dir = Path(run_dir)
     result = load_run(run_dir)
     counts = counts if counts is not None else ExportCounts()
-    grades: dict[tuple[str, str], dict[int, tuple[bool, str | None]]] = {}
-    for d in iter_problem_rows(run_dir, ("task", "problem_key", "sample_indices", "correct", "extracted")):
+    grades: dict[tuple[str, str], dict[int, tuple[bool, str | None, str | None]]] = {}
+    for d in iter_problem_rows(run_dir, ("task", "problem_key", "sample_indices", "correct", "extracted", "details")):
+        details = d.get("details") or [None] * len(d["sample_indices"])  # type: ignore[arg-type]
         grades[(str(d["task"]), str(d["problem_key"]))] = {
-            int(i): (bool(c), e) for i, c, e in zip(d["sample_indices"], d["correct"], d["extracted"])}  # type: ignore[call-overload]
+            int(i): (bool(c), e, dt) for i, c, e, dt in zip(d["sample_indices"], d["correct"], d["extracted"],  # type: ignore[call-overload]
+                                                           details)}
     every = read_problems(run_dir)
     problems = {(p.task, p.key): p for p in every if (p.task, p.key) in grades}
     if data_dir is None and os.environ.get("REASONEVAL_DATA_DIR"):
@@ -145,7 +150,7 @@ def iter_export_rows(run_dir: Path, flt: ExportFilter, counts: ExportCounts | No
         if rec.status != "ok" or g is None or (rec.task, rec.problem_key, rec.index) in seen:
             continue  # failed, beyond K, not in the run's last report, or a duplicate line
         seen.add((rec.task, rec.problem_key, rec.index))
-        correct, extracted = g
+        correct, extracted, details = g
         if flt.correct_only and not correct:
             counts.incorrect += 1
             continue
@@ -167,7 +172,8 @@ def iter_export_rows(run_dir: Path, flt: ExportFilter, counts: ExportCounts | No
                "task": rec.task, "problem_id": rec.problem_id, "problem_key": rec.problem_key,
                "sample_index": rec.index, "seed": rec.seed, "correct": correct, "score": 1.0 if correct else 0.0,
                "extracted": extracted, "reference": problem.answer, "finish_reason": rec.finish_reason,
-               "completion_tokens": toks, "reasoning": rec.reasoning, "model": result.model, "run_id": result.run_id}
+               "completion_tokens": toks, "reasoning": rec.reasoning, "model": result.model, "run_id": result.run_id,
+               "details": details}
 
 
 def export_run(run_dir: Path | str, out: Path | str, flt: ExportFilter, fmt: str | None = None,

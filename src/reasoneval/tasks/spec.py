@@ -14,6 +14,9 @@ RowMapper = Callable[[Mapping[str, Any]], "dict[str, Any] | None"]
 # (task name, "file:line", source row, default id) -> Problem, or None to skip the row: for tasks whose rows keep
 # their source's own schema (code, instruction following) instead of the uniform one.
 RowToProblem = Callable[[str, str, Mapping[str, Any], str], "Problem | None"]
+# (problems, --task-arg options) -> (the problems kept, the options as recorded in config.json): a task's options
+# (LiveCodeBench's release and date window).
+TaskOptions = Callable[[list[Problem], Mapping[str, str]], "tuple[list[Problem], dict[str, str]]"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,12 @@ class TaskSpec:
       data: how rows become problems (answer normalisation, choice shuffling, filters), its prompt style or
       its scoring. A new data file is not a new version: config.json records the problems' hash beside it.
       Runs written before tasks had versions read as None (their definition is version "1").
+    data_files: other names a data dir's file may have (`livecodebench_public` for livecodebench), tried after
+      `<task>.jsonl`.
+    options: what `--task-arg KEY=VALUE` does for this task (None: the task takes none); `options_given` the
+      options it was loaded with, as recorded in config.json (`datasets[task].options`).
+    scoring_options: options that are also the scorer's settings of that name ("true"/"false" as booleans): the
+      contest tasks' all_tests.
     """
 
     name: str
@@ -71,6 +80,10 @@ class TaskSpec:
     row_to_problem: RowToProblem | None = None
     lmeval_styles: tuple[str, ...] = ()
     version: str = "1"
+    data_files: tuple[str, ...] = ()
+    options: TaskOptions | None = None
+    options_given: tuple[tuple[str, str], ...] = ()
+    scoring_options: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:

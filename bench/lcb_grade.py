@@ -1,0 +1,56 @@
+"""lcb_runner's own grader on a file of problems and programs: run with the python of an environment holding the
+PyPI package `nvidia-livecodebench` (LiveCodeBench packaged by NVIDIA), never reasoneval's. bench/contest_agreement.py
+writes the input and reads the output.
+
+    /tmp/lcbvenv/bin/python bench/lcb_grade.py IN.json OUT.json [--workers 2] [--timeout 6]
+
+IN: {"problems": [{"input_output": JSON text}], "programs": [[problem index, response text], ...]}. Each program is
+graded as lcb_runner grades a generation: its `extract_code` (the last fenced block), then `check_correctness`
+(one process per program, tests in order, 6 s per test, stop at the first failure), run over a
+ProcessPoolExecutor of `--workers` processes as its `evaluate_generations` does. OUT: per program the result list
+(True, or an error code: -1 global timeout, -2 wrong answer / compile error, -3 time limit, -4 runtime error) and
+the wall time of the whole grading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+
+def _grade(args: tuple[dict, str, int]) -> list:
+    from livecodebench.evaluation.compute_code_generation_metrics import check_correctness
+    from livecodebench.utils.extraction_utils import extract_code
+
+    sample, response, timeout = args
+    code = extract_code(response, None)
+    try:
+        res, _ = check_correctness(sample, code, timeout=timeout, debug=False)
+    except Exception:
+        res = [-5]
+    return [bool(x) if x is True or x is False else int(x) for x in res]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("inp")
+    ap.add_argument("out")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=6)
+    a = ap.parse_args()
+    data = json.load(open(a.inp))
+    jobs = [(data["problems"][i], text, a.timeout) for i, text in data["programs"]]
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=a.workers) as ex:
+        results = list(ex.map(_grade, jobs))
+    wall = time.perf_counter() - start
+    json.dump({"results": results, "wall_s": wall}, open(a.out, "w"))
+    print(f"lcb_runner graded {len(jobs)} programs in {wall:.2f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

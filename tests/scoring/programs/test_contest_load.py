@@ -1,0 +1,73 @@
+"""Near-limit programs keep their verdicts when the machine is loaded: the contest scorer's limits are CPU time,
+and CPU time does not grow while a process waits for a core. Two processes burning both cores run beside the
+second scoring."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring.programs.sandbox import get_sandbox
+
+LIMIT_S = 1.0
+
+
+def _cpu_of_script(python: str, code: str) -> float:
+    proc = subprocess.Popen([python, "-I", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    return usage.ru_utime + usage.ru_stime
+
+
+def _iterations_per_cpu_second() -> int:
+    """How many iterations of the programs' loop (module level, as the programs run) one CPU second holds, in the
+    sandbox's interpreter, measured in CPU time (the best of three, less the interpreter's start)."""
+    python = get_sandbox().python
+    n = 3_000_000
+    loop = min(_cpu_of_script(python, f"x = 0\nfor i in range({n}):\n    x += i\n") for _ in range(3))
+    start = min(_cpu_of_script(python, "x = 0\n") for _ in range(3))
+    return int(n / max(loop - start, 1e-3))
+
+
+def _program(iterations: int) -> str:
+    return (f"n = int(input())\nx = 0\nfor i in range({iterations}):\n    x += i\nprint(n + 1)\n")
+
+
+def _score(codes: list[str]) -> list[tuple[str, str, float]]:
+    p = Problem(task="t", id="p", problem="", answer="", key="k",
+                payload={"tests": [{"input": "1\n", "output": "2\n", "kind": "public"},
+                                   {"input": "5\n", "output": "6\n", "kind": "private"}], "mode": "stdin"})
+    with ScoringContext(workers=2) as ctx:
+        scorer = create_scorer(TaskScoring("contest", {"time_limit_s": LIMIT_S, "calibrate": False}), ctx)
+        samples = [SampleRecord(task="t", problem_key="k", problem_id="p", index=i, seed=0, status="ok",
+                                text=f"```python\n{c}\n```") for i, c in enumerate(codes)]
+        return [(s.details["verdict"], s.details["detail"], s.details["cpu_s"])
+                for s in scorer.score_many([p] * len(codes), samples)]
+
+
+@pytest.mark.usefixtures("mode")
+def test_near_limit_verdicts_do_not_change_under_load() -> None:
+    rate = _iterations_per_cpu_second()
+    # CPU time: 0.35 and 0.5 of the limit (pass), 2 and 3 times it (time limit). The margins allow for the CPU time of
+    # the same work varying by itself on a shared machine (cores shared with hyperthreads, frequency), which a CPU
+    # limit does not remove; what load does to wall time (several times longer here) it does remove.
+    fractions = (0.35, 0.5, 2.0, 3.0)
+    codes = [_program(int(rate * LIMIT_S * f)) + f"# {f} {i}" for i, f in enumerate(fractions)]
+    alone = _score(codes)
+    assert [v for v, _, _ in alone] == ["passed", "passed", "time_limit", "time_limit"], alone
+    assert all("CPU" in d for v, d, _ in alone if v == "time_limit"), alone
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        time.sleep(0.5)
+        loaded = _score([c + " loaded" for c in codes])  # new texts: nothing comes from a cache
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert [v for v, _, _ in loaded] == [v for v, _, _ in alone], (alone, loaded)
