@@ -657,7 +657,8 @@ class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fi
 
         return CommonOptions(model=self.model, base_url=self.base_url, api=self.api,
                              api_key=os.environ.get(self.api_key_env) or None, api_key_env=self.api_key_env,
-                             timeout_s=self.timeout, concurrency=self.concurrency, log_dir=self.output_dir)
+                             timeout_s=self.timeout, concurrency=self.concurrency, log_dir=self.output_dir,
+                             sampling=self.sampling())
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(EvalConfig)}

@@ -167,7 +167,7 @@ def used_plugins(cfg: EvalConfig, tasks: Sequence[LoadedTask]) -> dict[str, str]
 async def started_engine(cfg: EvalConfig) -> AsyncIterator[tuple[Engine, EngineInfo]]:
     """The configured engine, checked against what the run asks for, started, and closed at the end."""
     name = cfg.engine_name()
-    check_supported(name, capabilities(name), cfg.api, cfg.sampling())
+    check_supported(name, capabilities(name, cfg.engine_args), cfg.api, cfg.sampling())
     Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
     engine = create_engine(name, cfg.common_options(), cfg.engine_args)
     try:
