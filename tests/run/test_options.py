@@ -58,7 +58,7 @@ def test_the_sampling_defaults_are_stated_once() -> None:
     assert parsed.sampling() == SamplingParams()
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class WithANewOption(EvalConfig):
     """What a contributor's one edit looks like: a field declared with run_option, nothing else."""
 

@@ -21,7 +21,7 @@ import math
 import os
 import typing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Collection, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Collection, Mapping, ParamSpec, Protocol, Sequence, TypeVar
 
 from reasoneval.engines.base import CommonOptions
 from reasoneval.errors import UserError
@@ -81,8 +81,13 @@ def run_option(default: Any = dataclasses.MISSING, *, help: str | Callable[[], s
 
 
 def cli_of(f: dataclasses.Field[Any]) -> CliOption | None:
+    """How the field appears on the command line: a run_option's CliOption, or a sampling option's (records.CLI:
+    SamplingParams' fields, which EvalConfig inherits) in the "sampling" group."""
     opt = f.metadata.get("cli")
-    return opt if isinstance(opt, CliOption) else None
+    if isinstance(opt, CliOption):
+        return opt
+    sampling = f.metadata.get(CLI)
+    return CliOption(group=SAMPLING, **sampling) if isinstance(sampling, Mapping) else None
 
 
 def flag_of(f: dataclasses.Field[Any]) -> str:
@@ -389,31 +394,15 @@ DASHBOARDS = "dashboards (docs/reporting.md)"
 
 # ---- `reasoneval run` ---------------------------------------------------------------------------
 
-def sampling_options() -> type:
-    """SamplingParams' fields as run options (group "sampling", their flags from the metadata sampling_option gave
-    them): the base of EvalConfig, so a sampling option is declared once, in records.py."""
-    hints = typing.get_type_hints(SamplingParams)
-    fields = []
-    for f in dataclasses.fields(SamplingParams):
-        meta = {"cli": CliOption(group=SAMPLING, **f.metadata[CLI])}
-        made = (field(default_factory=f.default_factory, metadata=meta) if f.default_factory is not dataclasses.MISSING
-                else field(default=f.default, metadata=meta))
-        fields.append((f.name, hints[f.name], made))
-    return dataclasses.make_dataclass("SamplingOptions", fields)
-
-
-if TYPE_CHECKING:  # the fields are made at import; typed, they are SamplingParams'
-    SamplingOptions = Any
-else:
-    SamplingOptions = sampling_options()
-
-
-@dataclass
-class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fields)
+@dataclass(frozen=True)
+class EvalConfig(SamplingParams):
     """Every option of `reasoneval run` (the CLI flag is the field name with dashes, unless it says another).
 
-    The sampling options are SamplingParams' fields (records.py), inherited from SamplingOptions.
-    Engine-specific options go in `engine_args` (the engine's Options fields; `reasoneval engines`).
+    The sampling options are SamplingParams' own fields (records.py), inherited: one declaration gives the flag
+    (run.options.cli_of reads its records.CLI metadata), the typed field mypy checks `EvalConfig(...)` and
+    `evaluate(...)` against, the jobs-file key and the request field. Engine-specific options go in `engine_args`
+    (the engine's Options fields; `reasoneval engines`). Frozen, like SamplingParams: a changed configuration is
+    `dataclasses.replace(cfg, n=32)`.
     """
 
     GROUPS: ClassVar[tuple[str, ...]] = (WHAT, ENGINE, SAMPLING, ADAPTIVE, EXECUTION, DASHBOARDS)
@@ -540,8 +529,9 @@ class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fi
         help="the dashboards' settings (--tensorboard-dir, --mlflow-tracking-uri, ...; dashboards.LOG_ARGS)")
 
     def __post_init__(self) -> None:
-        if self.greedy:
-            self.temperature, self.top_p, self.n = 0.0, 1.0, 1
+        if self.greedy:  # frozen: set as the constructor does
+            for name, value in (("temperature", 0.0), ("top_p", 1.0), ("n", 1)):
+                object.__setattr__(self, name, value)
 
     def validate(self) -> None:
         from reasoneval.run.plan import SCHEDULES
@@ -662,6 +652,25 @@ class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fi
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(EvalConfig)}
+
+
+P = ParamSpec("P")
+R = TypeVar("R", covariant=True)
+
+
+class WithOptions(Protocol[P, R]):
+    """A function called as `f(config=None, **options)` whose options are the keyword arguments of a dataclass `P`
+    (EvalConfig's fields, SamplingParams' among them): mypy checks each keyword's name and type as the
+    dataclass's constructor would, from the fields themselves (nothing to keep in step)."""
+
+    def __call__(self, config: EvalConfig | None = None, /, *args: P.args, **options: P.kwargs) -> R: ...
+
+
+def takes_options_of(cls: Callable[P, Any]) -> Callable[[Callable[..., R]], WithOptions[P, R]]:
+    """Types `fn(config=None, **options: Any)` as taking `cls`'s fields as its keywords; at run time `fn` as it is."""
+    def typed(fn: Callable[..., R]) -> WithOptions[P, R]:
+        return typing.cast("WithOptions[P, R]", fn)
+    return typed
 # A setting run --target-se bounds the re-run SE below: 4 first-round samples of a Bernoulli answer have an SD of
 # at most 0.5 / sqrt(4) = 25 points, so a target there is met before any allocation (plan_adaptive.FIRST_ROUND).
 MAX_TARGET_SE = 25.0
@@ -671,7 +680,7 @@ def config_from_args(ns: argparse.Namespace, cls: type = EvalConfig) -> Any:
     """The EvalConfig (or subclass) that parsed `run` flags say, engine flags included; flags it would ignore, or
     that contradict each other, are a one-line error (EvalConfig.check_given)."""
     cfg = cls(**options_from_args(cls, ns))
-    cfg.engine_args = {**cfg.engine_args, **engine_flag_values(ns, cfg.engine_name())}
+    cfg = dataclasses.replace(cfg, engine_args={**cfg.engine_args, **engine_flag_values(ns, cfg.engine_name())})
     cfg.check_given(given_flags(ns))
     return cfg
 

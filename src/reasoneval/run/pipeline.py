@@ -59,7 +59,7 @@ from reasoneval.run.adaptive import (
     plan_se_of,
     with_estimates,
 )
-from reasoneval.run.options import EvalConfig, rename_old_keys
+from reasoneval.run.options import EvalConfig, rename_old_keys, takes_options_of
 from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_maker
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
@@ -338,6 +338,7 @@ def _disk_error(e: OSError, where: Path | str) -> UserError:
                      "space (or make it writable) and re-run the same command")
 
 
+@takes_options_of(EvalConfig)  # mypy checks each option's name and type against EvalConfig's fields
 async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> RunResult:
     """`evaluate` for code that already runs an event loop. Scoring runs in a thread, off the loop."""
     options = rename_old_keys(type(config) if config else EvalConfig, options, "evaluate()")
@@ -370,6 +371,7 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     return result
 
 
+@takes_options_of(EvalConfig)
 def evaluate(config: EvalConfig | None = None, **options: Any) -> RunResult:
     """Run an evaluation and return its result (what summary.json holds).
 
