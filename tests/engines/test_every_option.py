@@ -208,7 +208,9 @@ def test_vllm_takes_every_field_of_its_map() -> None:
 
     import vllm
 
-    accepted = set(inspect.signature(vllm.SamplingParams).parameters)
+    # vLLM's SamplingParams is a msgspec Struct in recent versions (its fields), a class with keywords before.
+    accepted = set(getattr(vllm.SamplingParams, "__struct_fields__", ()) or
+                   inspect.signature(vllm.SamplingParams).parameters)
     first = {"temperature", "top_p", "top_k", "min_p", "max_tokens", "stop", "seed", "n"}
     assert set(S.VLLM_FIELDS.values()) | first <= accepted
     p = SamplingParams(**{k: FIELD_VALUES[k] for k in FIELD_VALUES},
