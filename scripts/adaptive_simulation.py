@@ -42,7 +42,9 @@ from reasoneval.metrics.plan_adaptive import (
     own_totals,
     pilot_weights,
     plan_totals,
+    reported_variances,
     two_stage_estimates,
+    variance_floor,
 )
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: tests.plugins.bernoulli_engine for --real
@@ -57,6 +59,18 @@ def issue_profiles(rng: np.random.Generator) -> dict[str, np.ndarray]:
         "beta-0.3": rng.beta(0.3, 0.3, 40),
         "near-ceiling": rng.beta(8.0, 1.0, 100),
         "one-hard-tail": np.r_[np.full(29, 0.95), 0.05],
+    }
+
+
+def issue41_profiles(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Profiles like issue 41's held-out ones (where per-problem variance estimates came out negative): a U shape,
+    three levels, all hard, a tiny task, a MATH-500-like spread."""
+    return {
+        "u-shape": rng.beta(0.15, 0.15, 60),
+        "three-levels": np.repeat([0.1, 0.5, 0.9], 10),
+        "all-hard": rng.uniform(0.0, 0.08, 40),
+        "tiny-q8": rng.uniform(0.0, 1.0, 8),
+        "math500-like": np.r_[np.zeros(60), np.ones(160), rng.beta(1.2, 0.8, 280)],
     }
 
 
@@ -141,6 +155,7 @@ def simulate(name: str, p: np.ndarray, k_ref: int, runs: int, rng: np.random.Gen
     na, nb = (n_main + 1) // 2, n_main // 2
     ma, mb = rng.binomial(na, p), rng.binomial(nb, p)
     est, var = two_stage_estimates(ca, cb, ma, na, mb, nb, wa, wb)
+    var = reported_variances(var, variance_floor(ca, cb, ma, na, mb, nb, wa, wb))  # what a run reports
     v = p * (1 - p)
     wm = 1 - wa - wb
     var_run = np.sum((wa * wa + wb * wb) * v / half + wm * wm * v / np.maximum(n_main, 1), axis=1) / q**2
@@ -230,6 +245,7 @@ def real_path(name: str, p: np.ndarray, k_ref: int, runs: int, work: Path, seed0
         ma, na = np.array([[sum(m[0::2]) for m in main]]), np.array([[len(m[0::2]) for m in main]])
         mb, nb = np.array([[sum(m[1::2]) for m in main]]), np.array([[len(m[1::2]) for m in main]])
         est, var = two_stage_estimates(ca, cb, ma, na, mb, nb, wa, wb)
+        var = reported_variances(var, variance_floor(ca, cb, ma, na, mb, nb, wa, wb))
         mean, se = float(est.mean()), math.sqrt(max(float(var.sum()), 0.0)) / q
         summary = res.tasks["aime24"]
         a = res.adaptive["aime24"] if res.adaptive else {}
@@ -265,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--k", default="16,64", help="targets: the re-run SE of uniform K = these")
     ap.add_argument("--only-issue", action="store_true", help="the issue's four profiles only")
+    ap.add_argument("--issue41", action="store_true", help="issue 41's five profiles only")
     ap.add_argument("--only", default="", help="comma-separated profile names (or their beginnings) to run")
     ap.add_argument("--mc-seed", type=int, default=None,
                     help="seed of the simulated runs' outcomes (default: go on from --seed, which draws the profiles)")
@@ -276,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(a.seed)
     issue = list(issue_profiles(rng).items())
     profiles = issue + ([] if a.only_issue else [random_profile(rng) for _ in range(a.profiles)])
+    if a.issue41:
+        issue = profiles = list(issue41_profiles(np.random.default_rng(a.seed)).items())
     if a.only:
         wanted = [w.strip() for w in a.only.split(",") if w.strip()]
         profiles = [(n, p) for n, p in profiles if any(n.startswith(w) for w in wanted)]

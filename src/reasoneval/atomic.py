@@ -92,6 +92,16 @@ class FileSet:
     def write_json(self, target: Path | str, obj: Any) -> None:
         self.write_text(target, json_text(obj))
 
+    def changes(self, target: Path | str) -> bool:
+        """Whether the commit would change `target`: it is staged, and absent now or with other bytes."""
+        tmp = self._files.get(Path(target))
+        if tmp is None:
+            return False
+        try:
+            return Path(target).read_bytes() != tmp.read_bytes()
+        except FileNotFoundError:
+            return True
+
     def commit(self) -> None:
         for tmp in self._files.values():
             _fsync(tmp)

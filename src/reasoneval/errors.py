@@ -17,12 +17,16 @@ class RunIncomplete(Exception):
 
     exit_code = 3
 
-    def __init__(self, summary: Any) -> None:
+    def __init__(self, summary: Any, advice: str | None = None) -> None:
+        """advice: what to do instead of re-running the same command, for a command that does not generate
+        (`report`, `score`)."""
         missing = sum(t.num_missing for t in summary.tasks.values())
-        where = (f"this command's table (in {summary.files_dir}) has \"complete\": false, and the run's headline "
-                 "is as it was" if getattr(summary, "view", None) else "summary.json has \"complete\": false")
-        super().__init__(f"{missing} sample(s) are missing or failed (see run.log); {where}. Re-run the same command "
-                         f"to generate them: {summary.run_dir}")
+        headline = ("this command updated the run's headline too" if getattr(summary, "headline_changed", False)
+                    else "the run's headline is as it was")
+        where = (f"this command's table (in {summary.files_dir}) has \"complete\": false, and {headline}"
+                 if getattr(summary, "view", None) else "summary.json has \"complete\": false")
+        todo = advice or f"Re-run the same command to generate them: {summary.run_dir}"
+        super().__init__(f"{missing} sample(s) are missing or failed (see run.log); {where}. {todo}")
         self.summary = summary
 
 

@@ -89,3 +89,35 @@ def test_two_training_runs_with_one_checkpoint_name_are_two_rows(make_openai_ser
     assert got == [("run7", "checkpoint-100", "100", means["run7/checkpoint-100"]),
                    ("run8", "checkpoint-50", "50", means["run8/checkpoint-50"]),
                    ("run8", "checkpoint-100", "100", means["run8/checkpoint-100"])]
+
+
+def test_two_runs_of_one_checkpoint_with_other_settings_are_two_rows(make_openai_server: Any, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41.1: `--n 8 --temperature 0.6`, then `--n 4 --temperature 1.0` (and another seed) of one model. Each
+    is a row of its own with its own pass@1, pass@K and maj@K, and a `settings` column says what differs (the row
+    was one, pass@1 from the T=1.0 run beside pass@8 and maj@8 from the T=0.6 run)."""
+    name = "run7/checkpoint-100"
+    runs = {"a": make_run(make_openai_server, tmp_path, name, lambda i, j: j < 5, q=Q, n=8, temperature=0.6),
+            "b": make_run(make_openai_server, tmp_path, name, lambda i, j: j < 1, q=Q, n=4, temperature=1.0),
+            "c": make_run(make_openai_server, tmp_path, name, lambda i, j: j < 2, q=Q, n=4, temperature=1.0, seed=7)}
+    summaries = {k: json.loads((d / "summary.json").read_text()) for k, d in runs.items()}
+    assert main(["runs", str(tmp_path / "results"), "--by-checkpoint", "--csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(rows) == 3
+    by_run = {r["run_dir"]: r for r in rows}
+    assert set(by_run) == {str(d) for d in runs.values()}  # one run each
+    labels = {k: by_run[str(d)]["settings"] for k, d in runs.items()}
+    assert labels == {"a": "temperature=0.6, seed=42, K=8", "b": "temperature=1, seed=42, K=4",
+                      "c": "temperature=1, seed=7, K=4"}
+    for k, d in runs.items():
+        r, t = by_run[str(d)], summaries[k]["tasks"][TASK]
+        assert float(r[f"{TASK}/pass@1"]) == t["mean"]
+        K = max(int(x) for x in t["pass_at_k"])
+        assert float(r[f"{TASK}/pass@{K}"]) == t["pass_at_k"][str(K)] and float(r[f"{TASK}/maj@{K}"]) == t["maj_at_k"][str(K)]
+        other = 4 if K == 8 else 8
+        assert r[f"{TASK}/pass@{other}"] == "" and r[f"{TASK}/maj@{other}"] == ""  # never a figure of another run
+    # The terminal table: headers whole (folded, not cut with "…"), and a footer that describes these rows.
+    assert main(["runs", str(tmp_path / "results"), "--by-checkpoint"]) == 0
+    out, err = capsys.readouterr()
+    assert "…" not in out and "settings" in out
+    assert "Each row is one evaluation of a checkpoint" in err and "a run's headline: its widest" not in err

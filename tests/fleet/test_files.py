@@ -44,10 +44,24 @@ def test_a_jobs_resources_have_their_own_names_and_the_old_ones_still_work(
     assert old.fingerprint() == new.fingerprint()
     # (a record reaches caplog's handler twice where the logger also propagates to the root: counted once)
     assert sorted({id(r): r.getMessage() for r in caplog.records}.values()) == [  # once per file, not per job
-        f"{jobs}: models[0]: num_cpus is an old name of cpus_per_job; it still works, but use cpus_per_job",
-        f"{jobs}: models[0]: num_gpus is an old name of gpus_per_job; it still works, but use gpus_per_job"]
+        f"{jobs}: defaults: num_cpus is an old name of cpus_per_job; it still works, but use cpus_per_job",
+        f"{jobs}: defaults: num_gpus is an old name of gpus_per_job; it still works, but use gpus_per_job"]
     jobs.write_text("defaults: {tasks: [arith], engine: echo, gpus_per_job: many}\nmodels: [m]\n")
-    with pytest.raises(UserError, match=r"models\[0\]: gpus_per_job and cpus_per_job must be numbers"):
+    with pytest.raises(UserError, match=r"defaults: gpus_per_job and cpus_per_job must be numbers"):
+        load_jobs(jobs)
+
+
+def test_a_typo_in_the_defaults_is_reported_in_the_defaults(tmp_path: Path) -> None:
+    """Issue 41.8: a typo in `defaults:` was reported as `models[0]`; in an entry it is still the entry's."""
+    from reasoneval.fleet.jobs import load_jobs
+
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("defaults: {tasks: [arith], engine: echo, temprature: 0.5}\nmodels: [m, n]\n")
+    with pytest.raises(UserError, match=rf"^{jobs}: defaults: .*temprature") as e:
+        load_jobs(jobs)
+    assert "models[" not in str(e.value)
+    jobs.write_text("defaults: {tasks: [arith], engine: echo}\nmodels: [m, {model: n, temprature: 0.5}]\n")
+    with pytest.raises(UserError, match=rf"^{jobs}: models\[1\]: .*temprature"):
         load_jobs(jobs)
 
 

@@ -248,3 +248,40 @@ def test_a_job_whose_worker_keeps_dying_is_retried_then_failed_and_the_others_fi
     assert state["fine"].state == "done"
     assert state["doomed"].state == "failed" and "worker died (1 retries used)" in (state["doomed"].error or "")
     assert len(crashes.read_text().split()) == 2  # the first attempt and one retry, each in a fresh worker
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_watch_once_exits_3_when_a_checkpoint_did_not_finish(tmp_path: Path, make_openai_server: Any,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41.8: `watch --once` exited 0 when a checkpoint failed, and logged its routine progress at WARNING."""
+    import logging
+
+    from tests.reliability._helpers import cli_inprocess
+
+    root = tmp_path / "ckpts"
+    (root / "checkpoint-100").mkdir(parents=True)
+    (root / "checkpoint-100" / "config.json").write_text("{}")
+    (root / "checkpoint-100" / "model.safetensors").write_bytes(b"x")
+    (root / "checkpoint-100" / "COMPLETE").write_text("")
+    server = make_openai_server()  # it serves another model than the checkpoint: the job fails
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(f"tasks: [arith]\nlimit: 2\nn: 1\nbase_url: {server.base_url}\nmodel: test-model\n"
+                        f"retry_backoff: 0.01\noutput_dir: {tmp_path / 'results'}\n")
+    logging.getLogger("reasoneval").setLevel(logging.INFO)
+    r = cli_inprocess(["watch", str(root), "--settings", str(settings), "--once", "--job-retries", "0"], capsys)
+    assert r.returncode == 3, r.stderr
+    assert "watch: checkpoint-100 did not finish" in r.stderr
+    assert not any("WARNING" in line and "is complete: evaluating" in line for line in r.stderr.splitlines())
+    # Results inside the watched folder, among the checkpoints: refused before anything is evaluated.
+    inside = tmp_path / "inside.yaml"
+    inside.write_text(f"tasks: [arith]\nengine: echo\noutput_dir: {root / 'results'}\n")
+    r = cli_inprocess(["watch", str(root), "--settings", str(inside), "--once"], capsys)
+    assert r.returncode == 2 and "the results would go inside the watched folder" in r.stderr, r.stderr
+    assert not (root / "results").exists()
+    # A checkpoint that finishes (the echo engine stands in for the model): exit 0.
+    settings.write_text(f"tasks: [arith]\nlimit: 2\nn: 1\nengine: echo\noutput_dir: {tmp_path / 'results'}\n")
+    (root / "checkpoint-200").mkdir()
+    for name in ("config.json", "model.safetensors", "COMPLETE"):
+        (root / "checkpoint-200" / name).write_text("{}")
+    r = cli_inprocess(["watch", str(root), "--settings", str(settings), "--once"], capsys)
+    assert r.returncode == 0, r.stderr

@@ -27,9 +27,11 @@ from reasoneval.metrics.plan_adaptive import (
     pilot_weights,
     plan_totals,
     posterior_moments,
+    reported_variances,
     swap_tables,
     task_estimates,
     two_stage_estimates,
+    variance_floor,
     weight_factors,
 )
 
@@ -239,3 +241,95 @@ def test_simulation_script_runs() -> None:
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "adaptive_simulation.py"), "--only-issue", "--runs", "50",
                         "--k", "16"], capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "src")}, timeout=300)
     assert "| bimodal-hard | 30 | K = 16 | 50 |" in r.stdout and "worst cells" in r.stdout, r.stdout + r.stderr
+
+
+# ---- issue 41: one plan per pilot, and never a false zero --------------------------------------------------
+
+def _all_histograms(q: int) -> np.ndarray:
+    """Every pilot histogram of a task of q problems (how many had 0..PILOT of PILOT right)."""
+    return np.array([h for h in itertools.product(range(q + 1), repeat=PILOT + 1) if sum(h) == q], dtype=np.float64)
+
+
+@pytest.mark.parametrize("target, max_n", [(4.0, 16), (2.0, 64), (7.0, 12)])
+def test_one_plan_per_pilot_in_the_sampler_the_estimator_and_any_batch(target: float, max_n: int) -> None:
+    """Issue 41.12: the sampler planned pilot [16, 2, 4, 2, 16] 21/24/25/24/21 per count, the estimator (planning it
+    in a batch with its neighbours) 20/26/26/26/19. Every pilot histogram of a 6-problem task, planned alone (the
+    sampler: run/adaptive.py `_plan`), all at once, in shuffled batches, and inside the estimator's count tables:
+    one plan each, the same integers every way."""
+    rng = np.random.default_rng(0)
+    hists = _all_histograms(6)
+    entry = {**_entry(target, max_n=max_n), "plan": RULE}
+    alone = np.stack([plan_totals(h[None, :], target / 100, max_n, rule=RULES[RULE]).totals[0] for h in hists])
+    assert np.array_equal(plan_totals(hists, target / 100, max_n, rule=RULES[RULE]).totals, alone)
+    for _ in range(3):
+        order = rng.permutation(len(hists))
+        for batch in np.array_split(order, 7):
+            got = plan_totals(np.concatenate([hists[batch], hists[rng.integers(len(hists), size=5)]]), target / 100, max_n,
+                              rule=RULES[RULE]).totals[:len(batch)]
+            assert np.array_equal(got, alone[batch])
+    # The estimator: a problem's own total in the count table of its task's histogram is the sampler's plan.
+    tables = count_tables(hists, [entry])
+    for h, table, plan in zip(hists, tables, alone):
+        for c in np.flatnonzero(h):
+            assert table[c, c] == plan[c], (h, c, table[c, c], plan[c])
+    assert len({tuple(t) for t in alone}) > 1  # the plans do differ between pilots
+
+
+def test_the_plan_is_exact_integers_at_the_rounding_step() -> None:
+    """The scale that turns a plan's shape into totals is an integer (plan_adaptive._scaled): a product landing on
+    a whole number rounds the same way whatever the last bit of the float arithmetic."""
+    from reasoneval.metrics.plan_adaptive import SHAPE_UNIT, _scaled
+
+    # the scale is an integer multiple of 1/SHAPE_UNIT: scale 20 x shape 1 is exactly 20, one unit more is 21
+    assert list(_scaled(20 * SHAPE_UNIT, [SHAPE_UNIT, SHAPE_UNIT // 2], 4, 64)) == [20, 10]
+    assert list(_scaled(20 * SHAPE_UNIT + 1, [SHAPE_UNIT, SHAPE_UNIT // 2], 4, 64)) == [21, 11]
+    assert list(_scaled(0, [SHAPE_UNIT], 4, 64)) == [4] and list(_scaled(10**30, [1], 4, 64)) == [64]  # clipped
+
+
+def test_the_reported_variance_is_never_below_the_fixed_weight_floor() -> None:
+    """Issue 41.11: a three-levels run reported SE 0.0 (its per-problem variance estimates summed to -0.0025). Over
+    simulated runs of that profile the unbiased sums do come out below the floor (and below zero), and the
+    variances a task reports (task_estimates: `reported_variances`) never sum below `variance_floor`'s, which is
+    positive wherever some problem's samples disagree."""
+    sys.path.insert(0, str(ROOT))
+    from scripts.adaptive_simulation import plan_and_weights, uniform_se
+
+    rng = np.random.default_rng(3)
+    p = np.repeat([0.1, 0.5, 0.9], 10)
+    history = [{**_entry(100 * uniform_se(p, 16), max_n=256), "plan": RULE}]
+    runs = 400
+    ca, cb = rng.binomial(2, p, size=(runs, len(p))), rng.binomial(2, p, size=(runs, len(p)))
+    totals, wa, wb, _ = plan_and_weights(ca, cb, history)
+    n_main = totals - PILOT
+    na, nb = (n_main + 1) // 2, n_main // 2
+    ma, mb = rng.binomial(na, p), rng.binomial(nb, p)
+    _, var = two_stage_estimates(ca, cb, ma, na, mb, nb, wa, wb)
+    floor = variance_floor(ca, cb, ma, na, mb, nb, wa, wb)
+    assert (floor >= 0).all()
+    low = var.sum(axis=1) < floor.sum(axis=1)
+    assert low.any()  # the floor is needed: unbiased sums below it happen on this profile
+    reported = reported_variances(var, floor)
+    assert (reported.sum(axis=1) >= floor.sum(axis=1) - 1e-15).all() and (reported.sum(axis=1) > 0).all()
+    assert np.array_equal(reported[~low], var[~low])  # elsewhere the unbiased estimate, untouched
+    # One run through task_estimates (what summary.json's `se` is the square root of, over Q): the same.
+    r = int(np.flatnonzero(low)[0])
+    outcomes = []
+    for i in range(len(p)):
+        pilot = {0: ca[r, i] >= 1, 2: ca[r, i] == 2, 1: cb[r, i] >= 1, 3: cb[r, i] == 2}
+        main = [j < ma[r, i] for j in range(na[r, i])], [j < mb[r, i] for j in range(nb[r, i])]
+        later = {PILOT + 2 * j: x for j, x in enumerate(main[0])} | {PILOT + 1 + 2 * j: x for j, x in enumerate(main[1])}
+        outcomes.append({**pilot, **later})
+    est = task_estimates(outcomes, history)
+    assert np.allclose(est.variance, floor[r]) and est.variance.sum() > 0
+
+
+def test_the_issues_pilot_is_planned_the_same_by_the_sampler_and_the_estimator() -> None:
+    """Pilot [16, 2, 4, 2, 16] over a grid of targets: the sampler's plan (alone) and the estimator's (the count
+    tables, planned in a batch of its neighbours) are one plan. Before: target 1.2 points gave 10/16/17/16/9 and
+    10/16/17/16/10."""
+    h = np.array([[16, 2, 4, 2, 16.0]])
+    for target in np.linspace(1.0, 8.0, 71):
+        for max_n in (64, 256):
+            alone = plan_totals(h, target / 100, max_n).totals[0]
+            table = count_tables(h, [{**_entry(float(target), max_n=max_n), "plan": RULE}])[0]
+            assert [table[c, c] for c in range(PILOT + 1)] == list(alone), (target, max_n)

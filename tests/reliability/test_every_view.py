@@ -80,7 +80,7 @@ class Scope:
 
     def inside(self, other: Scope) -> bool:
         return set(self.problems) <= set(other.problems) and (
-            self.n < other.n or (self.n == other.n and self.adaptive == other.adaptive))
+            self.n < other.n or (self.n == other.n and (self.adaptive or not other.adaptive)))
 
 
 def read_store(run_dir: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[tuple[str, str], dict[int, str]]]:
@@ -197,8 +197,12 @@ def reference(run_dir: Path, scope: dict[str, Scope]) -> dict[str, Any]:
             # tests/metrics/test_plan_adaptive.py, here it is recomputed from samples.jsonl.
             est = task_estimates([dict(zip(p.indices, p.correct)) for p in per_task[task]],
                                  adaptive.get("history") or [adaptive], task)
-            for p, e in zip(per_task[task], est.estimate):
+            for p, e, total in zip(per_task[task], est.estimate, est.totals):
                 p.two_stage = float(e)
+                if all(i in p.indices for i in range(4)):  # its pilot, then the first T - 4 after it (T: planned)
+                    keep = set(range(4)) | set(sorted(i for i in p.indices if i >= 4)[:max(0, int(total) - 4)])
+                    pos = [k for k, i in enumerate(p.indices) if i in keep]
+                    p.indices, p.correct, p.said = ([xs[k] for k in pos] for xs in (p.indices, p.correct, p.said))
     out = {"tasks": {t: figures(ps, missing[t]) for t, ps in per_task.items()},
            "problems": {(p.task, p.key): p for ps in per_task.values() for p in ps}}
     out["all"] = figures([p for ps in per_task.values() for p in ps], sum(missing.values()))
@@ -332,6 +336,7 @@ class Views(RuleBasedStateMachine):
         self.servers = {m: OpenAIServer(model=m, responder=model_reply(m)).start() for m in MODELS}
         self.broken = OpenAIServer(model="run9/checkpoint-100", fault_rates={"http500": 1.0}).start()
         self.models = {m: Model() for m in MODELS}
+        self.variants: dict[tuple[str, str], Model] = {}  # (checkpoint, "temperature" | "seed"): its other run
         self.imports = Model()
         self.results = self.tmp / "results"
         self.last_out = ""
@@ -379,11 +384,24 @@ class Views(RuleBasedStateMachine):
                 out[str(p.relative_to(self.results))] = p.read_bytes()
         return out
 
-    def record(self, model: Model, scope: dict[str, Scope], code: int, out: str, run_dir: Path) -> None:
+    @staticmethod
+    def headline_state(run_dir: Path | None) -> Any:
+        """What a headline shows (summary.json, and what config.json says it covers, not when it was updated)."""
+        if run_dir is None or not (run_dir / "summary.json").exists():
+            return None
+        config = json.loads((run_dir / "config.json").read_text())
+        config.pop("updated", None)
+        return (run_dir / "summary.json").read_bytes(), config
+
+    def record(self, model: Model, scope: dict[str, Scope], code: int, out: str, run_dir: Path,
+               before: Any = None) -> None:
         model.run_dir = run_dir
         is_headline = model.asked(scope, code == 0)
         self.last_out, self.last_scope, self.last_run = out, scope, run_dir
         assert ("it is also in " in out) != is_headline, (out[-2000:], scope, model.headline)
+        if not is_headline:  # a view: "unchanged" exactly when the headline's files are as they were (issue 41.3)
+            unchanged = self.headline_state(run_dir) == before
+            assert ("which is unchanged" in " ".join(out.split())) == unchanged, (out[-2000:], unchanged)
 
     # -- commands -----------------------------------------------------------------------------------------
 
@@ -391,23 +409,57 @@ class Views(RuleBasedStateMachine):
           limit=st.sampled_from([None, None, 2, 3]), n=st.sampled_from([1, 2, 3, 4, 6]))
     def run(self, model: str, tasks: tuple[str, ...], limit: int | None, n: int) -> None:
         extra = ["--tasks", ",".join(tasks), "--n", str(n), *(["--limit", str(limit)] if limit else [])]
+        before = self.headline_state(self.models[model].run_dir)
         code, out, err = self.main(*self.run_args(self.servers[model], *extra))
         assert code == 0, err[-2000:]
         run_dir = Path(re.search(r"results: (.*)", err).group(1))  # type: ignore[union-attr]
         scope = {t: Scope(self.keys(run_dir, t, limit), n) for t in tasks}
         self.models[model].logged = True
-        self.record(self.models[model], scope, code, out, run_dir)
+        self.record(self.models[model], scope, code, out, run_dir, before)
+
+    @rule(model=st.sampled_from(MODELS), other=st.sampled_from(["temperature", "seed"]), n=st.sampled_from([2, 3]))
+    def run_with_other_settings(self, model: str, other: str, n: int) -> None:
+        """The same checkpoint with another temperature or seed: another run, and its own row of `runs
+        --by-checkpoint` (issue 41.1: the row mixed both runs' figures)."""
+        extra = ["--temperature", "1.0"] if other == "temperature" else ["--seed", "7"]
+        m = self.variants.setdefault((model, other), Model())
+        before = self.headline_state(m.run_dir)
+        code, out, err = self.main(*self.run_args(self.servers[model], "--tasks", "aime24", "--n", str(n), *extra))
+        assert code == 0, err[-2000:]
+        run_dir = Path(re.search(r"results: (.*)", err).group(1))  # type: ignore[union-attr]
+        assert run_dir != self.models[model].run_dir
+        m.logged = True
+        self.record(m, {"aime24": Scope(self.keys(run_dir, "aime24", None), n)}, code, out, run_dir, before)
+
+    @precondition(lambda self: any(s.adaptive for m in self.models.values() for s in m.headline.values()))
+    @rule(model=st.sampled_from(MODELS))
+    def fixed_k_after_adaptive(self, model: str) -> None:
+        """A uniform K of the adaptive headline's n (2 x --max-n) holds every sample the adaptive run drew: it becomes
+        the headline, and no table of it says "adaptive" (issue 41.4)."""
+        m = self.models[model]
+        if not any(s.adaptive for s in m.headline.values()):
+            return
+        before = self.headline_state(m.run_dir)
+        code, out, err = self.main(*self.run_args(self.servers[model], "--tasks", "aime24,math500", "--n", "12",
+                                                  "--concurrency", "4"))
+        assert code == 0, err[-2000:]
+        run_dir = Path(re.search(r"results: (.*)", err).group(1))  # type: ignore[union-attr]
+        m.logged = True
+        self.record(m, {t: Scope(self.keys(run_dir, t, None), 12) for t in TASKS}, code, out, run_dir, before)
 
     @rule(model=st.sampled_from(MODELS), n=st.sampled_from([3, 5]))
     def k_extension_that_partly_fails(self, model: str, n: int) -> None:
         """aime24's problem 1 fails every new sample (no retries): the command is incomplete (exit 3)."""
         server = self.servers[model]
+        before = self.headline_state(self.models[model].run_dir)
         server.fail_next(50, "http500", contains="$4 + 3$")
         try:
             code, out, err = self.main(*self.run_args(server, "--tasks", "aime24", "--n", str(n), "--max-retries", "0"))
         finally:
             server.reset()
-        run_dir = Path(next(p for p in self.results.glob(f"{model.replace('/', '--')}/*") if p.is_dir()))
+        others = {v.run_dir for v in self.variants.values()}  # the same checkpoint's runs with other settings
+        run_dir = Path(next(p for p in self.results.glob(f"{model.replace('/', '--')}/*")
+                            if p.is_dir() and p not in others))
         scope = {"aime24": Scope(self.keys(run_dir, "aime24", None), n)}
         have = read_store(run_dir)[1]
         key = self.keys(run_dir, "aime24", None)[1]
@@ -415,17 +467,18 @@ class Views(RuleBasedStateMachine):
         assert code == (0 if complete else 3), (code, err[-2000:])
         assert complete or len(have.get(("aime24", key), {})) < n
         self.models[model].logged = True  # a run logs its headline, complete or not
-        self.record(self.models[model], scope, code, out, run_dir)
+        self.record(self.models[model], scope, code, out, run_dir, before)
 
     @rule(model=st.sampled_from(MODELS), target_se=st.sampled_from(["6", "9"]))
     def adaptive(self, model: str, target_se: str) -> None:
+        before = self.headline_state(self.models[model].run_dir)
         code, out, err = self.main(*self.run_args(self.servers[model], "--tasks", "aime24,math500", "--target-se",
                                                   target_se, "--max-n", "6", "--concurrency", "4"))
         assert code == 0, err[-2000:]
         run_dir = Path(re.search(r"results: (.*)", err).group(1))  # type: ignore[union-attr]
         scope = {t: Scope(self.keys(run_dir, t, None), 12, adaptive=True) for t in TASKS}
         self.models[model].logged = True
-        self.record(self.models[model], scope, code, out, run_dir)
+        self.record(self.models[model], scope, code, out, run_dir, before)
 
     @precondition(lambda self: any(m.run_dir for m in self.models.values()))
     @rule(model=st.sampled_from(MODELS), n=st.sampled_from([None, 1, 2, 4]), only=st.sampled_from([None, "aime24"]))
@@ -435,12 +488,14 @@ class Views(RuleBasedStateMachine):
             return
         args = ["report", str(m.run_dir), "--grading-workers", "1", "--log-to", "tensorboard", "--tensorboard-dir",
                 str(self.tmp / "tb"), *(["--n", str(n)] if n else []), *(["--tasks", only] if only else [])]
+        before = self.headline_state(m.run_dir)
         code, out, err = self.main(*args)
-        scope = {t: Scope(s.problems, n or s.n, s.adaptive) for t, s in m.headline.items() if only in (None, t)}
+        # --n asks for a uniform K: of an adaptive task too (its first n samples; issue 41.4)
+        scope = {t: Scope(s.problems, n or s.n, s.adaptive and not n) for t, s in m.headline.items() if only in (None, t)}
         ref = reference(m.run_dir, scope)
         assert code == (0 if ref["complete"] else 3), err[-2000:]
         m.logged = True
-        self.record(m, scope, code if ref["complete"] else 3, out, m.run_dir)
+        self.record(m, scope, code if ref["complete"] else 3, out, m.run_dir, before)
 
     @precondition(lambda self: any(m.run_dir for m in self.models.values()))
     @rule(model=st.sampled_from(MODELS))
@@ -497,8 +552,12 @@ class Views(RuleBasedStateMachine):
         if not self.last_out or self.last_run is None:
             return
         ref = reference(self.last_run, self.last_scope)
-        _, head, rows = parse_terminal_table(self.last_out)
+        title, head, rows = parse_terminal_table(self.last_out)
         check_rows(head, rows, ref, "table", next(h for h in head if "± SE" in h))
+        # the adaptive label only on a table of an adaptive scope (issue 41.4); a view's name from its own scope
+        adaptive = any(s.adaptive for s in self.last_scope.values())
+        assert ("adaptive" in title.split("(run ", 1)[1]) == adaptive, (title, self.last_scope)
+        assert ("target re-run SE" in self.last_out) == adaptive, self.last_out[-2000:]
         view = re.search(r"it is also in (\S+)", self.last_out)
         if view:  # the command covered less than the headline: its own view, beside it
             d = Path(view.group(1))
@@ -509,14 +568,19 @@ class Views(RuleBasedStateMachine):
     @invariant()
     def every_headline_view_is_the_widest_complete_evaluation(self) -> None:
         runs = {m: x for m, x in self.models.items() if x.run_dir is not None and (x.run_dir / "summary.json").exists()}
+        runs.update({f"{m} ({o})": x for (m, o), x in self.variants.items()
+                     if x.run_dir is not None and (x.run_dir / "summary.json").exists()})
         if self.imports.run_dir is not None:
             runs["gens"] = self.imports
         if not runs:
             return
         code, out, _ = self.main("runs", str(self.results), "--csv")
-        table = {r["model"]: r for r in csv.DictReader(io.StringIO(out))}
+        table = {r["run_id"]: r for r in csv.DictReader(io.StringIO(out))}
         code2, out2, _ = self.main("runs", str(self.results), "--by-checkpoint", "--csv")
-        points = {(r.get("training_run", ""), r["checkpoint"]): r for r in csv.DictReader(io.StringIO(out2))}
+        # each row is one run here (every run covers aime24: runs of one checkpoint share no row; issue 41.1)
+        rows_ = list(csv.DictReader(io.StringIO(out2)))
+        assert all(";" not in r["run_id"] for r in rows_), rows_
+        points = {r["run_id"]: r for r in rows_}
         assert code == code2 == 0
         for name, m in runs.items():
             assert m.run_dir is not None
@@ -530,7 +594,7 @@ class Views(RuleBasedStateMachine):
             lo, hi = ref["all"]["range"]
             label = f"K = {hi} samples per problem" if lo == hi else f"{lo}–{hi} per problem (samples)"
             assert f'<span id="samples">{label}</span>' in page, (name, label)
-            row = table[summary["model"]]
+            row = table[summary["run_id"]]
             assert row["n"] == (str(hi) if lo == hi else f"{lo}–{hi}"), (name, row["n"])
             for t, want in ref["tasks"].items():
                 assert close(float(row[f"{t}_pass1"]), want["mean"]), (name, t)
@@ -538,17 +602,32 @@ class Views(RuleBasedStateMachine):
                 if want["stderr"] is not None:
                     assert close(float(row[f"{t}_stderr"]), want["stderr"]), (name, t)
             run, _, ckpt = summary["model"].rpartition("/")
-            point = points[(run, ckpt)]
+            point = points[summary["run_id"]]
+            assert (point.get("training_run", ""), point["checkpoint"]) == (run, ckpt)
+            shared = sum((r.get("training_run", ""), r["checkpoint"]) == (run, ckpt) for r in rows_)
+            if shared > 1:  # the checkpoint's rows say what tells them apart
+                others = {o for (mm, o), v in self.variants.items() if mm == summary["model"] and v.run_dir}
+                if name in self.models and "temperature" in others:
+                    assert "temperature=0.6" in point["settings"], point
+                if name.endswith("(temperature)"):
+                    assert "temperature=1" in point["settings"], point
+                if name.endswith("(seed)"):
+                    assert "seed=7" in point["settings"], point
+            # provenance: each task's datasets entry is the headline's own problems (issue 41.5)
+            if name != "gens":
+                for t, s in m.headline.items():
+                    assert summary["config"]["datasets"][t]["num_problems"] == len(s.problems), (name, t)
             for t, want in ref["tasks"].items():
                 assert close(float(point[f"{t}/pass@1"]), want["mean"]), (name, t, "by-checkpoint")
                 top = max(want["pass_at_k"], default=0)
                 if top > 1:
                     assert close(float(point[f"{t}/pass@{top}"]), want["pass_at_k"][top]), (name, t, top)
                     assert close(float(point[f"{t}/maj@{top}"]), want["maj_at_k"][top], 1e-6), (name, t, top)
-            if name in MODELS and m.logged:
-                self.check_dashboard(summary, ref)
+            if m.logged and name != "gens":
+                self.check_dashboard(summary, ref, 1.0 if name.endswith("(temperature)") else 0.6,
+                                     7 if name.endswith("(seed)") else 42)
 
-    def check_dashboard(self, summary: dict[str, Any], ref: dict[str, Any]) -> None:
+    def check_dashboard(self, summary: dict[str, Any], ref: dict[str, Any], temperature: float, seed: int) -> None:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
         from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
         from tensorboard.plugins.hparams import plugin_data_pb2
@@ -571,7 +650,7 @@ class Views(RuleBasedStateMachine):
                         records.append((event.wall_time, v.metadata.plugin_data.content))
         content = max(records)[1]
         hp = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info.hparams
-        assert hp["temperature"].number_value == pytest.approx(0.6) and hp["seed"].number_value == 42
+        assert hp["temperature"].number_value == pytest.approx(temperature) and hp["seed"].number_value == seed
         assert hp["engine"].string_value == "openai" and hp["reasoneval_version"].string_value
         if summary.get("adaptive"):
             assert hp["target_se"].number_value > 0

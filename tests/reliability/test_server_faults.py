@@ -87,6 +87,52 @@ def test_429_retry_after_is_honoured(make_openai_server: Callable[..., OpenAISer
     assert json.loads(r.stdout)["timing"]["retries"] == 1 and time.monotonic() - t0 < 60
 
 
+def test_a_server_that_rate_limits_every_request_stops_with_exit_4_after_the_window(
+        make_openai_server: Callable[..., OpenAIServer], tmp_path: Path) -> None:
+    """Issue 41.7: a server that answers 429 to everything (Retry-After 0.2 s) ran 53 s for 8 samples and exited 3;
+    at scale a minute of backoff per wave, for ever. Now every answer a 429 for --rate-limit-window seconds with
+    none succeeding stops the run with exit 4, the Retry-After waits honoured in between."""
+    write_data(tmp_path / "data", {"aime24": 4})
+    server = make_openai_server(responder=arith_reply, fault_rates={"http429": 1.0}, retry_after=0.2)
+    t0 = time.monotonic()
+    r = cli(*run_args(server.base_url, tmp_path, "--tasks", "aime24", "--n", "2", "--concurrency", "2",
+                      "--rate-limit-window", "2"), timeout=120)
+    elapsed = time.monotonic() - t0
+    last = assert_clean_error(r, 4, r"the server answered \d+ requests in a row with HTTP 429 \(rate limited\) and none "
+                                    r"succeeded for \d+ s \(--rate-limit-window 2\)")
+    assert "re-run the same command to resume" in last
+    assert 2 <= elapsed < 60, elapsed
+    seen = sorted(q.received_at for q in server.requests() if q.path.endswith("completions"))
+    # Retry-After honoured: two workers, each at most one request per 0.2 s, for about 2 s.
+    assert len(seen) <= 2 * (2 / 0.2 + 2), len(seen)
+
+
+def test_a_retry_after_longer_than_the_window_stops_at_once(make_openai_server: Callable[..., OpenAIServer],
+                                                              tmp_path: Path) -> None:
+    write_data(tmp_path / "data", {"aime24": 2})
+    server = make_openai_server(responder=arith_reply, fault_rates={"http429": 1.0}, retry_after=3600)
+    t0 = time.monotonic()
+    r = cli(*run_args(server.base_url, tmp_path, "--tasks", "aime24", "--n", "1", "--rate-limit-window", "60"),
+            timeout=120)
+    assert_clean_error(r, 4, r"asked to wait 3600 s \(Retry-After\), longer than the --rate-limit-window of 60 s")
+    assert time.monotonic() - t0 < 30
+
+
+def test_a_server_that_rate_limits_for_a_while_then_recovers_completes(
+        make_openai_server: Callable[..., OpenAIServer], tmp_path: Path) -> None:
+    """More 429s per sample than --max-retries allows, but shorter than the window: every sample completes (a 429
+    does not use a retry), exit 0."""
+    write_data(tmp_path / "data", {"aime24": 3})
+    server = make_openai_server(responder=arith_reply, retry_after=0.05)
+    server.fail_next(12, "http429")
+    r = cli(*run_args(server.base_url, tmp_path, "--tasks", "aime24", "--n", "2", "--concurrency", "1",
+                      "--max-retries", "1", "--rate-limit-window", "30", "--json"), timeout=120)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["complete"] is True and summary["timing"]["generated"] == 6 and summary["timing"]["failed"] == 0
+    assert summary["timing"]["retries"] == 12
+
+
 def test_server_that_stays_down_stops_the_run_and_the_next_run_resumes(
         make_openai_server: Callable[..., OpenAIServer], tmp_path: Path) -> None:
     write_data(tmp_path / "data", TASKS)

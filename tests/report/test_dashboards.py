@@ -352,12 +352,13 @@ models:
     # The sweep's table by step (`sweep --status` writes it beside the jobs file), the values logged.
     assert show_status(jobs_file, jobs)
     md = (tmp_path / "jobs.yaml.checkpoints.md").read_text().splitlines()
-    assert md[0].startswith("| checkpoint | step | arith/pass@1 |")
+    # each job's training run (its model's folder: /ckpt for /ckpt/checkpoint-2000), then its step
+    assert md[0].startswith("| training run | checkpoint | step | arith/pass@1 |")
     logged = dict(tb["arith/pass@1"])
-    assert [(line.split(" | ")[0], line.split(" | ")[1]) for line in md[2:]] == [
-        ("| m-a", "1000"), ("| checkpoint-2000", "2000"), ("| m-b", "3000")]
-    assert [float(line.split(" | ")[2].split(" ")[0]) for line in md[2:]] == [
-        pytest.approx(logged[s], abs=5e-5) for s in (1000, 2000, 3000)]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in md[2:]]
+    assert [tuple(c[:3]) for c in cells] == [("", "m-a", "1000"), ("", "m-b", "3000"),
+                                             ("/ckpt", "checkpoint-2000", "2000")]
+    assert [float(c[3].split(" ")[0]) for c in cells] == [pytest.approx(logged[s], abs=5e-5) for s in (1000, 3000, 2000)]
     # Another dashboard for the same jobs: finished jobs are not run again (the fingerprint ignores log_*).
     again = load_jobs(jobs_file, {"log_to": [], "log_args": {}})
     assert [j.fingerprint() for j in again] == [j.fingerprint() for j in jobs]
@@ -445,4 +446,6 @@ def test_sweep_command_warns_once_for_a_failing_backend_and_finishes_every_job(
     assert len(failed) == 1, failed
     run, ml = mlflow_history(uri, "battery")
     assert run.info.run_name == "jobs" and [s for s, _ in ml["arith/pass_at_1"]] == [10, 20, 30]
-    assert (tmp_path / "jobs.yaml.checkpoints.csv").read_text().splitlines()[0].startswith("checkpoint,step,arith/pass@1")
+    # (each job's training run: /ckpt for /ckpt/step_20, none for m-a)
+    assert (tmp_path / "jobs.yaml.checkpoints.csv").read_text().splitlines()[0].startswith(
+        "training_run,checkpoint,step,arith/pass@1")

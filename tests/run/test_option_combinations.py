@@ -20,8 +20,8 @@ from tests.reliability._helpers import arith_reply, assert_clean_error, cli_inpr
 # Options that apply whatever else is given (each engine checks its own capabilities and --engine-arg keys).
 ALWAYS = {"tasks", "limit", "data", "model", "engine", "api", "engine_args", "seed", "system_prompt",
           "prompt_template", "prompt_style", "num_fewshot", "greedy", "target_se", "concurrency", "schedule", "timeout",
-          "max_retries", "retry_backoff", "output_dir", "grading_workers", "grading_timeout", "progress", "print_table",
-          "log_to"}
+          "max_retries", "retry_backoff", "rate_limit_window", "output_dir", "grading_workers", "grading_timeout",
+          "progress", "print_table", "log_to"}
 # The sampling options, read from the schema (SamplingParams' fields, records.py): each is sent by every engine that
 # takes it and refused at start by one that does not (engines' Capabilities; tests/engines/test_every_option.py), so
 # a new one is placed with no edit here; those a combination makes idle (--greedy's) are in ERRORS too.
@@ -148,7 +148,9 @@ def test_evaluate_checks_the_options_it_is_given(tmp_path: Path) -> None:
     (["export", "RUN", "--max-per-problem", "0"], r"--max-per-problem must be at least 1"),
     (["export", "RUN", "--min-response-tokens", "10", "--max-response-tokens", "5"], r"no response could pass"),
     (["score", "RUN", "--task", "aime24"], r"--task describe a file of generations; .* is a run directory"),
-    (["score", "RUN", "--scorer", "choice"], r"--scorer describe a file of generations"),
+    (["score", "RUN", "--scorer", "choice"], r"--scorer describe a file of generations; .* to grade its responses "
+                                             r"with another scorer, write them as a file of generations"),
+    (["analyze", "RUN", "--draws", "0"], r"--draws must be at least 2 \(got 0\)"),
     (["score", "FILE", "--task", "humaneval", "--answer-field", "x"], r"--answer-field name a file's own problems and "
                                                                       r"answers; rows of humaneval are joined"),
     (["score", "FILE", "--task", "humanevl"], r"--task 'humanevl' is no task; did you mean humaneval\?"),
@@ -191,3 +193,4 @@ def test_data_pull_offline_fails_fast_naming_the_ways_out(monkeypatch: pytest.Mo
     assert time.monotonic() - t0 < 10
     last = assert_clean_error(r, 2, r"cannot reach the Hugging Face Hub at http://127\.0\.0\.1:\d+")
     assert "--data-dir" in last and "HF_HUB_OFFLINE=1" in last and "REASONEVAL_DATA_DIR" in last
+    assert "task 'hendrycks_math' has no local data" in last  # the task named (a battery loads many; issue 41.8)

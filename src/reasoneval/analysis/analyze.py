@@ -21,6 +21,7 @@ import numpy as np
 from scipy import stats
 
 from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
+from reasoneval.errors import UserError
 from reasoneval.metrics import maj_ks
 from reasoneval.metrics.plan_adaptive import PILOT, plan_totals
 from reasoneval.metrics.summary import _per_sample_var
@@ -154,6 +155,9 @@ def adaptive_projection(n: np.ndarray, c: np.ndarray, target: float) -> int:
 
 
 def analyze_run(run_dir: Path | str, *, target: float | None = None, draws: int = 200, seed: int = 0) -> Analysis:
+    if draws < 2:  # the subsampling check is the SD over draws: it needs two at least
+        raise UserError(f"--draws must be at least 2 (got {draws}): the subsampling check is the SD of that many "
+                        "random subsets of each problem's samples")
     result = load_run(Path(run_dir))
     rows = by_task(read_problem_rows(Path(run_dir)))
     rng = np.random.default_rng(seed)

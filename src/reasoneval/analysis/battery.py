@@ -24,6 +24,8 @@ recorded as a deviation (`battery.json`). Runs are ordinary runs: re-running the
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -121,8 +123,22 @@ def get_battery(name: str) -> Battery:
 class RowFigure:
     row: BatteryRow
     value: float | None
-    stderr: float | None
+    stderr: float | None  # as lm-eval prints it: a group's pooled within-subject stderr (`pooled_stderr`)
     num_problems: int | None
+    # A group row (minerva_math, hendrycks_math: the task's problems have subjects, lm-eval's subtasks): reasoneval's
+    # own SE of the mean over all its problems, beside lm-eval's pooled one. None for other rows.
+    stderr_all: float | None = None
+
+
+def pooled_stderr(groups: Sequence[Any]) -> float | None:
+    """lm-eval 0.4.13's stderr of a group weighted by size (lm_eval.api.metrics.pooled_sample_stderr) from its
+    subtasks' (num_problems, stderr): √(Σ (n_i - 1)·n_i·se_i² / (N - k) / N). None when a subtask has no stderr."""
+    items = [(int(g.num_problems), g.stderr) for g in groups]
+    total, k = sum(n for n, _ in items), len(items)
+    if not items or any(se is None for _, se in items) or total - k <= 0:
+        return None
+    var = sum((n - 1) * n * float(se) ** 2 for n, se in items if se is not None) / (total - k)
+    return math.sqrt(var / total)
 
 
 def row_figures(battery: Battery, results: Mapping[str, Any]) -> list[RowFigure]:
@@ -138,8 +154,13 @@ def row_figures(battery: Battery, results: Mapping[str, Any]) -> list[RowFigure]
                 g = (m.breakdown.get(key) or {}).get(row.subject)
             else:
                 g = m if row.figure == "mean" else m.extra.get(row.figure)
-        out.append(RowFigure(row, None if g is None else g.mean, None if g is None else g.stderr,
-                             None if g is None else g.num_problems))
+        figure = RowFigure(row, None if g is None else g.mean, None if g is None else g.stderr,
+                           None if g is None else g.num_problems)
+        subjects = (m.breakdown.get("subject" if row.figure == "mean" else f"subject [{row.figure}]") or {}) \
+            if m is not None and row.subject is None else {}
+        if g is not None and len(subjects) > 1:  # a group: lm-eval prints its pooled stderr, ours goes beside it
+            figure = dataclasses.replace(figure, stderr=pooled_stderr(list(subjects.values())), stderr_all=g.stderr)
+        out.append(figure)
     return out
 
 

@@ -103,10 +103,10 @@ def _cmd_runs(a: argparse.Namespace) -> int:
     head, cells, records = table_rows(rows)
     left = 3
     if a.by_checkpoint:
-        from reasoneval.report.runs import checkpoint_items, checkpoint_table
+        from reasoneval.report.runs import checkpoint_items, checkpoint_table, text_columns
 
         head, cells, records = checkpoint_table(checkpoint_items(rows), metric=a.metric)
-        left = head.index("step") + 1  # the text columns: training run, checkpoint, step
+        left = text_columns(head)  # training run, checkpoint, step, settings
     if a.csv:
         print(csv_text(records), end="")
     elif a.markdown:
@@ -114,10 +114,15 @@ def _cmd_runs(a: argparse.Namespace) -> int:
     elif not rows:
         print(f"no runs under {a.dir}" + (" matching the filters" if a.model or a.task else ""), file=sys.stderr)
     else:
-        print_table(head, cells, f"runs under {a.dir}", left=left)
-        print("Each row is a run's headline: its widest complete evaluation (summary.json). A narrower command "
-              "(--limit, --n, --tasks) is a view beside it (`views`, in RUN_DIR/views/); docs/reporting.md.",
-              file=sys.stderr)
+        print_table(head, cells, f"runs under {a.dir}", left=left, fold=a.by_checkpoint)
+        if a.by_checkpoint:
+            print("Each row is one evaluation of a checkpoint: runs' headlines (summary.json) that share its settings "
+                  "and no column; runs of a checkpoint that differ (temperature, seed, K) are rows of their own, "
+                  "`settings` shows what differs; docs/reporting.md.", file=sys.stderr)
+        else:
+            print("Each row is a run's headline: its widest complete evaluation (summary.json). A narrower command "
+                  "(--limit, --n, --tasks) is a view beside it (`views`, in RUN_DIR/views/); docs/reporting.md.",
+                  file=sys.stderr)
     return 0
 
 
@@ -175,7 +180,8 @@ class AnalyzeFlags:
 class RunsFlags:
     model: str | None = run_option(None, group="", metavar="GLOB", help="only runs of models matching GLOB")
     task: str | None = run_option(None, group="", metavar="GLOB", help="only runs with a task matching GLOB")
-    csv: bool = _switch("print CSV (one row per run and task) instead of the table")
+    csv: bool = _switch("print CSV (one row per run, two columns per task: pass@1 and its SE; with --by-checkpoint "
+                        "the checkpoint table's rows) instead of the table")
     markdown: bool = _switch(MARKDOWN)
     by_checkpoint: bool = _switch(
         "one row per checkpoint by training step (from names like checkpoint-1200), one column per task and metric, "

@@ -89,25 +89,33 @@ def _cmd_watch(a: argparse.Namespace) -> int:
     from reasoneval.engines.ray import import_ray
     from reasoneval.fleet.cluster import start_cluster
     from reasoneval.fleet.jobs import load_settings, over_defaults
-    from reasoneval.fleet.watch import WatchOptions, watch_once
+    from reasoneval.fleet.watch import WatchOptions, failed_checkpoints, watch_once
     from reasoneval.report.dashboards import Dashboards, check_backends
 
     root = Path(a.dir)
     if not root.is_dir():
         raise UserError(f"{root} is not a folder (watch a folder that checkpoints appear in)")
     settings = over_defaults(load_settings(Path(a.settings)), dashboard_defaults(a))
+    out = Path(str(settings.get("output_dir"))).resolve()
+    if out == root.resolve() or root.resolve() in out.parents:  # (issue 41.8: results/ among the checkpoints)
+        raise UserError(f"the results would go inside the watched folder ({out}), among the checkpoints training "
+                        f"writes: set output_dir in {a.settings} to a folder outside {root}")
     check_backends(settings.get("log_to"), settings.get("log_args"))
     opts = WatchOptions(settings=settings, dashboards=Dashboards(root.resolve().name),
                         state_file=Path(a.state) if a.state else root / ".reasoneval-watch.json", marker=a.marker,
                         stable_s=a.stable_s, job_retries=a.job_retries, grading_workers=a.grading_workers)
     started, notes = start_cluster(a.ray_address, num_gpus=a.num_gpus, num_cpus=a.num_cpus, busy_gpus=a.busy_gpus)
-    for note in notes:
-        log.warning("watch: %s", note)
+    for note in notes:  # a busy GPU left alone is worth a warning; the cluster's size is routine
+        (log.warning if "busy" in note else log.info)("watch: %s", note)
     try:
         while True:
-            watch_once(root, opts)
+            done = watch_once(root, opts)
             if a.once:
-                return 0
+                # exit 3 when a checkpoint of this pass did not finish (as `sweep` does), 0 otherwise
+                failed = failed_checkpoints(root, opts, done)
+                for name in failed:
+                    log.error("watch: %s did not finish (see %s)", name, opts.state_file)
+                return 3 if failed else 0
             time.sleep(a.interval)
     finally:
         opts.dashboards.close()

@@ -73,5 +73,7 @@ def _cmd_report(a: argparse.Namespace) -> int:
         log_once(EvalConfig(log_to=log_to, log_args=log_args, output_dir=str(Path(a.run_dir).resolve().parents[1])),
                  headline, step)
     if not summary.complete:
-        raise RunIncomplete(summary)
+        from reasoneval.run.rerun import missing_advice
+
+        raise RunIncomplete(summary, missing_advice(summary))
     return 0

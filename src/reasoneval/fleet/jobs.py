@@ -105,6 +105,8 @@ def load_jobs(path: Path, extra_defaults: Mapping[str, Any] | None = None) -> li
     unknown_top = sorted(set(data) - {"defaults", "models"})
     if unknown_top:
         raise UserError(f"{path}: unknown top-level key(s) {', '.join(unknown_top)}; use `defaults:` and `models:`")
+    # The defaults checked on their own first, so a typo there is reported as in `defaults:`, not in models[0].
+    make_job({"model": "defaults-check"}, over_defaults(defaults, extra_defaults), path.parent, where=f"{path}: defaults")
     jobs = [j for i, entry in enumerate(data["models"])
             for j in battery_jobs(make_job(entry, over_defaults(defaults, extra_defaults), path.parent,
                                            where=f"{path}: models[{i}]"))]

@@ -72,16 +72,32 @@ def _score(job: Job, run_dir: str, command: Mapping[str, Any] | None, workers: i
     asked = RunConfig.from_json_dict(command) if command else None
     result = score_run(Path(run_dir), n=None if asked else cfg.samples_per_problem(),
                        scope=headline_scope(asked, {}) if asked else None, adaptive=asked.adaptive if asked else None,
+                       command=asked,
                        workers=workers, grading_timeout=cfg.grading_timeout, print_table=False)
-    metrics = None
+    metrics = settings = None
     if job.battery is not None and job.battery_run is not None:  # the battery's rows (this job's run), lm-eval's names
-        from reasoneval.analysis.battery import battery_metrics, get_battery, row_figures
+        from reasoneval.analysis.battery import battery_metrics, get_battery, metric_name, row_figures
+        from reasoneval.report.dashboards import rows_settings
 
         battery = get_battery(job.battery)
-        metrics = battery_metrics(battery, row_figures(battery, {job.battery_run: result}))
+        figures = row_figures(battery, {job.battery_run: result})
+        metrics = battery_metrics(battery, figures)
+        # this job's rows record their own settings (`<battery>/<row>/<setting>`): the other jobs' rows theirs
+        settings = rows_settings({f"{battery.name}/{metric_name(f.row)}": result for f in figures
+                                  if f.row.run == job.battery_run})
     # never raises: a failing dashboard warns once
-    dashboards.log(cfg, load_run(result.run_dir) if result.view else result, job.step, metrics)
+    dashboards.log(cfg, load_run(result.run_dir) if result.view else result, job.step, metrics, settings)
     return bool(result.complete)
+
+
+def _several_training_runs(jobs: Sequence[Job]) -> bool:
+    """Whether the jobs are checkpoints of more than one training run (a model path's folder): each then gets its own
+    dashboard run (dashboards.Dashboards, by_training_run)."""
+    from reasoneval.report.dashboards import checkpoint_of
+
+    runs = {checkpoint_of(str(j.config.engine_args.get("model_path") or j.config.model or "")).training_run
+            for j in jobs}
+    return len(runs - {""}) > 1
 
 
 def _run_key(job: Job) -> tuple[str, str]:
@@ -107,7 +123,7 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = JOB_RE
     from reasoneval.report.dashboards import Dashboards
 
     if dashboards is None:
-        with Dashboards(state_file.name.split(".")[0] or None) as own:
+        with Dashboards(state_file.name.split(".")[0] or None, by_training_run=_several_training_runs(jobs)) as own:
             return run_jobs(jobs, state_file, job_retries=job_retries, grading_workers=grading_workers,
                             on_change=on_change, dashboards=own)
 
@@ -253,7 +269,7 @@ def sweep(jobs_path: Path, opts: SweepOptions) -> bool:
     started, notes = start_cluster(opts.ray_address, num_gpus=opts.num_gpus, num_cpus=opts.num_cpus,
                                    busy_gpus=opts.busy_gpus)
     for note in notes:
-        log.warning("sweep: %s", note)
+        (log.warning if "busy" in note else log.info)("sweep: %s", note)  # the cluster's size is routine
     # SIGTERM (a scheduler stopping the sweep) ends it like Ctrl-C: Ray is shut down, nothing is left running.
     old = signal.signal(signal.SIGTERM, _interrupt)
     try:

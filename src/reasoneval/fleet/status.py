@@ -76,18 +76,20 @@ def write_checkpoint_table(path: Path, jobs: Sequence[Job], state: SweepState,
                            files: FileSet | None = None) -> tuple[Path, Path]:
     """`<path>.checkpoints.csv` and `.md`: the scored jobs by training step x (task, metric), lm-eval's metric
     names (report.runs.checkpoint_table; the same as `reasoneval runs --by-checkpoint`)."""
-    from reasoneval.report.dashboards import Checkpoint
-    from reasoneval.report.runs import checkpoint_table
+    from reasoneval.report.dashboards import Checkpoint, model_checkpoint
+    from reasoneval.report.runs import checkpoint_table, text_columns
     from reasoneval.report.text import csv_text, markdown_table
 
     results = _results(jobs, state)
-    head, cells, records = checkpoint_table([(Checkpoint("", j.name, j.step), results[j.name]) for j in jobs
-                                             if j.name in results])
+    # Each job's training run (its model's folder, as `runs --by-checkpoint` reads it): run7's and run8's
+    # checkpoint-100 are two rows, ordered by training run, then step.
+    head, cells, records = checkpoint_table([(Checkpoint(model_checkpoint(results[j.name].config).training_run, j.name,
+                                                         j.step), results[j.name]) for j in jobs if j.name in results])
     csv_path = path.with_name(path.name + ".checkpoints.csv")
     md_path = path.with_name(path.name + ".checkpoints.md")
     with _files(files) as out:
         out.write_text(csv_path, csv_text(records) if records else ",".join(head) + "\n")
-        out.write_text(md_path, markdown_table(head, cells, left=2))
+        out.write_text(md_path, markdown_table(head, cells, left=text_columns(head)))
     return csv_path, md_path
 
 

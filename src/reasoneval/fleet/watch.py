@@ -100,7 +100,8 @@ def all_jobs(root: Path, opts: WatchOptions) -> list[Job]:
 
 
 def watch_once(root: Path, opts: WatchOptions) -> list[str]:
-    """One pass: evaluate the checkpoints that became complete; returns their names."""
+    """One pass: evaluate the checkpoints that became complete; returns their names (`failed_checkpoints` says
+    which of them did not finish)."""
     ready = scan(root, opts)
     if not ready:
         return []
@@ -108,7 +109,7 @@ def watch_once(root: Path, opts: WatchOptions) -> list[str]:
     state_file = jobs_state_file(opts)
     for folder in ready:
         mine = [j for j in jobs if (j.checkpoint or j.name) == folder.name]  # (a battery: one job per run)
-        log.warning("watch: %s is complete: evaluating", folder)
+        log.info("watch: %s is complete: evaluating", folder)
         run_jobs(mine, state_file, job_retries=opts.job_retries, grading_workers=opts.grading_workers,
                  dashboards=opts.dashboards)
         header, rows = status_rows(jobs, read_state(state_file))
@@ -119,4 +120,12 @@ def watch_once(root: Path, opts: WatchOptions) -> list[str]:
     return [f.name for f in ready]
 
 
-__all__ = ["WatchOptions", "all_jobs", "scan", "signature", "watch_once"]
+def failed_checkpoints(root: Path, opts: WatchOptions, names: list[str]) -> list[str]:
+    """Of the checkpoints `names`, those with a job that did not end "done" (failed, or samples missing)."""
+    state = read_state(jobs_state_file(opts))
+    jobs = all_jobs(root, opts)
+    return [n for n in names if any(state[j.name].state != "done" if j.name in state else True
+                                    for j in jobs if (j.checkpoint or j.name) == n)]
+
+
+__all__ = ["WatchOptions", "all_jobs", "failed_checkpoints", "scan", "signature", "watch_once"]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -125,46 +125,81 @@ def plan_totals(hists: np.ndarray, target: float, max_n: int, budget: int | None
     """The plan of each row of `hists` (shape (B, PILOT + 1): how many problems had c of PILOT pilot samples right).
 
     target: SE of the task's mean (fraction). max_n: most samples per problem. budget: most samples the task may
-    hold in all (pilot included); a plan over it is scaled down (`_within_budget`). rule: the plan's constants."""
+    hold in all (pilot included); a plan over it is scaled down (`_within_budget`). rule: the plan's constants.
+
+    One plan per pilot (issue 41.12): each row is planned alone (`_plan_one`, the same code whatever else is in the
+    batch, so the sampler, planning one histogram, and the estimator, planning many, agree), and the step that
+    turns a scale into whole totals is exact integer arithmetic (`_scaled`)."""
     h = np.atleast_2d(np.asarray(hists, dtype=np.float64))
-    b = len(h)
-    q = h.sum(axis=1)
-    lo = PILOT + main_floor(target, int(q.max()) if b else 0)
+    plans = [_plan_one(tuple(float(x) for x in row), float(target), int(max_n), None if budget is None else int(budget),
+                       rule) for row in h]
+    return Plans(np.array([p[0] for p in plans], dtype=np.int64).reshape(h.shape),
+                 np.array([p[1] for p in plans], dtype=np.float64), np.array([p[2] for p in plans], dtype=np.float64),
+                 [p[3] for p in plans])
+
+
+# The shape of a plan (each count's share of the largest total) as an integer multiple of 1/SHAPE_UNIT, and its
+# scale the same: totals are ceil(S · shape_q / SHAPE_UNIT²) in exact integers, so no total depends on how the last
+# bit of a product rounds.
+SHAPE_UNIT = 1 << 24
+
+
+def _scaled(scale: int, shape_q: Sequence[int], lo: Sequence[int] | int, max_n: int) -> np.ndarray:
+    """clip(ceil(scale · shape_q / SHAPE_UNIT²), lo, max_n), exactly (Python integers)."""
+    unit = SHAPE_UNIT * SHAPE_UNIT
+    los = [lo] * len(shape_q) if isinstance(lo, int) else list(lo)
+    return np.array([min(max(-((-scale * q) // unit), f), max_n) for q, f in zip(shape_q, los)], dtype=np.float64)
+
+
+def _quantised(shape: np.ndarray) -> list[int]:
+    return [max(1, int(round(float(x) * SHAPE_UNIT))) for x in shape]
+
+
+def _smallest_scale(shape_q: Sequence[int], lo: int, max_n: int, ok: Any) -> np.ndarray:
+    """The totals `_scaled` gives at the smallest integer scale S with ok(totals) (every problem at max_n when none
+    smaller passes), by bisection over the integers."""
+    lo_s, hi_s = 0, -((-max_n * SHAPE_UNIT * SHAPE_UNIT) // min(shape_q))  # hi: every problem at max_n
+    while hi_s - lo_s > 1:
+        mid = (lo_s + hi_s) // 2
+        if ok(_scaled(mid, shape_q, lo, max_n)):
+            hi_s = mid
+        else:
+            lo_s = mid
+    return _scaled(hi_s, shape_q, lo, max_n)
+
+
+@lru_cache(maxsize=1 << 16)
+def _plan_one(hist: tuple[float, ...], target: float, max_n: int, budget: int | None, rule: PlanRule
+              ) -> tuple[tuple[int, ...], float, float, str]:
+    """One pilot histogram's plan: (totals by pilot count, gamma, predicted SE, reason)."""
+    h = np.asarray(hist, dtype=np.float64)[None, :]
+    q = float(h.sum())
+    lo = PILOT + main_floor(target, int(q))
     if lo == PILOT or max_n < lo:  # the pilot alone (at most max_n samples) is all there is
-        tot = np.full(h.shape, min(PILOT, max_n), dtype=np.int64)
-        return Plans(tot, np.zeros(b), np.full(b, math.inf), ["target" if lo == PILOT else "max_n"] * b)
+        return (min(PILOT, max_n),) * len(hist), 0.0, math.inf, "target" if lo == PILOT else "max_n"
     mean, var = posterior_moments(h, rule.smoothing)
     goal = (q * target) ** 2
-    sd = np.sqrt(np.maximum(mean, 1e-12))
+    sd = np.sqrt(np.maximum(mean[0], 1e-12))
 
-    def predicted(tot: np.ndarray) -> np.ndarray:
-        f = weight_factors(tot) if rule.weighted else 1.0 / tot
-        return (np.sum(h * mean * f, axis=1)
-                + rule.margin_z * np.sqrt(np.maximum(np.sum(h * var * f * f, axis=1), 0.0)))
+    def predicted(tot: np.ndarray) -> float:
+        f = weight_factors(tot[None, :])[0] if rule.weighted else 1.0 / tot
+        return float(np.sum(h[0] * mean[0] * f)
+                     + rule.margin_z * math.sqrt(max(float(np.sum(h[0] * var[0] * f * f)), 0.0)))
 
     def fit(shape: np.ndarray) -> np.ndarray:
-        """Totals clip(ceil(s · shape), lo, max_n) at the smallest s (per row) predicted to meet the goal."""
-        lo_s, hi_s = np.zeros(b), np.full(b, float(max_n) / np.min(shape, axis=1))  # hi: every problem at max_n
-        for _ in range(48):
-            mid = (lo_s + hi_s) / 2
-            ok = predicted(np.clip(np.ceil(mid[:, None] * shape), lo, max_n)) <= goal
-            hi_s = np.where(ok, mid, hi_s)
-            lo_s = np.where(ok, lo_s, mid)
-        return np.clip(np.ceil(hi_s[:, None] * shape), lo, max_n)
+        """Totals clip(ceil(s · shape), lo, max_n) at the smallest s predicted to meet the goal."""
+        return _smallest_scale(_quantised(shape), lo, max_n, lambda tot: predicted(tot) <= goal)
 
-    neyman, uniform = fit(sd / sd.max(axis=1, keepdims=True)), fit(np.ones_like(sd))
-    ratio = np.sum(h * neyman, axis=1) / np.maximum(np.sum(h * uniform, axis=1), 1e-300)
-    gamma = np.clip((NEYMAN_NONE - ratio) / (NEYMAN_NONE - NEYMAN_FULL), 0.0, 1.0)
-    blend = (sd / sd.max(axis=1, keepdims=True)) ** gamma[:, None]
+    neyman, uniform = fit(sd / sd.max()), fit(np.ones_like(sd))
+    ratio = float(np.sum(h[0] * neyman)) / max(float(np.sum(h[0] * uniform)), 1e-300)
+    gamma = min(max((NEYMAN_NONE - ratio) / (NEYMAN_NONE - NEYMAN_FULL), 0.0), 1.0)
+    blend = (sd / sd.max()) ** gamma
     tot = fit(blend)
-    reason = ["max_n" if p > g * (1 + 1e-9) else "target" for p, g in zip(predicted(tot), goal)]
-    if budget is not None:
-        over = np.sum(h * tot, axis=1) > budget
-        if over.any():
-            tot = np.where(over[:, None], _within_budget(h, blend, lo, max_n, budget), tot)
-            reason = ["budget" if o else r for o, r in zip(over, reason)]
-    se = np.sqrt(np.maximum(np.sum(h * mean / tot, axis=1), 0.0)) / np.maximum(q, 1)
-    return Plans(tot.astype(np.int64), gamma, se, reason)
+    reason = "max_n" if predicted(tot) > goal * (1 + 1e-9) else "target"
+    if budget is not None and float(np.sum(h[0] * tot)) > budget:
+        tot, reason = _within_budget(h[0], blend, lo, max_n, budget), "budget"
+    se = math.sqrt(max(float(np.sum(h[0] * mean[0] / tot)), 0.0)) / max(q, 1.0)
+    return tuple(int(t) for t in tot), gamma, se, reason
 
 
 # Every way a pilot count c splits over the halves (j of 2 in half a, c - j in half b), with its probability given c
@@ -203,19 +238,22 @@ def main_floor(target: float, q: int) -> int:
 def _within_budget(h: np.ndarray, shape: np.ndarray, lo: int, max_n: int, budget: int) -> np.ndarray:
     """The largest totals clip(ceil(s · shape), floor, max_n) that fit the budget, with the highest floor (from
     `lo` down to PILOT + 2) that fits; the pilot alone where not even PILOT + 2 per problem does. The floor depends
-    on the budget and Q only."""
-    q = h.sum(axis=1)
-    floor = np.full(len(h), float(PILOT))
-    for f in range(lo, PILOT + 1, -1):
-        floor = np.where((floor == PILOT) & (q * f <= budget), float(f), floor)
-    lo_s, hi_s = np.zeros(len(h)), np.full(len(h), float(max_n) / np.min(shape, axis=1))
-    for _ in range(48):
-        mid = (lo_s + hi_s) / 2
-        fits = np.sum(h * np.clip(np.ceil(mid[:, None] * shape), floor[:, None], max_n), axis=1) <= budget
-        lo_s = np.where(fits, mid, lo_s)
-        hi_s = np.where(fits, hi_s, mid)
-    tot = np.clip(np.ceil(lo_s[:, None] * shape), floor[:, None], max_n)
-    return np.where(floor[:, None] == PILOT, float(PILOT), tot)
+    on the budget and Q only. h: one pilot histogram."""
+    q = float(h.sum())
+    floor = next((f for f in range(lo, PILOT + 1, -1) if q * f <= budget), PILOT)
+    if floor == PILOT:
+        return np.full(len(h), float(PILOT))
+    shape_q = _quantised(shape)
+    lo_s, hi_s = 0, -((-max_n * SHAPE_UNIT * SHAPE_UNIT) // min(shape_q))  # lo fits (floor · Q <= budget)
+    if float(np.sum(h * _scaled(hi_s, shape_q, floor, max_n))) <= budget:  # even every problem at max_n fits
+        return _scaled(hi_s, shape_q, floor, max_n)
+    while hi_s - lo_s > 1:
+        mid = (lo_s + hi_s) // 2
+        if float(np.sum(h * _scaled(mid, shape_q, floor, max_n))) <= budget:
+            lo_s = mid
+        else:
+            hi_s = mid
+    return _scaled(lo_s, shape_q, floor, max_n)
 
 
 def history_totals(hists: np.ndarray, history: Sequence[Mapping[str, Any]], task: str | None = None) -> np.ndarray:
@@ -314,6 +352,35 @@ def two_stage_estimates(ca: np.ndarray, cb: np.ndarray, ma: np.ndarray, na: np.n
     return est, var
 
 
+def variance_floor(ca: np.ndarray, cb: np.ndarray, ma: np.ndarray, na: np.ndarray, mb: np.ndarray, nb: np.ndarray,
+                   wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
+    """Per problem: the variance its estimate would have with its weights fixed, (wa²/2 + wb²/2 + wm²/n)·v, v the
+    unbiased p(1-p) of all its samples (pilot and after: c(N-c)/(N(N-1))). Never negative, 0 only where every sample
+    of the problem agrees.
+
+    The floor of a task's reported variance (`task_estimates`): the two-stage variance estimate is unbiased but its
+    last term (the weights' own randomness) can be negative, and its sum over a task can come out below zero
+    (an SE of 0) or far below what the samples show. When the unbiased sum is below the sum of these, the task
+    reports these: an SE never below the one of a design with fixed weights on the same samples."""
+    ca, cb, ma, na, mb, nb = (np.asarray(x, dtype=np.float64) for x in (ca, cb, ma, na, mb, nb))
+    wa, wb = np.asarray(wa, dtype=np.float64), np.asarray(wb, dtype=np.float64)
+    n = na + nb
+    right, total = ca + cb + ma + mb, PILOT + n
+    v = right * (total - right) / np.maximum(total * (total - 1.0), 1.0)
+    wm = 1.0 - wa - wb
+    return (wa * wa / 2.0 + wb * wb / 2.0 + wm * wm / np.maximum(n, 1.0)) * v
+
+
+def reported_variances(var: np.ndarray, floor: np.ndarray, use: np.ndarray | None = None) -> np.ndarray:
+    """The per-problem variances a task reports (tasks along the last axis; `use`: the problems its sum counts):
+    the unbiased estimates `var`, or `variance_floor`'s where those sum lower over the task."""
+    var, floor = np.asarray(var, dtype=np.float64), np.asarray(floor, dtype=np.float64)
+    use = np.ones(var.shape, dtype=bool) if use is None else np.asarray(use, dtype=bool)
+    below = (np.sum(np.where(use, var, 0.0), axis=-1, keepdims=True)
+             < np.sum(np.where(use, floor, 0.0), axis=-1, keepdims=True))
+    return np.where(below, floor, var)
+
+
 @dataclass(frozen=True)
 class TaskEstimate:
     """A task of a two-stage adaptive run: per problem (in the order given) the accuracy estimate and its variance
@@ -369,6 +436,9 @@ def task_estimates(outcomes: Sequence[Mapping[int, bool]], history: Sequence[Map
         mb, nb = np.array([sum(m[1::2]) for m in main]), np.array([len(m[1::2]) for m in main])
         ok = (na >= 1) & (nb >= 1)
         e2, v2 = two_stage_estimates(ca, cb, ma, na, mb, nb, wa, wb)
+        # Never a false zero (issue 41.11): where the unbiased variances sum below what the samples support with the
+        # weights taken as fixed, that is reported instead (`variance_floor`).
+        v2 = reported_variances(v2, variance_floor(ca, cb, ma, na, mb, nb, wa, wb), ok)
         est = np.where(ok, e2, est)  # a problem whose samples after the pilot are not all in yet: plain fraction
         var = np.where(ok, v2, var)
     return TaskEstimate(est, var, totals.astype(np.int64), float(plan.predicted_se[0]) if plan else math.inf,

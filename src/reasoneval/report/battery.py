@@ -23,14 +23,21 @@ MatrixColumn = tuple[str, "int | None", Sequence[RowFigure]]  # a checkpoint: (n
 
 
 def table_cells(figures: Sequence[RowFigure]) -> tuple[list[str], list[list[str]]]:
-    """The baseline layout: task, setting, metric, value ± SE (fractions, 4 decimals, as lm-eval prints them), n."""
-    head = ["task", "setting", "metric", "value", "± stderr", "n"]
+    """The baseline layout: task, setting, metric, value ± SE (fractions, 4 decimals, as lm-eval prints them: a
+    group's pooled within-subject stderr), n; and where a group row's SE over all its problems (reasoneval's)
+    differs from lm-eval's pooled one, that beside it, labelled."""
+    own = any(f.stderr_all is not None for f in figures)
+    head = ["task", "setting", "metric", "value", "± stderr", "n", *(["SE over all problems (reasoneval)"] if own else [])]
     cells = []
     for f in figures:
         r = f.row
-        cells.append([r.task if r.subject is None else f" - {r.task}", r.setting, r.metric,
-                      "" if f.value is None else f"{f.value:.4f}", "" if f.stderr is None else f"{f.stderr:.4f}",
-                      "" if f.num_problems is None else str(f.num_problems)])
+        line = [r.task if r.subject is None else f" - {r.task}", r.setting, r.metric,
+                "" if f.value is None else f"{f.value:.4f}", "" if f.stderr is None else f"{f.stderr:.4f}",
+                "" if f.num_problems is None else str(f.num_problems)]
+        if own:
+            differs = f.stderr_all is not None and (f.stderr is None or f"{f.stderr_all:.4f}" != f"{f.stderr:.4f}")
+            line.append(f"{f.stderr_all:.4f}" if differs and f.stderr_all is not None else "")
+        cells.append(line)
     return head, cells
 
 
@@ -51,7 +58,8 @@ def battery_record(battery: Battery, figures: Sequence[RowFigure], results: Mapp
     return {"battery": battery.name, "description": battery.description, "model": model,
             "mandatory": dict(battery.mandatory), "deviations": dict(deviations),
             "rows": [{"task": f.row.task, "setting": f.row.setting, "metric": f.row.metric, "value": f.value,
-                      "stderr": f.stderr, "num_problems": f.num_problems, "run": f.row.run} for f in figures],
+                      "stderr": f.stderr, "num_problems": f.num_problems, "run": f.row.run,
+                      **({"stderr_all_problems": f.stderr_all} if f.stderr_all is not None else {})} for f in figures],
             "runs": runs}
 
 
@@ -67,7 +75,9 @@ def write_battery(out_dir: Path, battery: Battery, figures: Sequence[RowFigure],
     atomic_write_text(paths[1], csv_text([{"task": f.row.task, "setting": f.row.setting, "metric": f.row.metric,
                                            "value": "" if f.value is None else f.value,
                                            "stderr": "" if f.stderr is None else f.stderr,
-                                           "n": "" if f.num_problems is None else f.num_problems} for f in figures]))
+                                           "n": "" if f.num_problems is None else f.num_problems,
+                                           "stderr_all_problems": "" if f.stderr_all is None else f.stderr_all}
+                                          for f in figures]))
     atomic_write_text(paths[2], markdown_table(head, cells, left=3))
     return paths
 

@@ -82,8 +82,13 @@ def adaptive_lines(result: RunResult) -> list[str]:
 
 
 def view_line(result: RunResult) -> str | None:
-    """For a narrower command's result: that it is a view, where it is, and that the headline is unchanged."""
+    """For a narrower command's result: that it is a view, where it is, and whether the headline changed with it
+    ("unchanged" only when the command left the headline's files as they were: RunResult.headline_changed)."""
     if not result.view:
         return None
+    if result.headline_changed:
+        now = f": it now covers {result.headline_scope}" if result.headline_scope else ""
+        return (f"this table covers less than the run's headline (summary.json, report.html, `runs`), which this "
+                f"command updated too{now}; it is also in {result.files_dir}")
     return (f"this table covers less than the run's headline (summary.json, report.html, `runs`), which is "
             f"unchanged; it is also in {result.files_dir}")

@@ -8,7 +8,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.report.dashboards import Checkpoint, model_checkpoint
@@ -142,43 +142,107 @@ def checkpoint_metrics(result: RunResult) -> dict[str, tuple[float | None, float
     return out
 
 
+def row_settings(result: RunResult) -> dict[str, str]:
+    """What makes two runs of one checkpoint different evaluations besides their tasks and prompt styles (which
+    name the columns, `setting_label`): sampling, seed, API, system prompt, chat template, and K (or the adaptive
+    target). Runs of one checkpoint share a row of the checkpoint table only when these are equal."""
+    s = result.config.settings
+    out: dict[str, str] = {}
+    if s.sampling is not None:
+        out.update(temperature=f"{s.sampling.temperature:g}", top_p=f"{s.sampling.top_p:g}",
+                   max_tokens=str(s.sampling.max_tokens))
+        for name in ("top_k", "min_p"):
+            if getattr(s.sampling, name) is not None:
+                out[name] = str(getattr(s.sampling, name))
+    for name in ("seed", "api", "system_prompt", "prompt_template"):
+        if getattr(s, name) is not None:
+            out[name] = str(getattr(s, name))
+    if result.adaptive:
+        out["target_se"] = f"{100 * float((result.config.adaptive or {}).get('target_se') or 0):g}"
+    else:
+        lo, hi = sample_range(result)
+        out["K"] = str(hi) if lo == hi else f"{lo}-{hi}"
+    return out
+
+
+def _rows_of(results: list[RunResult]) -> list[list[RunResult]]:
+    """A checkpoint's runs as rows: a run joins the first row whose runs have its `row_settings` and none of its
+    columns (a battery's runs of one checkpoint: one row); else it starts a row. So a row never holds figures of
+    two different evaluations, and no figure is shown for a run it is not from."""
+    rows: list[tuple[dict[str, str], set[str], list[RunResult]]] = []
+    for r in results:
+        key, columns = row_settings(r), set(checkpoint_metrics(r))
+        for k, cols, members in rows:
+            if k == key and not cols & columns:
+                members.append(r)
+                cols |= columns
+                break
+        else:
+            rows.append((key, columns, [r]))
+    return [members for _, _, members in rows]
+
+
+def _differing(rows: list[list[RunResult]]) -> list[str]:
+    """Each row's settings that differ between the rows of one checkpoint ("temperature=0.6, K=8"); the run ids
+    where the settings are equal (runs of one checkpoint served under two names)."""
+    settings = [row_settings(row[0]) for row in rows]
+    names = [k for k in dict.fromkeys(k for s in settings for k in s) if len({s.get(k) for s in settings}) > 1]
+    out = [", ".join(f"{k}={s[k]}" for k in names if k in s) for s in settings]
+    return [text or "run " + ";".join(r.run_id for r in row) for text, row in zip(out, rows)]
+
+
 def checkpoint_table(items: list[tuple[Checkpoint, RunResult]], metric: str | None = None
                      ) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
-    """(checkpoint, result) -> one row per checkpoint of a training run (its runs merged: a battery's runs of one
-    checkpoint with different settings; two training runs' checkpoints of one name are two rows), ordered by
-    training run, step, name; one column per (task, metric): Markdown cells "value ± SE" as lm-eval prints them
-    (fractions, 4 decimals); CSV records with the value and a `<metric>_stderr` column, full precision. A
-    "training run" column comes first when a checkpoint has one (a model path's folder). A figure two runs of a
-    checkpoint both have comes from the later run given. metric: only the columns whose metric (after `<task>/`)
-    matches this glob."""
+    """(checkpoint, result) -> rows by checkpoint of a training run, ordered by training run, step, name; one column
+    per (task, metric): Markdown cells "value ± SE" as lm-eval prints them (fractions, 4 decimals); CSV records
+    with the value and a `<metric>_stderr` column, full precision. A "training run" column comes first when a
+    checkpoint has one (a model path's folder); two training runs' checkpoints of one name are two rows.
+
+    A row is one evaluation (docs/reporting.md, "Keys"): the runs of a checkpoint share a row only when their
+    `row_settings` are equal and their columns are disjoint (a battery's runs of one checkpoint, each task or
+    prompt style its own columns). Runs of one checkpoint that differ otherwise (another temperature, seed or K)
+    are rows of their own, and a "settings" column shows what differs between them. metric: only the columns
+    whose metric (after `<task>/`) matches this glob."""
     groups: dict[Checkpoint, list[RunResult]] = {}
     for point, result in items:
         groups.setdefault(point, []).append(result)
     keys = sorted(groups, key=lambda k: (k.training_run, k.step is None, k.step if k.step is not None else 0, k.name))
-    figures = [{c: v for r in groups[k] for c, v in checkpoint_metrics(r).items()} for k in keys]
+    lines: list[tuple[Checkpoint, list[RunResult], str]] = []
+    for k in keys:
+        rows = _rows_of(groups[k])
+        labels = _differing(rows) if len(rows) > 1 else [""]
+        lines += [(k, row, label) for row, label in zip(rows, labels)]
+    figures = [{c: v for r in runs for c, v in checkpoint_metrics(r).items()} for _, runs, _ in lines]
     columns = [c for c in dict.fromkeys(c for f in figures for c in f)
                if metric is None or fnmatch.fnmatch(c.split("/", 1)[1], metric)]
     with_se = {c for f in figures for c, (_, se) in f.items() if se is not None}
     runs_column = any(k.training_run for k in keys)
-    head = [*(["training run"] if runs_column else []), "checkpoint", "step", *columns]
+    settings_column = any(label for _, _, label in lines)
+    head = [*(["training run"] if runs_column else []), "checkpoint", "step", *(["settings"] if settings_column else []),
+            *columns]
     cells, records = [], []
-    for point, f in zip(keys, figures):
+    for (point, runs, label), f in zip(lines, figures):
         step = "" if point.step is None else str(point.step)
-        line = [*([point.training_run] if runs_column else []), point.name, step]
+        line = [*([point.training_run] if runs_column else []), point.name, step, *([label] if settings_column else [])]
         rec: dict[str, Any] = {**({"training_run": point.training_run} if runs_column else {}), "checkpoint": point.name,
-                               "step": "" if point.step is None else point.step}
+                               "step": "" if point.step is None else point.step,
+                               **({"settings": label} if settings_column else {})}
         for c in columns:
             value, se = f.get(c, (None, None))
             line.append("" if value is None else f"{value:.4f}" + ("" if se is None else f" ± {se:.4f}"))
             rec[c] = "" if value is None else value
             if c in with_se:
                 rec[_stderr_name(c)] = "" if se is None else se
-        runs = groups[point]
         rec.update(run_id=";".join(r.run_id for r in runs), complete=all(r.complete for r in runs),
                    run_dir=";".join(str(r.run_dir) for r in runs))
         cells.append(line)
         records.append(rec)
     return head, cells, records
+
+
+def text_columns(head: Sequence[str]) -> int:
+    """How many leading columns of a checkpoint table are text (training run, checkpoint, step, settings)."""
+    return head.index("settings" if "settings" in head else "step") + 1
 
 
 def _stderr_name(column: str) -> str:

@@ -40,8 +40,9 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
     majs = maj_columns(result)
     lo, hi = sample_range(result)
     mode = "greedy" if _greedy(result) else samples_label(lo, hi).replace(" = ", "=")
-    if result.adaptive:
-        mode = f"adaptive: --target-se, {samples_label(lo, hi)}"
+    if result.adaptive:  # the tasks sampled with --target-se (another task of the headline may have a fixed K)
+        which = "" if set(result.adaptive) >= set(result.tasks) else f" ({', '.join(result.adaptive)})"
+        mode = f"adaptive{which}: --target-se, {samples_label(lo, hi)}"
     table = Table(title=f"{result.model}  (run {result.run_id}, {mode}{', view ' + result.view if result.view else ''})",
                   title_justify="left")
     table.add_column("task", no_wrap=True)

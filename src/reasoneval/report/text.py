@@ -16,11 +16,13 @@ def console_for_tables() -> Console:
 
 
 def print_table(head: Sequence[str], rows: Sequence[Sequence[str]], title: str = "", console: Console | None = None,
-                left: int = 1) -> None:
-    """`left`: how many leading columns are text (left-aligned); the rest are figures."""
+                left: int = 1, fold: bool = False) -> None:
+    """`left`: how many leading columns are text (left-aligned); the rest are figures. `fold`: a header or cell
+    wider than the terminal allows wraps onto more lines instead of ending in "…" (headers like
+    `aime24 (8-shot)/exact_match,strict-match` that have no space to wrap at)."""
     table = Table(title=title or None, title_justify="left")
     for i, h in enumerate(head):
-        table.add_column(h, justify="left" if i < left else "right")
+        table.add_column(h, justify="left" if i < left else "right", overflow="fold" if fold else "ellipsis")
     for r in rows:
         table.add_row(*r)
     (console or console_for_tables()).print(table)

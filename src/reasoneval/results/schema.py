@@ -162,6 +162,10 @@ class RunResult(JsonRecord):
     # A narrower command's result, not the run's headline (results/scope.py): the name of its folder under
     # views/ in the run directory. None: the headline (summary.json in the run directory).
     view: str | None = json_field(default=None, omit_none=True)
+    # A view's command: whether it changed the headline too (its files, compared before and after: a task joined,
+    # a wider scope, a re-score), and the headline's scope then (results.scope.describe). Not written.
+    headline_changed: bool = json_field(default=False, skip=True)
+    headline_scope: str | None = json_field(default=None, skip=True)
 
     @property
     def files_dir(self) -> Path:

@@ -43,10 +43,12 @@ class TaskScope:
     adaptive: bool = False
 
     def within(self, other: TaskScope) -> bool:
-        """Every problem and sample this scope uses, `other` uses too."""
+        """Every problem and sample this scope uses, `other` uses too. An adaptive scope uses some of the indices
+        below its n, so a uniform one of the same n holds every sample it does (`--n 8` after `--target-se
+        --max-n 4`: wider, it becomes the headline); a uniform one is not within an adaptive one of its n."""
         if not set(self.problems) <= set(other.problems):
             return False
-        return self.n < other.n or (self.n == other.n and self.adaptive == other.adaptive)
+        return self.n < other.n or (self.n == other.n and (self.adaptive or not other.adaptive))
 
 
 Scope = dict[str, TaskScope]

@@ -276,10 +276,32 @@ def with_estimates(outcomes: Mapping[str, Sequence[ProblemOutcome]], settings: M
     out: dict[str, list[ProblemOutcome]] = {}
     for t, os_ in outcomes.items():
         est = task_estimates([_by_index(o) for o in os_], history, t)
+        # The problem's samples the design drew: its pilot and the first T - PILOT after it, T its planned total.
+        # Samples a later uniform command added (`--n 8` after the adaptive run) are not the adaptive run's: its
+        # counts, pass@k and sample totals leave them out (issue 41.4).
+        os_ = [_planned(o, int(total)) for o, total in zip(os_, est.totals)]
         out[t] = [dataclasses.replace(o, num_missing=0, estimate=float(e), estimate_var=float(v))
                   if len(o.correct) else dataclasses.replace(o, num_missing=0)
                   for o, e, v in zip(os_, est.estimate, est.variance)]
     return out
+
+
+def _planned(o: ProblemOutcome, total: int) -> ProblemOutcome:
+    """`o` with only the samples a two-stage plan of `total` samples uses (indices 0..PILOT-1, then the first
+    total - PILOT indices after them); as it is when its indices are unknown or it has no more than that."""
+    if not o.indices or len(o.correct) <= total or not all(j in o.indices for j in range(PILOT)):
+        return o
+    after = sorted(j for j in o.indices if j >= PILOT)[:max(0, total - PILOT)]
+    keep = set(range(PILOT)) | set(after)
+    pos = [i for i, j in enumerate(o.indices) if j in keep]
+
+    def pick(xs: Sequence[Any]) -> list[Any]:
+        return [xs[i] for i in pos] if len(xs) == len(o.indices) else list(xs)
+
+    return dataclasses.replace(o, correct=pick(o.correct), classes=pick(o.classes),
+                               completion_tokens=pick(o.completion_tokens), finish_reasons=pick(o.finish_reasons),
+                               extra={k: pick(v) for k, v in o.extra.items()}, values=pick(o.values),
+                               indices=pick(o.indices))
 
 
 def _by_index(o: ProblemOutcome) -> dict[int, bool]:

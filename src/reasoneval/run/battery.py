@@ -99,10 +99,13 @@ def run_battery(cfg: Any) -> BatteryResult:
     assert model_dir is not None
     paths = write_battery(model_dir, battery, figures, results, cfg.model, deviations(cfg, battery))
     if cfg.log_to:
-        from reasoneval.report.dashboards import checkpoint_step, log_once
+        from reasoneval.analysis.battery import metric_name
+        from reasoneval.report.dashboards import checkpoint_step, log_once, rows_settings
 
         step = checkpoint_step(str(cfg.engine_args.get("model_path") or cfg.model or ""))
-        log_once(cfg, next(iter(results.values())), step, battery_metrics(battery, figures))
+        # Each row's settings its own (`<battery>/<row>/<setting>`), not the first run's for every row.
+        rows = {f"{battery.name}/{metric_name(f.row)}": results[f.row.run] for f in figures if f.row.run in results}
+        log_once(cfg, next(iter(results.values())), step, battery_metrics(battery, figures), rows_settings(rows))
     return BatteryResult(battery, figures, results, paths, incomplete)
 
 

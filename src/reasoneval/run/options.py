@@ -508,6 +508,10 @@ class EvalConfig(SamplingParams):
                                   help="retries of a failed request (timeouts, 429, 5xx) (default %(default)s)")
     retry_backoff: float = run_option(_RETRY.backoff_base_s, group=EXECUTION, parse=float,
                                       help="base seconds of the exponential backoff between retries (default %(default)g)")
+    rate_limit_window: float = run_option(
+        _RETRY.rate_limit_window_s, group=EXECUTION, parse=float,
+        help="a request the server rate-limits (429) waits as asked without using a retry; when every answer has been "
+        "a 429 for this many seconds, or the server asks to wait longer, the run stops, exit 4 (default %(default)g)")
     output_dir: str = run_option(OUTPUT_DIR, group=EXECUTION, help="where run directories go (default %(default)s)")
     grading_workers: int | None = run_option(None, group=EXECUTION, parse=int,
                                              help="grading processes (default: CPU count)")
@@ -543,6 +547,7 @@ class EvalConfig(SamplingParams):
             (self.max_tokens >= 1, f"--max-tokens must be at least 1 (got {self.max_tokens})"),
             (self.max_retries >= 0, f"--max-retries must be 0 or more (got {self.max_retries})"),
             (self.timeout > 0, f"--timeout must be positive (got {self.timeout})"),
+            (self.rate_limit_window > 0, f"--rate-limit-window must be positive seconds (got {self.rate_limit_window})"),
             (self.temperature >= 0, f"--temperature must be >= 0 (got {self.temperature})"),
             (0 < self.top_p <= 1, f"--top-p must be in (0, 1] (got {self.top_p})"),
             (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),

@@ -46,7 +46,7 @@ from reasoneval.results.schema import (
     load_run,
     write_config,
 )
-from reasoneval.results.scope import Scope, TaskScope, choose_headline, headline_scope, task_complete, view_name, with_scope
+from reasoneval.results.scope import Scope, TaskScope, choose_headline, describe, headline_scope, task_complete, view_name, with_scope
 from reasoneval.results.store import SampleStore, add_problems, read_problems
 from reasoneval.results.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.run.adaptive import (
@@ -259,7 +259,8 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                 with ProgressReporter(first, enabled=cfg.progress, console=console) as progress:
                     await generate(engine, the_plan.queue(cast(Schedule, cfg.schedule)), store,
                                    concurrency=concurrency,
-                                   policy=RetryPolicy(max_retries=cfg.max_retries, backoff_base_s=cfg.retry_backoff),
+                                   policy=RetryPolicy(max_retries=cfg.max_retries, backoff_base_s=cfg.retry_backoff,
+                                                      rate_limit_window_s=cfg.rate_limit_window),
                                    max_model_len=info.max_model_len, stats=stats, on_progress=progress.update,
                                    on_sample=sampler.on_sample if sampler else None,
                                    refill=sampler.refill if sampler else None)
@@ -289,10 +290,13 @@ def on_disk(run_dir: Path, command: RunConfig) -> RunConfig:
     old = _previous_config(run_dir)
     if old is None or not old.tasks:
         return command
+    # The headline's provenance stays the headline's (issue 41.5): its tasks' datasets and the timing of the command
+    # that made it; score_run gives them the command's when its evaluation becomes the headline's.
+    datasets = {**old.datasets, **{t: d for t, d in command.datasets.items() if t not in old.tasks}}
     return dataclasses.replace(command, tasks=old.tasks, problem_keys=old.problem_keys, n=old.n, task_n=old.task_n,
                                adaptive=old.adaptive, limit=old.limit, created=old.created or command.created,
-                               scoring={**old.scoring, **command.scoring}, datasets={**old.datasets, **command.datasets},
-                               plugins={**old.plugins, **command.plugins})
+                               scoring={**old.scoring, **command.scoring}, datasets=datasets,
+                               plugins={**old.plugins, **command.plugins}, last_generation=old.last_generation)
 
 
 def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: PromptConfig, run_dir: Path,
@@ -356,7 +360,7 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     except OSError as e:
         raise _disk_error(e, cfg.output_dir) from None
     result = await asyncio.get_running_loop().run_in_executor(None, lambda: score_run(
-        run_dir, scope=headline_scope(command, {}), adaptive=command.adaptive, workers=cfg.grading_workers,
+        run_dir, scope=headline_scope(command, {}), adaptive=command.adaptive, command=command, workers=cfg.grading_workers,
         grading_timeout=cfg.grading_timeout, print_table=cfg.print_table))
     if cfg.log_to:
         from reasoneval.report.dashboards import log_once, model_checkpoint
@@ -394,7 +398,8 @@ def _loop_running() -> bool:
 
 def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | None = None,
               workers: int | None = None, grading_timeout: float = GRADING_TIMEOUT_S, print_table: bool = True,
-              write: bool = True, scope: Scope | None = None, adaptive: Mapping[str, Any] | None = None) -> RunResult:
+              write: bool = True, scope: Scope | None = None, adaptive: Mapping[str, Any] | None = None,
+              command: RunConfig | None = None) -> RunResult:
     """Score a run directory's store for one command and print its table; no request is sent. Returns the
     command's result.
 
@@ -404,6 +409,10 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
     this result when it is the widest complete evaluation (`choose_headline`); a narrower command writes its
     result as a view under views/<name>/ and leaves the headline as it was. Every file changes together or not
     at all (atomic.FileSet): a command that fails leaves them as they were.
+
+    `command`: the config of the command that generated (run, a sweep's job), whose provenance (each task's
+    datasets, the generation's timing) goes with its evaluation: into the headline's config.json and summary.json
+    for the tasks where its evaluation becomes the headline's, else into its view only.
     """
     run_dir = Path(run_dir)
     config = load_config(run_dir)
@@ -416,19 +425,18 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
         scope = _asked_scope(run_dir, config, headline, known, n, tasks)
     try:
         with ScoringContext(workers=workers, timeout_s=grading_timeout, cache_dir=run_dir) as context, FileSet() as files:
-            result, parquet = _evaluate(run_dir, config, scope, adaptive, all_problems, context, files if write else None)
+            own = _with_provenance(config, command, list(scope), view=True)
+            result, parquet = _evaluate(run_dir, own, scope, adaptive, all_problems, context, files if write else None)
             if write:
                 complete = {t: task_complete(result, t) for t in scope}
                 was_complete = _headline_complete(run_dir)
                 chosen = choose_headline(headline, was_complete, scope, complete)
-                if chosen != scope:  # narrower, or only part of a wider headline: this command's view
-                    result = dataclasses.replace(result, view=view_name(scope, chosen))
-                elif list(chosen) != list(scope):
+                if chosen == scope and list(chosen) != list(scope):
                     # The command's result is the new headline, with its tasks in the headline's order (the old
                     # headline's first: choose_headline), which config.json keeps: summary.json agrees with it.
-                    result = _in_task_order(result, config, chosen, adaptive)
-                _stage(result, parquet, files)
-                top_config = with_scope(config, chosen, adaptive)
+                    result = _in_task_order(result, own, chosen, adaptive)
+                top_config = _with_provenance(with_scope(config, chosen, adaptive), command,
+                                              [t for t in scope if chosen.get(t) == scope[t]])
                 # Score the headline again when it changed (it takes some of this command's tasks), when it was not
                 # complete (or never scored), or when a task of it is adaptive (it holds every sample drawn below
                 # 2 x --max-n): samples of it may have arrived since. A complete uniform one cannot change.
@@ -437,13 +445,36 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                     top, top_parquet = _evaluate(run_dir, top_config, chosen, top_config.adaptive, all_problems, context,
                                                  files)
                     _stage(top, top_parquet, files)
-                if chosen != headline or top_config.adaptive != config.adaptive:
+                if top_config != config:
                     files.write_json(run_dir / CONFIG_FILE, top_config.to_json_dict())
+                if chosen != scope:  # narrower, or only part of a wider headline: this command's view
+                    # Whether the headline changes with it is read off the files, before and after (issue 41.3).
+                    changed = files.changes(run_dir / SUMMARY_FILE) or files.changes(run_dir / CONFIG_FILE)
+                    result = dataclasses.replace(result, view=view_name(scope, chosen), headline_changed=changed,
+                                                 headline_scope=describe(chosen) if changed else None)
+                _stage(result, parquet, files)
     except OSError as e:
         raise _disk_error(e, run_dir) from None
     if print_table:
         render_table(result)
     return result
+
+
+def _with_provenance(config: RunConfig, command: RunConfig | None, tasks: Sequence[str], view: bool = False
+                     ) -> RunConfig:
+    """`config` with the command's provenance for `tasks`: their datasets (the problems the command asked them
+    with), and its generation's timing. For the headline (view False) only when some task's evaluation is the
+    command's and the command generated something: a command that generated nothing leaves the timing of the
+    one that did."""
+    if command is None or not tasks:
+        return config
+    datasets = {**config.datasets, **{t: command.datasets[t] for t in tasks if t in command.datasets}}
+    timing = config.last_generation
+    if view or (command.last_generation is not None and command.last_generation.requests):
+        timing = command.last_generation
+    if datasets == config.datasets and timing == config.last_generation:
+        return config
+    return dataclasses.replace(config, datasets=datasets, last_generation=timing)
 
 
 def _in_task_order(result: RunResult, config: RunConfig, scope: Scope, adaptive: Mapping[str, Any] | None
@@ -470,7 +501,9 @@ def _asked_scope(run_dir: Path, config: RunConfig, headline: Scope, known: Mappi
     for t in names:
         h = headline.get(t)
         problems = h.problems if h is not None else tuple(known.get(t, ()))
-        out[t] = TaskScope(problems, n or (h.n if h is not None else config.n), h is not None and h.adaptive)
+        # --n asks for K samples per problem: a fixed-K evaluation of the first n (indices < n), even of an adaptive
+        # task (its view is named and labelled as what it is: `aime24-n4`, K = 4; issue 41.4).
+        out[t] = TaskScope(problems, n or (h.n if h is not None else config.n), n is None and h is not None and h.adaptive)
     return out
 
 

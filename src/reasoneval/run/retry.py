@@ -25,6 +25,10 @@ class RetryPolicy:
     breaker_window_s: float = 5.0
     unavailable_window_s: float = 60.0
     breaker_burst: int = 8
+    # Rate limits (429): a request the server rate-limits waits (Retry-After when given, else the backoff) and is
+    # asked again without using one of its retries; but when every answer has been a 429 for this long with no
+    # request succeeding, or the server asks for a longer wait than this, the run stops (exit 4): `--rate-limit-window`.
+    rate_limit_window_s: float = 300.0
 
     def delay(self, retry: int, rng: random.Random, retry_after: float | None = None) -> float:
         d = rng.uniform(0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** (retry - 1)))

@@ -96,7 +96,8 @@ class Breaker:
     them (a server that fails every request at once fills every slot with failures), provided no request has been
     open that long meanwhile: a request the server holds for longer than its failures take is being generated,
     so a server with 50% 503s and answers that take minutes is not stopped. Rate limits (429) neither count
-    nor reset. Connection errors have their own rule (ServerDown)."""
+    nor reset that streak: they have their own bound (`rate_limited`). Connection errors have their own rule
+    (ServerDown)."""
 
     def __init__(self, policy: RetryPolicy, concurrency: int) -> None:
         self.policy = policy
@@ -105,9 +106,31 @@ class Breaker:
         self.since = 0.0
         self.unavailable_only = True
         self.open: dict[int, float] = {}  # attempt -> when it was sent
+        self.rate_since: float | None = None  # the first 429 since the last success
+        self.rate_count = 0
 
     def succeeded(self) -> None:
         self.streak = 0
+        self.rate_since, self.rate_count = None, 0
+
+    def rate_limited(self, e: EngineError, req: Request) -> None:
+        """Count a 429; raise EngineDown when the server has rate-limited every answer for the policy's
+        rate_limit_window_s with none succeeding, or asks to wait longer than that."""
+        now = time.monotonic()
+        if self.rate_since is None:
+            self.rate_since = now
+        self.rate_count += 1
+        window = self.policy.rate_limit_window_s
+        elapsed = now - self.rate_since
+        wait = e.retry_after or 0.0
+        if elapsed < window and wait <= window:
+            return
+        why = (f"asked to wait {wait:g} s (Retry-After), longer than the --rate-limit-window of {window:g} s"
+               if wait > window else f"answered {self.rate_count} requests in a row with HTTP 429 (rate limited) and "
+               f"none succeeded for {elapsed:.0f} s (--rate-limit-window {window:g})")
+        raise EngineDown(f"the server {why}, so the run stopped: {_one_line(e)} (the last was {_describe(req)}). "
+                         "Finished samples are kept: wait for the rate limit to lift (or raise it, or lower "
+                         "--concurrency) and re-run the same command to resume")
 
     def failed(self, e: EngineError, req: Request) -> None:
         """Count a failed answer; raise EngineDown when the run must stop."""
@@ -176,6 +199,12 @@ async def _generate_one(engine: Engine, req: Request, policy: RetryPolicy, stats
                     log.info("%s/%s#%d: lowering max_tokens to %d to fit the %d-token context", req.task,
                              req.problem_id, req.index, fit, e.context_limit)
                     continue
+            if breaker is not None and e.status == 429 and e.answered:
+                # Rate limited: wait as asked and ask again without using a retry; the breaker bounds how long.
+                breaker.rate_limited(e, req)
+                stats.retries += 1
+                await asyncio.sleep(policy.delay(min(breaker.rate_count, 8), rng, e.retry_after))
+                continue
             if breaker is not None:
                 breaker.failed(e, req)
             # A refusal no retry fixes stops the run, except a prompt that alone exceeds the context: only that

@@ -154,7 +154,11 @@ def fetch_to_cache(spec: TaskSpec) -> Path:
     if hub_offline():
         raise UserError(f"no local data for task {spec.name!r} and the Hub is off (offline mode); "
                         + _how_to_get(spec))
-    rows = convert_hub_rows(spec, download_rows(spec.hub))
+    try:
+        rows = convert_hub_rows(spec, download_rows(spec.hub))
+    except UserError as e:  # name the task: a battery or a list of tasks loads many (issue 41.8)
+        raise UserError(f"task {spec.name!r} has no local data ({spec.name}.jsonl in --data-dir or the cache), and "
+                        f"fetching it failed: {e}") from None
     if not rows:
         raise UserError(f"{spec.hub.describe()} gave no rows for task {spec.name!r}")
     return write_jsonl(cache_dir() / f"{spec.name}.jsonl", rows)

@@ -252,28 +252,38 @@ class Dashboards:
     checkpoints land in one run, at their steps) and closed by `close()`. Never raises: a backend that
     fails warns once and is skipped from then on."""
 
-    def __init__(self, run_name: str | None = None) -> None:
+    def __init__(self, run_name: str | None = None, by_training_run: bool = False) -> None:
+        """run_name: the dashboard run every result goes to (a sweep's jobs file, a watched folder); default each
+        result's model and run id. by_training_run: a sweep over checkpoints of several training runs gives each
+        training run its own dashboard run, `<run_name>-<training run>` (run7/checkpoint-100 and
+        run8/checkpoint-100 are two points at step 100, never two values of one curve)."""
         self.run_name = run_name
+        self.by_training_run = by_training_run
         self._sessions: dict[tuple[Any, ...], Session] = {}
         self._params: dict[tuple[Any, ...], dict[str, str | float | int]] = {}  # what each session recorded
         self._failed: set[str] = set()
 
-    def log(self, cfg: Any, result: Any, step: int | None = None, metrics: Mapping[str, float] | None = None) -> None:
+    def log(self, cfg: Any, result: Any, step: int | None = None, metrics: Mapping[str, float] | None = None,
+            settings: Mapping[str, str | float | int] | None = None) -> None:
         """Log `result` (a scored RunResult) to every backend `cfg.log_to` names (an EvalConfig); `metrics`: these
-        figures instead of the result's own (a battery's rows, `battery_metrics`)."""
+        figures instead of the result's own (a battery's rows, `battery_metrics`), with `settings` their run-level
+        record instead of the result's (`rows_settings`: each row's own)."""
         names = backend_names(cfg.log_to)
         if not names:
             return
         metrics = result_metrics(result) if metrics is None else metrics
         info = {"model": str(result.model), "run_id": str(result.run_id), "run_dir": str(result.run_dir),
                 "complete": str(bool(result.complete)).lower()}
-        settings = run_settings(result)
+        settings = run_settings(result) if settings is None else settings
         args = dict(cfg.log_args or {})
         for name in names:
             if name in self._failed:
                 continue
             backend = DASHBOARDS.get(name)
             run_name = str(args.get("run_name") or self.run_name or f"{result.model}-{result.run_id}")
+            training_run = model_checkpoint(result.config).training_run if self.by_training_run else ""
+            if training_run:
+                run_name = f"{run_name}-{Path(training_run).name or training_run}"
             key = (name, run_name, str(cfg.output_dir), tuple(sorted((k, str(v)) for k, v in args.items())))
             try:
                 session = self._sessions.get(key)
@@ -322,10 +332,29 @@ class Dashboards:
         self.close()
 
 
-def log_once(cfg: Any, result: Any, step: int | None = None, metrics: Mapping[str, float] | None = None) -> None:
+def log_once(cfg: Any, result: Any, step: int | None = None, metrics: Mapping[str, float] | None = None,
+             settings: Mapping[str, str | float | int] | None = None) -> None:
     """Log one result to cfg.log_to and close the dashboard runs (`reasoneval run`, `report --log-to`)."""
     with Dashboards() as dashboards:
-        dashboards.log(cfg, result, step, metrics)
+        dashboards.log(cfg, result, step, metrics, settings)
+
+
+# Settings every row of a battery shares (one checkpoint, one server): recorded once under their own names.
+_SHARED = ("model", "engine", "api", "reasoneval_version")
+
+
+def rows_settings(rows: Mapping[str, Any]) -> dict[str, str | float | int]:
+    """The run-level record of several results logged as one (a battery's rows, `<battery>/<row>` -> the row's
+    RunResult): the settings all share (`_SHARED`) under their own names, every other one per row as
+    `<row>/<setting>`, so the 8-shot row records its own num_fewshot and max_tokens, not the first row's."""
+    out: dict[str, str | float | int] = {}
+    for row, result in rows.items():
+        for name, value in run_settings(result).items():
+            if name in _SHARED:
+                out.setdefault(name, value)
+            else:
+                out[f"{row}/{name}"] = value
+    return out
 
 
 def add_dashboard_args(p: Any) -> None:
@@ -344,4 +373,4 @@ def dashboard_options(a: Any) -> tuple[list[str], dict[str, Any]]:
 
 __all__ = ["DASHBOARDS", "LOG_ARGS", "Checkpoint", "Dashboards", "add_dashboard_args", "check_backends", "checkpoint_of",
            "checkpoint_step", "dashboard_options", "lmeval_name", "log_once", "model_checkpoint", "result_metrics",
-           "run_settings", "task_metrics"]
+           "rows_settings", "run_settings", "task_metrics"]

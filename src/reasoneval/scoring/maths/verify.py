@@ -6,17 +6,22 @@ without eval. Its ExprExtractionConfig path (plain expressions such as `x^2+1`) 
 workers have a wall-time limit (killed by the parent) and an RLIMIT_AS memory limit.
 
 math-verify decides the structure (sets, tuples, intervals, relations, matrices); the comparison of
-numbers inside those structures is ours (`_numeric_eq`, installed in place of math-verify's), so that it
-follows the policy of normalize.py: exact values compare exactly, a tolerance applies only to a decimal
-approximation, by the digits it writes.
+numbers inside those structures is ours (`_numeric_eq`), so that it follows the policy of normalize.py: exact
+values compare exactly, a tolerance applies only to a decimal approximation, by the digits it writes.
+
+math-verify has no hook for it, so `_our_numbers()` puts `_numeric_eq` in place of math-verify's
+`sympy_numeric_eq` only for the length of our own calls and puts math-verify's back after: lm-eval's
+`math_verify` metric (`lmeval_math_verify`), graded by the same workers, always runs math-verify as lm-eval
+does, whatever the worker graded before (issue 41.9).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from fractions import Fraction
-from typing import Any
+from typing import Any, Iterator
 
 from reasoneval.scoring.maths.normalize import (
     DEFAULT_REL_TOL,
@@ -45,11 +50,32 @@ def _math_verify() -> Any:
         # off; its one-time warning about that is expected here.
         math_verify.grader.TIMEOUT_WARNING_SHOWN = True
         math_verify.parser.TIMEOUT_WARNING_SHOWN = True
-        # Our numeric rule replaces math-verify's (which rounds to a number of decimals and, between two
-        # exact expressions, calls a difference below 1e-15 zero).
-        math_verify.grader.sympy_numeric_eq = _numeric_eq
         _mv = math_verify
     return _mv
+
+
+_ORIGINAL = "_reasoneval_original_sympy_numeric_eq"
+
+
+@contextlib.contextmanager
+def _our_numbers() -> Iterator[None]:
+    """Inside: our numeric rule in place of math-verify's (which rounds to a number of decimals and, between two
+    exact expressions, calls a difference below 1e-15 zero); math-verify's own again after, on any exit."""
+    grader = _math_verify().grader
+    original = _math_verify_numeric_eq()
+    grader.sympy_numeric_eq = _numeric_eq
+    try:
+        yield
+    finally:
+        grader.sympy_numeric_eq = original
+
+
+def _math_verify_numeric_eq() -> Any:
+    """math-verify's own sympy_numeric_eq (kept aside the first time it is seen)."""
+    grader = _math_verify().grader
+    if not hasattr(grader, _ORIGINAL):
+        setattr(grader, _ORIGINAL, grader.sympy_numeric_eq)
+    return getattr(grader, _ORIGINAL)
 
 
 def _variants(s: str) -> list[str]:
@@ -327,6 +353,11 @@ def symbolic_equal(pred: str, ref: str, rel_tol: float | None, max_chars: int,
     # Both sides as normalised and as given: each form rescues cases the other misses.
     golds = [list(_parse_cached(v)) for v in _variants(ref)]
     preds = [list(_parse_cached(v)) for v in _variants(pred)]
+    with _our_numbers():
+        return _any_equal(golds, preds)
+
+
+def _any_equal(golds: list[list[Any]], preds: list[list[Any]]) -> bool:
     for g, p in _combinations(golds, preds):
         if _verify(g, p):
             return True
@@ -355,6 +386,9 @@ def run_job(op: str, args: tuple[Any, ...]) -> Any:
         # the reference solution and the whole response, each parsed by math-verify with its defaults.
         from math_verify import parse, verify
 
+        # math-verify exactly as lm-eval runs it: its own numeric rule (never ours: `_our_numbers`).
+        if _math_verify().grader.sympy_numeric_eq is not _math_verify_numeric_eq():
+            raise RuntimeError("math-verify's sympy_numeric_eq is not its own in this worker")
         return bool(verify(gold=parse(str(args[0])), target=parse(str(args[1]))))
     if op == "lmeval_minerva_sympy":
         return lmeval_minerva_sympy(str(args[0]), str(args[1]))
