@@ -46,7 +46,7 @@ from reasoneval.results.schema import (
     load_run,
     write_config,
 )
-from reasoneval.results.scope import Scope, TaskScope, choose_headline, describe, headline_scope, task_complete, view_name, with_scope
+from reasoneval.results.scope import Scope, TaskScope, decide, describe, headline_scope, task_complete, with_scope
 from reasoneval.results.store import SampleStore, add_problems, read_problems
 from reasoneval.results.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.run.adaptive import (
@@ -428,29 +428,23 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
             own = _with_provenance(config, command, list(scope), view=True)
             result, parquet = _evaluate(run_dir, own, scope, adaptive, all_problems, context, files if write else None)
             if write:
-                complete = {t: task_complete(result, t) for t in scope}
-                was_complete = _headline_complete(run_dir)
-                chosen = choose_headline(headline, was_complete, scope, complete)
-                if chosen == scope and list(chosen) != list(scope):
-                    # The command's result is the new headline, with its tasks in the headline's order (the old
-                    # headline's first: choose_headline), which config.json keeps: summary.json agrees with it.
+                decision = decide(headline, _headline_complete(run_dir), scope,
+                                  {t: task_complete(result, t) for t in scope})
+                chosen = decision.headline
+                if decision.reorder:  # config.json keeps the headline's order: summary.json agrees with it
                     result = _in_task_order(result, own, chosen, adaptive)
                 top_config = _with_provenance(with_scope(config, chosen, adaptive), command,
                                               [t for t in scope if chosen.get(t) == scope[t]])
-                # Score the headline again when it changed (it takes some of this command's tasks), when it was not
-                # complete (or never scored), or when a task of it is adaptive (it holds every sample drawn below
-                # 2 x --max-n): samples of it may have arrived since. A complete uniform one cannot change.
-                stale = not all(was_complete.get(t, False) and not s.adaptive for t, s in chosen.items())
-                if chosen != scope and (chosen != headline or stale):
+                if decision.rescore_headline:
                     top, top_parquet = _evaluate(run_dir, top_config, chosen, top_config.adaptive, all_problems, context,
                                                  files)
                     _stage(top, top_parquet, files)
                 if top_config != config:
                     files.write_json(run_dir / CONFIG_FILE, top_config.to_json_dict())
-                if chosen != scope:  # narrower, or only part of a wider headline: this command's view
+                if decision.view is not None:  # narrower, or only part of a wider headline: this command's view
                     # Whether the headline changes with it is read off the files, before and after (issue 41.3).
                     changed = files.changes(run_dir / SUMMARY_FILE) or files.changes(run_dir / CONFIG_FILE)
-                    result = dataclasses.replace(result, view=view_name(scope, chosen), headline_changed=changed,
+                    result = dataclasses.replace(result, view=decision.view, headline_changed=changed,
                                                  headline_scope=describe(chosen) if changed else None)
                 _stage(result, parquet, files)
     except OSError as e:
