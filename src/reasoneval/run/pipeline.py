@@ -26,6 +26,7 @@ from reasoneval.atomic import FileSet
 from reasoneval.engines import ENGINES, Engine, EngineInfo, capabilities, check_supported, create_engine
 from reasoneval.errors import RunIncomplete, UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
+from reasoneval.metrics.adaptive_estimates import adaptive_summary, plan_se_of, with_estimates
 from reasoneval.metrics.plan_adaptive import PILOT
 from reasoneval.prompts import PROMPTS, Exemplar, PromptConfig
 from reasoneval.records import Problem
@@ -53,11 +54,8 @@ from reasoneval.run.adaptive import (
     DESIGN,
     AdaptiveSampler,
     AdaptiveSettings,
-    adaptive_summary,
     history_entry,
     history_for,
-    plan_se_of,
-    with_estimates,
 )
 from reasoneval.run.options import EvalConfig, rename_old_keys, takes_options_of
 from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_maker
