@@ -221,7 +221,8 @@ BARE_NAME_MODULES = ("reasoneval.scoring", "reasoneval.scoring.base", "reasoneva
 BARE_MEMBERS = {"cluster_many": "reasoneval.scoring.base:AnswerClusterer", "score_many": "reasoneval.scoring.base:Scorer",
                 "add_lazy": "reasoneval.registry:Registry", "completion_stop": "reasoneval.prompts:PromptStyle",
                 "payload": "reasoneval.records:Problem", "load_task": "reasoneval.tasks",
-                "create": "tests.plugins.constant_engine", "start()": "reasoneval.engines.base:Engine"}
+                "create": "tests.plugins.constant_engine", "start()": "reasoneval.engines.base:Engine",
+                "generate()": "reasoneval.tasks:TaskSpec"}
 # Keyword fragments (`flag=True`) and what takes them.
 KEYWORDS = {"flag": "reasoneval.engines.base:option", "aliases": "reasoneval.run.options:run_option",
             "in_first_run_ids": "reasoneval.records:sampling_option", "fewshot": "reasoneval.tasks:TaskSpec",
