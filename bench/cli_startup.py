@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""How long the `reasoneval` command takes to start: `--version`, `tasks` and `--help`, each against `python -c
-pass` (the interpreter alone) measured in the same run.
+"""How long the `reasoneval` command takes to start: `--version`, `tasks`, `--help`, `report --help` and
+`run --help`, each against `python -c pass` (the interpreter alone) measured in the same run.
 
 Each command runs `--runs` times in a fresh interpreter (`python -m reasoneval ...`, the installed script's
 path), in turn with the reference so that load on the machine hits both alike; printed per command: the median
@@ -29,6 +29,7 @@ COMMANDS = {
     "tasks": ["tasks"],
     "--help": ["--help"],
     "report --help": ["report", "--help"],
+    "run --help": ["run", "--help"],
 }
 
 

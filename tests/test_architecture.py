@@ -39,7 +39,7 @@ def example(name: str) -> str:
 
 
 @pytest.mark.parametrize(("name", "module"), [("scorer", "last_line.py"), ("engine", "constant_engine.py"),
-                                             ("task", "doubles_task.py")])
+                                             ("task", "doubles_task.py"), ("packaged_task", "squares_task.py")])
 def test_the_docs_examples_are_the_test_suites_modules(name: str, module: str) -> None:
     assert example(name) == (PLUGINS / module).read_text()
 
@@ -87,6 +87,23 @@ def test_example_task_runs_end_to_end(registered: None, monkeypatch: pytest.Monk
     from tests.plugins.doubles_task import DOUBLES
 
     assert TASKS.get("doubles") is DOUBLES and DOUBLES.fewshot is None  # the default: no exemplars of another kind
+
+
+def test_example_packaged_task_runs_end_to_end_and_is_recorded_as_its_package_file(
+        registered: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    register_for_the_test(monkeypatch, TASKS, "squares", "tests.plugins.squares_task:SQUARES")
+    result = reasoneval.evaluate(tasks=["squares"], engine="constant", engine_args={"answer": "49"}, n=1,
+                                 output_dir=str(tmp_path), print_table=False, progress=False)
+    squares = result.tasks["squares"]
+    assert squares.num_problems == 12 and squares.mean == pytest.approx(1 / 12)  # 7 * 7 is the one right answer
+    source = "package:tests.plugins/squares.jsonl"
+    assert result.config.datasets["squares"].source == source
+    written = json.loads((Path(result.run_dir) / "config.json").read_text())
+    assert written["datasets"]["squares"]["source"] == source
+    from reasoneval.tasks import task_listing
+
+    (entry,) = [e for e in task_listing(None) if e["name"] == "squares"]
+    assert entry["local"] and entry["size"] == 12 and entry["source"] == source
 
 
 def _doc_block(marker: str) -> str:
@@ -204,10 +221,12 @@ BARE_NAME_MODULES = ("reasoneval.scoring", "reasoneval.scoring.base", "reasoneva
 BARE_MEMBERS = {"cluster_many": "reasoneval.scoring.base:AnswerClusterer", "score_many": "reasoneval.scoring.base:Scorer",
                 "add_lazy": "reasoneval.registry:Registry", "completion_stop": "reasoneval.prompts:PromptStyle",
                 "payload": "reasoneval.records:Problem", "load_task": "reasoneval.tasks",
-                "create": "tests.plugins.constant_engine", "start()": "reasoneval.engines.base:Engine"}
+                "create": "tests.plugins.constant_engine", "start()": "reasoneval.engines.base:Engine",
+                "generate()": "reasoneval.tasks:TaskSpec"}
 # Keyword fragments (`flag=True`) and what takes them.
 KEYWORDS = {"flag": "reasoneval.engines.base:option", "aliases": "reasoneval.run.options:run_option",
-            "in_first_run_ids": "reasoneval.records:sampling_option", "fewshot": "reasoneval.tasks:TaskSpec"}
+            "in_first_run_ids": "reasoneval.records:sampling_option", "fewshot": "reasoneval.tasks:TaskSpec",
+            "data_file": "reasoneval.tasks:TaskSpec"}
 # Flags the prose makes up (a new option, a renamed one).
 PLACEHOLDER_FLAGS = {"--field-name", "--old-name", "--frequency-penalty"}
 
@@ -360,9 +379,9 @@ def test_every_code_block_of_the_adding_sections_is_run_or_checked() -> None:
     from tests.run.test_one_edit_sampling_option import THE_EDIT
 
     groups = {registry.ENGINE_GROUP, registry.TASK_GROUP, registry.SCORER_GROUP, registry.PROMPT_GROUP}
-    examples = {example(name) for name in ("scorer", "engine", "task")}  # each is a module of tests/plugins
+    examples = {example(name) for name in ("scorer", "engine", "task", "packaged_task")}  # modules of tests/plugins
     rest = [(lang, code) for lang, code in _code_blocks() if code not in examples]
-    assert len(_code_blocks()) - len(rest) == 3
+    assert len(_code_blocks()) - len(rest) == 4
     for lang, code in rest:
         if lang == "toml":  # entry points: groups of the registries, "module" or "module:attr" targets
             entry_points = tomllib.loads(code)["project"]["entry-points"]

@@ -229,6 +229,37 @@ def test_llamacpp_without_repacked_kernels_serves_through_the_wrapper(tmp_path: 
         make_engine("launch", server="vllm", cpu_repack="off")
 
 
+@needs_server
+def test_llamacpp_server_declares_every_field_it_is_sent_and_applies_repetition_penalty(tmp_path: Path) -> None:
+    """llama-cpp-python's server discards a request field its request model does not declare: every name the launch
+    engine sends it (engines.sampling.LLAMACPP_SERVER_FIELDS, under its names) is one of its declared fields, for chat
+    and completions; and the real server applies --extra-body's repetition_penalty (sent as its repeat_penalty):
+    greedy answers with a strong penalty differ from answers without one (its default 1.1 otherwise either way)."""
+    from llama_cpp.server.types import CreateChatCompletionRequest, CreateCompletionRequest
+
+    from reasoneval.engines.sampling import LLAMACPP_SERVER_FIELDS
+
+    first = {"temperature", "top_p", "top_k", "min_p", "max_tokens", "stop", "seed", "n"}
+    for model in (CreateChatCompletionRequest, CreateCompletionRequest):
+        assert set(LLAMACPP_SERVER_FIELDS.values()) | first <= set(model.model_fields), model
+
+    def ask(penalty: float) -> Request:
+        return Request(task="t", problem_key="k", problem_id="p", index=0, seed=1,
+                       params=SamplingParams(temperature=0.0, max_tokens=24, extra_body={"repetition_penalty": penalty}),
+                       messages=({"role": "user", "content": "Write the word 'go' twenty times."},))
+
+    async def go() -> list[str]:
+        engine = make_engine("launch", server="llamacpp", log_dir=str(tmp_path), max_model_len=1024)
+        await engine.start()
+        try:
+            return [(await engine.generate(ask(p))).text for p in (1.0, 1.0, 2.0)]
+        finally:
+            await engine.close()
+
+    plain, again, penalised = asyncio.run(go())
+    assert plain == again and penalised != plain
+
+
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGILL])
 def test_a_llamacpp_server_killed_by_a_crash_suggests_cpu_repack_off(tmp_path: Path, sig: int) -> None:
     # SIGSEGV and SIGILL: how llama.cpp's AMX kernels end on the Intel CPUs where they crash.

@@ -140,6 +140,18 @@ def test_bad_options_are_one_line_errors() -> None:
         create_engine("ray", CommonOptions(), {"inner": "ray"})
 
 
+def test_each_replica_checks_the_runs_options_against_the_engine_it_runs() -> None:
+    """inner=auto is decided on each replica's node (vllm with GPUs, else local): a replica refuses, before its engine
+    starts, an option the engine it runs would drop, even where the driver did not check (the engine made directly)."""
+    from reasoneval.errors import UserError
+    from reasoneval.records import SamplingParams
+
+    common = CommonOptions(sampling=SamplingParams(extra_body={"min_tokens": 2}))  # vLLM takes it, llama.cpp not
+    with pytest.raises(UserError, match=r"a Ray replica could not start its engine: --extra-body key\(s\) "
+                                        r"min_tokens are not supported by the local engine, which would drop them"):
+        asyncio.run(create_engine("ray", common, {"replicas": 1, "gpus_per_replica": 0}).start())
+
+
 @pytest.mark.slow
 def test_run_engine_ray_from_the_cli_starts_and_stops_its_own_cluster(tmp_path: Path) -> None:
     import os

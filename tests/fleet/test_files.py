@@ -26,9 +26,9 @@ def test_a_jobs_resources_have_their_own_names_and_the_old_ones_still_work(
         tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     # num_gpus was both a job's reservation and the cluster's count (`sweep --num-gpus`): a job's is gpus_per_job.
     from reasoneval.fleet.jobs import load_jobs
-    from reasoneval.run import options
+    from reasoneval.run import flags
 
-    monkeypatch.setattr(options, "_WARNED_OLD_KEYS", set())
+    monkeypatch.setattr(flags, "_WARNED_OLD_KEYS", set())
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text("defaults: {tasks: [arith], engine: echo, gpus_per_job: 0.5, cpus_per_job: 2}\nmodels: [m]\n")
     (new,) = load_jobs(jobs)

@@ -78,7 +78,7 @@ def test_report_that_fails_writing_its_last_file_changes_no_file(complete_run: t
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """`report --n 2` (a view) and `report` (the headline): results.parquet and summary.json are written, then
     report.html hits a full disk: nothing of either changes, and no temporary is left."""
-    import reasoneval.run.pipeline as pipeline
+    import reasoneval.run.score as pipeline
 
     _, run_dir = complete_run
     before = files_of(run_dir)
@@ -93,7 +93,7 @@ def test_report_that_fails_writing_its_last_file_changes_no_file(complete_run: t
 def test_score_of_a_run_directory_that_fails_midway_changes_no_file(complete_run: tuple[OpenAIServer, Path],
                                                                     monkeypatch: pytest.MonkeyPatch,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    import reasoneval.run.pipeline as pipeline
+    import reasoneval.run.score as pipeline
 
     _, run_dir = complete_run
     before = files_of(run_dir)

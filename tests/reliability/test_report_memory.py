@@ -14,7 +14,7 @@ from reasoneval.atomic import atomic_write_json
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.results import stream
 from reasoneval.results.store import SampleStore, add_problems
-from reasoneval.run import pipeline
+from reasoneval.run import score as pipeline
 from reasoneval.run.pipeline import score_run
 from reasoneval.tasks import problem_key
 

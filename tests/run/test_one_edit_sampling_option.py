@@ -1,11 +1,14 @@
-"""Adding a sampling option is one edit: a field of SamplingParams (records.py). A subprocess imports reasoneval with
-that one line added to records.py, and nothing else changed, and shows: `run` has the flag and a jobs file the key;
-the OpenAI request (through the loopback server), vLLM's keyword arguments and the embedded llama.cpp model's
-parameters carry it when set and leave it out when unset (an engine whose Capabilities do not name it refuses it
-at start); every pinned run id and sweep fingerprint is unchanged
-while it is unset; the run id and the fingerprint change when it is set."""
+"""Adding a sampling option is one edit: a field of SamplingParams (records.py). The test copies the tree (src/, tests/,
+pyproject.toml), adds that one line to the copy's records.py, changes nothing else, and shows in the copy: `run` has
+the flag and a jobs file the key; the OpenAI request (through the loopback server), vLLM's keyword arguments and the
+embedded llama.cpp model's parameters carry it when set and leave it out when unset (an engine or a launched server
+whose Capabilities do not name it refuses it at start); the dashboards log it; every pinned run id and sweep
+fingerprint is unchanged while it is unset; the run id and the fingerprint change when it is set; and the copy's own
+tests of the option table (every run option placed) and of the flags pass unedited."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -13,7 +16,7 @@ from pathlib import Path
 
 import reasoneval
 
-RECORDS = Path(reasoneval.__file__).with_name("records.py")
+ROOT = Path(reasoneval.__file__).parents[2]
 # The edit: one line in SamplingParams (a made-up option; extra_body's is the class's last field).
 THE_EDIT = '    dummy_penalty: float | None = sampling_option(None, parse=float, help="a made-up sampling option")\n'
 
@@ -23,13 +26,8 @@ CHECK = textwrap.dedent('''
 
     import reasoneval
 
-    # reasoneval.records as the edited file says (the rest of the package is imported from it, unedited).
-    source, data, out = Path(sys.argv[1]).read_text(), Path(sys.argv[2]), Path(sys.argv[3])
-    records = types.ModuleType("reasoneval.records")
-    records.__file__ = sys.argv[1]
-    sys.modules["reasoneval.records"] = records
-    exec(compile(source, sys.argv[1], "exec"), records.__dict__)
-    reasoneval.records = records
+    assert reasoneval.__file__.startswith(sys.argv[1]), reasoneval.__file__  # the copy's package, edited
+    data, out = Path(sys.argv[2]), Path(sys.argv[3])
 
     from reasoneval.cli.main import main
     from reasoneval.engines.sampling import llama_fields, openai_fields, vllm_fields
@@ -58,9 +56,9 @@ CHECK = textwrap.dedent('''
     from reasoneval.engines.base import check_supported
 
     check_supported("openai", capabilities("openai"), "chat", p)  # a server takes any field
-    for engine in ("local", "vllm"):  # their Capabilities do not name it: one line at start, never ignored
-        try:
-            check_supported(engine, capabilities(engine), "chat", p)
+    for engine, args in (("local", {}), ("vllm", {}), ("launch", {"server": "llamacpp"})):
+        try:  # their Capabilities do not name it: one line at start, never ignored
+            check_supported(engine, capabilities(engine, args), "chat", p)
         except UserError as e:
             result[engine + "_error"] = str(e).split(" (")[0]
     with OpenAIServer(model="test-model", default="The answer is \\\\boxed{4}.") as server:
@@ -70,6 +68,10 @@ CHECK = textwrap.dedent('''
                          "--output-dir", str(out / name), "--no-progress", "--json", *flags]) == 0
             result[name + "_bodies"] = [r.body for r in server.requests() if r.body and "messages" in r.body]
             result[name + "_run"] = [p.name for p in (out / name / "test-model").iterdir()]
+    from reasoneval.report.dashboards import run_settings
+    from reasoneval.results.schema import load_run
+
+    result["dashboards"] = run_settings(load_run(next((out / "set" / "test-model").iterdir())))
     print(json.dumps(result))
 ''')
 
@@ -79,16 +81,30 @@ def test_a_sampling_option_is_one_edit_of_records_py(tmp_path: Path) -> None:
     from reasoneval.run.options import EvalConfig
     from tests.run.test_identity_pinned import PINNED, pinned_config, run_id_of
 
-    source = RECORDS.read_text()
+    tree = tmp_path / "tree"  # a copy of the tree: the one edit is made there
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+    for part in ("src", "tests"):
+        shutil.copytree(ROOT / part, tree / part, ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    records = tree / "src" / "reasoneval" / "records.py"
+    source = records.read_text()
     anchor = "\n\n@dataclass(frozen=True)\nclass Request:"
     assert source.count(anchor) == 1 and "class SamplingParams" in source.split(anchor)[0].rsplit("@dataclass", 1)[1]
-    edited = tmp_path / "records.py"
-    edited.write_text(source.replace(anchor, THE_EDIT.rstrip("\n") + anchor))
+    records.write_text(source.replace(anchor, THE_EDIT.rstrip("\n") + anchor))
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"problem": "What is 2+2?", "answer": "4"}) + "\n")
-    proc = subprocess.run([sys.executable, "-c", CHECK, str(edited), str(data), str(tmp_path)], capture_output=True,
-                          text=True, timeout=300, cwd=Path(__file__).parents[2])
+    env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}{os.pathsep}{tree}"}
+    proc = subprocess.run([sys.executable, "-c", CHECK, str(tree / "src"), str(data), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=tree, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # The copy's own tests of the option table and of the flags, unedited, pass with the new field.
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "tests/run/test_option_combinations.py::test_every_run_option_is_placed",
+                            "tests/run/test_options.py::test_every_field_has_a_flag_a_help_and_the_parsers_default",
+                            "tests/run/test_options.py::test_the_sampling_defaults_are_stated_once"],
+                           capture_output=True, text=True, timeout=300, cwd=tree, env=env)
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+    assert "3 passed" in tests.stdout
     got = json.loads(proc.stdout.strip().splitlines()[-1])
 
     assert "dummy_penalty" not in {f for f in EvalConfig.__dataclass_fields__}  # this process: the file unedited
@@ -107,6 +123,9 @@ def test_a_sampling_option_is_one_edit_of_records_py(tmp_path: Path) -> None:
     assert got["sampling_set"]["dummy_penalty"] == 0.5
     assert got["local_error"] == "--dummy-penalty is not supported by the local engine"
     assert got["vllm_error"] == "--dummy-penalty is not supported by the vllm engine"
+    assert got["launch_error"] == "--dummy-penalty is not supported by the launch engine"
+    # The dashboards' settings carry it (read from SamplingParams' fields, like the request).
+    assert got["dashboards"]["dummy_penalty"] == 0.5 and got["dashboards"]["temperature"] == 0.6
     # A jobs file takes the key (dashes or underscores) and checks its value like the flag.
     assert got["job"] == 0.25
     assert got["job_error"] == "jobs.yaml: models[0]: dummy_penalty must be a number, got 'high'"

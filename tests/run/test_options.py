@@ -58,7 +58,7 @@ def test_the_sampling_defaults_are_stated_once() -> None:
     assert parsed.sampling() == SamplingParams()
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class WithANewOption(EvalConfig):
     """What a contributor's one edit looks like: a field declared with run_option, nothing else."""
 
@@ -85,9 +85,9 @@ def test_old_spellings_still_work_and_say_the_new_one(old: str, new: str, field:
                                                       caplog: pytest.LogCaptureFixture,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # `problem_key` is the problem's hash (samples.jsonl); the --data column options are the *_field ones.
-    from reasoneval.run import options
+    from reasoneval.run import flags
 
-    monkeypatch.setattr(options, "_WARNED_OLD_KEYS", set())
+    monkeypatch.setattr(flags, "_WARNED_OLD_KEYS", set())
     def messages() -> list[str]:  # a record reaches caplog twice where the logger also propagates: once each
         return list({id(r): r.getMessage() for r in caplog.records}.values())
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from reasoneval.report.text import csv_text, markdown_table, pct, print_table
-from reasoneval.run.options import OUTPUT_DIR, add_options, run_option
+from reasoneval.run.flags import add_options, run_option
+from reasoneval.run.options import OUTPUT_DIR
 
 
 def _one_format(a: argparse.Namespace, *names: str) -> None:

@@ -66,7 +66,10 @@ def _cmd_engines(a: argparse.Namespace) -> int:
         else:
             console.print("  no options of its own (the common flags: --model, --base-url, ...)")
         extra = "any" if caps.extra_body_keys is None else ", ".join(sorted(caps.extra_body_keys)) or "none"
-        console.print(f"  APIs: {', '.join(sorted(caps.apis))}; --extra-body keys: {extra}\n")
+        renamed = "".join(f"; {k} is sent as {v}" for k, v in sorted(caps.renamed.items()) if k != v)
+        note = (" (with its default options; other options change them: --server, inner=...)"
+                if hasattr(module, "configured_capabilities") else "")
+        console.print(f"  APIs: {', '.join(sorted(caps.apis))}; --extra-body keys{note}: {extra}{renamed}\n")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""`reasoneval report RUN_DIR`: the flags and the command; the scoring is reasoneval.run.pipeline.score_run."""
+"""`reasoneval report RUN_DIR`: the flags and the command; the scoring is reasoneval.run.score.score_run."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import argparse
 import json
 from dataclasses import dataclass
 
-from reasoneval.run.options import add_options, run_option
+from reasoneval.run.flags import add_options, run_option
 
 
 def _scorer_help() -> str:
@@ -60,8 +60,8 @@ def _cmd_score(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from reasoneval.errors import RunIncomplete, UserError
+    from reasoneval.run.flags import given_flags
     from reasoneval.run.imported import JOINED_TASKS, score
-    from reasoneval.run.options import given_flags
 
     file_only = {"--task": a.task, "--output-dir": a.output_dir, "--problem-field": a.problem_field,
                  "--answer-field": a.answer_field, "--response-field": a.response_field, "--data-dir": a.data_dir,

@@ -60,9 +60,16 @@ def options_class(engine: str) -> type:
     return cls
 
 
-def capabilities(engine: str) -> Capabilities:
-    caps: Capabilities = engine_module(engine).CAPABILITIES
-    return caps
+def capabilities(engine: str, args: Mapping[str, Any] | None = None) -> Capabilities:
+    """What the engine takes configured with `args` (--engine-arg): its module's `configured_capabilities(options)`
+    where its options change it (launch's --server, ray's inner engine), else its `CAPABILITIES`."""
+    module = engine_module(engine)
+    configured = getattr(module, "configured_capabilities", None)
+    if configured is not None:
+        caps: Capabilities = configured(make_options(engine, args or {}))
+        return caps
+    fixed: Capabilities = module.CAPABILITIES
+    return fixed
 
 
 def _field_types(cls: type) -> dict[str, Any]:

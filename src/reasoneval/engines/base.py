@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 from reasoneval.errors import UserError
 from reasoneval.records import Completion, Request, SamplingParams
@@ -117,34 +117,65 @@ class CommonOptions:
     concurrency: int = 64
     # Where a launched server writes its log until the run directory is known (see Engine.attach_run).
     log_dir: str | None = None
+    # The run's sampling options: an engine whose backend is decided where it runs (a Ray replica's inner engine)
+    # checks them there against that backend's Capabilities (None: not checked again).
+    sampling: SamplingParams | None = None
 
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What an engine supports; a run that asks for more stops at start with one line, on every engine."""
+    """What an engine, as configured, takes; a run that asks for more stops at start with one line, on every engine.
+
+    An engine module's `CAPABILITIES` is what it takes whatever its options; a module whose options change it (the
+    `launch` engine's --server, the `ray` engine's inner engine) also defines `configured_capabilities(options)`,
+    which `engines.capabilities(name, args)` asks (engines/__init__.py)."""
 
     apis: frozenset[str] = frozenset({"chat", "completions"})
     # --extra-body keys it honours, and the sampling options added after the first ones (records.sampling_option)
     # it takes; None: any (passed through to the server as is).
     extra_body_keys: frozenset[str] | None = None
+    # Options its backend spells otherwise, ours -> its own (llama.cpp's server: repetition_penalty ->
+    # repeat_penalty): requests carry them under the backend's name (engines.sampling.openai_fields).
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    # How the check's message names it ("launch engine (--server llamacpp)"); None: "<name> engine".
+    label: str | None = None
+
+    @classmethod
+    def of_backend(cls, fields: Mapping[str, str], label: str | None = None,
+                   apis: frozenset[str] = frozenset({"chat", "completions"})) -> Capabilities:
+        """From a backend's map of the options it takes beyond the first ones (ours -> its name for it)."""
+        return cls(apis=apis, extra_body_keys=frozenset(fields),
+                   renamed={k: v for k, v in fields.items() if k != v}, label=label)
+
+    def meet(self, other: Capabilities, label: str | None = None) -> Capabilities:
+        """What both take (the `ray` engine's inner `auto`: vllm or local, decided on each replica's node)."""
+        keys = (other.extra_body_keys if self.extra_body_keys is None else self.extra_body_keys
+                if other.extra_body_keys is None else self.extra_body_keys & other.extra_body_keys)
+        return Capabilities(apis=self.apis & other.apis, extra_body_keys=keys, label=label)
 
 
 def check_supported(engine: str, caps: Capabilities, api: str, sampling: SamplingParams) -> None:
+    """One line for the first thing the run asks for that `caps` does not take: an API, an --extra-body key, a sampling
+    option. Nothing an engine cannot honour is sent and silently dropped."""
+    who = caps.label or f"{engine} engine"
     if api not in caps.apis:
-        raise UserError(f"the {engine} engine does not support --api {api}; it supports: {', '.join(sorted(caps.apis))}")
+        raise UserError(f"the {who} does not support --api {api}; it supports: {', '.join(sorted(caps.apis))}")
     if caps.extra_body_keys is not None:
         from reasoneval.engines.sampling import engine_specific
 
         supported = ', '.join(sorted(caps.extra_body_keys)) or 'none'
         unknown = sorted(set(sampling.extra_body) - caps.extra_body_keys)
         if unknown:
-            raise UserError(f"--extra-body key(s) {', '.join(unknown)} are not supported by the {engine} engine "
-                            f"(supported: {supported})")
+            raise UserError(f"--extra-body key(s) {', '.join(unknown)} are not supported by the {who}, which would "
+                            f"drop them (supported: {supported}); remove them, or run an engine that takes them "
+                            "(`reasoneval engines` lists each one's keys; --engine openai sends any key to a server "
+                            "you started)")
         options = sorted(engine_specific(sampling) - caps.extra_body_keys)
         if options:
             flags = ", ".join("--" + o.replace("_", "-") for o in options)
-            raise UserError(f"{flags} {'is' if len(options) == 1 else 'are'} not supported by the {engine} engine "
-                            f"(it takes: {supported})")
+            raise UserError(f"{flags} {'is' if len(options) == 1 else 'are'} not supported by the {who} "
+                            f"(it takes: {supported}); leave {'it' if len(options) == 1 else 'them'} unset, or run "
+                            "an engine that takes it (`reasoneval engines`)")
 
 
 def option(default: Any, help: str, *, flag: str | bool = False) -> Any:

@@ -34,7 +34,8 @@ class Options:
             raise UserError(f"echo engine option slots must be at least 1, got {self.slots}")
 
 
-CAPABILITIES = Capabilities(extra_body_keys=None)
+# It never samples: an option beyond the first ones (or an --extra-body key) would do nothing, so it is refused.
+CAPABILITIES = Capabilities(extra_body_keys=frozenset())
 
 
 class EchoEngine:

@@ -14,14 +14,15 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, Mapping
 
 from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo
 from reasoneval.engines.sampling import openai_fields
 from reasoneval.errors import UserError
 from reasoneval.records import Completion, Request
+
+if TYPE_CHECKING:  # imported where used: `run --help` reads this module's Options without aiohttp (0.2 s)
+    import aiohttp
 
 # Context-limit wordings of vLLM (old and new), SGLang and OpenAI.
 _CONTEXT_LIMIT = re.compile(r"maximum context length (?:is|of) (\d+)", re.I)
@@ -68,7 +69,8 @@ class OpenAIEngine:
     name = "openai"
 
     def __init__(self, base_url: str, model: str | None, *, api: str = "chat", api_key: str | None = None,
-                 timeout_s: float = 3600.0, max_connections: int = 64) -> None:
+                 timeout_s: float = 3600.0, max_connections: int = 64,
+                 renamed: Mapping[str, str] | None = None) -> None:
         if api not in ("chat", "completions"):
             raise UserError(f"unknown --api {api!r}; use 'chat' or 'completions'")
         self.base_url = base_url.rstrip("/")
@@ -77,6 +79,8 @@ class OpenAIEngine:
         self._api_key = api_key
         self.timeout_s = timeout_s
         self.max_connections = max_connections
+        # Options the server spells otherwise (Capabilities.renamed: llama.cpp's repeat_penalty), sent under its name.
+        self.renamed = dict(renamed or {})
         self._session: aiohttp.ClientSession | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -85,6 +89,8 @@ class OpenAIEngine:
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     async def start(self) -> EngineInfo:
+        import aiohttp
+
         connector = aiohttp.TCPConnector(limit=max(1, self.max_connections), ttl_dns_cache=300)
         self._session = aiohttp.ClientSession(
             connector=connector,
@@ -115,6 +121,8 @@ class OpenAIEngine:
         )
 
     async def _list_models(self) -> list[dict[str, Any]]:
+        import aiohttp
+
         assert self._session is not None
         url = f"{self.base_url}/models"
         try:
@@ -167,7 +175,7 @@ class OpenAIEngine:
             if request.prompt is None:
                 raise ValueError("completions API needs a prompt")
             body["prompt"] = request.prompt
-        body.update(openai_fields(request.params, request.seed))
+        body.update(openai_fields(request.params, request.seed, self.renamed))
         return body
 
     def parse_reply(self, data: Any, latency_s: float) -> Completion:
@@ -197,6 +205,8 @@ class OpenAIEngine:
         )
 
     async def generate(self, request: Request) -> Completion:
+        import aiohttp
+
         if self._session is None:
             raise RuntimeError("OpenAIEngine.start() was not awaited")
         url = f"{self.base_url}/{'chat/completions' if self.api == 'chat' else 'completions'}"

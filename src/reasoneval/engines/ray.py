@@ -25,6 +25,7 @@ inside the actor, with tensor_parallel_size = gpus_per_replica; nothing else dif
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -78,8 +79,19 @@ class Options:
             raise UserError(f"ray engine option max_restarts must be 0 or more, got {self.max_restarts}")
 
 
-# What the inner engines accept; the check against the run happens again inside each replica.
-CAPABILITIES = Capabilities(extra_body_keys=None)
+# What the default inner engines (auto: vllm or local) both take; `configured_capabilities` asks the configured inner
+# engine, and each replica checks the run's options again against the engine it runs (Replica.start).
+def configured_capabilities(options: Options) -> Capabilities:
+    from reasoneval.engines import capabilities, parse_engine_args
+
+    label = f"ray engine (inner={options.inner})"
+    if options.inner == "auto":  # vllm where a replica has GPUs, else local: only what both take
+        return capabilities("vllm").meet(capabilities("local"), label=label)
+    inner = capabilities(options.inner, parse_engine_args(list(options.inner_args)))
+    return dataclasses.replace(inner, renamed={}, label=label)
+
+
+CAPABILITIES = Capabilities(extra_body_keys=frozenset())  # Options() is inner=auto: configured_capabilities says
 
 
 def import_ray() -> Any:
@@ -138,7 +150,7 @@ class Replica:
             if self._engine is None:
                 import ray
 
-                from reasoneval.engines import create_engine
+                from reasoneval.engines import capabilities, check_supported, create_engine
 
                 if self.inner_ref is not None and self.inner not in ENGINES:
                     ENGINES.add_lazy(self.inner, self.inner_ref)
@@ -147,6 +159,8 @@ class Replica:
                 if inner == "vllm":
                     args.setdefault("tensor_parallel_size", max(1, self.gpus))
                 self.inner = inner
+                if self.common.sampling is not None:  # the backend is known only here: check the run against it
+                    check_supported(inner, capabilities(inner, args), self.common.api, self.common.sampling)
                 engine = create_engine(inner, self.common, args)
                 self._info = await engine.start()
                 self._engine = engine
@@ -246,6 +260,9 @@ class RayEngine:
             raise UserError(f"the {o.replicas} Ray replica(s) did not start within {o.startup_timeout:g} s "
                             "(not enough free CPUs/GPUs in the cluster? raise --engine-arg startup_timeout=...)") from None
         except Exception as e:
+            cause = getattr(e, "cause", None)  # Ray's RayTaskError carries the replica's exception
+            if isinstance(cause, UserError):  # the replica's own check (the run's options against its engine)
+                raise UserError(f"a Ray replica could not start its engine: {cause}") from None
             raise UserError(f"a Ray replica could not start its engine: {_cause(e)}") from None
         infos = [info for info, _, _ in started]
         self._inner_config = started[0][1]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
-from reasoneval.engines.sampling import VLLM_EXTRA_KEYS, vllm_fields
+from reasoneval.engines.sampling import VLLM_FIELDS, vllm_fields
 from reasoneval.errors import UserError
 from reasoneval.records import Completion, Request
 
@@ -63,7 +63,8 @@ class Options:
             raise UserError(f"--max-model-len must be positive, got {self.max_model_len}")
 
 
-CAPABILITIES = Capabilities(extra_body_keys=VLLM_EXTRA_KEYS)
+# vllm.SamplingParams takes these keyword arguments (a test checks them against vLLM's own signature).
+CAPABILITIES = Capabilities.of_backend(VLLM_FIELDS)
 
 
 def resolve_model(model: str | None, model_path: str | None) -> tuple[str, str, str]:

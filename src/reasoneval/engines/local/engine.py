@@ -25,7 +25,7 @@ from reasoneval.engines.local.model import (
     threads_per_replica,
 )
 from reasoneval.engines.local.supervisor import KernelsSwitched, StartFailed, Worker
-from reasoneval.engines.sampling import llama_fields
+from reasoneval.engines.sampling import LLAMACPP_LOCAL_FIELDS, llama_fields
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request
 
@@ -77,9 +77,8 @@ class Options:
             raise UserError(f"local engine option threads must be at least 1, got {self.threads}")
 
 
-# llama.cpp's sampler takes these extra_body keys.
-CAPABILITIES = Capabilities(extra_body_keys=frozenset({"repetition_penalty", "presence_penalty",
-                                                        "frequency_penalty"}))
+# llama.cpp's sampler takes these extra_body keys (engines.local.decoder reads them by name).
+CAPABILITIES = Capabilities.of_backend(LLAMACPP_LOCAL_FIELDS)
 
 
 class LocalEngine:

@@ -11,8 +11,10 @@ out: the samples and the run's results never depend on it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
+import json
 import logging
 import re
 from dataclasses import dataclass
@@ -150,6 +152,25 @@ def model_checkpoint(config: Any) -> Checkpoint:
     return checkpoint_of(candidates[0] if candidates else "")
 
 
+def _param(value: Any) -> str | float | int:
+    return value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else json.dumps(value)
+
+
+def sampling_settings(sampling: Any) -> dict[str, str | float | int]:
+    """Every sampling option the run set, read from SamplingParams' fields (so a new option is logged with no edit
+    here): unset ones (None, empty) are left out; --extra-body's keys as `extra_body/<key>`; a list as JSON."""
+    out: dict[str, str | float | int] = {}
+    for f in dataclasses.fields(sampling):
+        value = getattr(sampling, f.name)
+        if value is None or (isinstance(value, (tuple, list, Mapping)) and not value):
+            continue
+        if isinstance(value, Mapping):
+            out.update({f"{f.name}/{k}": _param(v) for k, v in value.items()})
+        else:
+            out[f.name] = _param(list(value) if isinstance(value, tuple) else value)
+    return out
+
+
 def run_settings(result: Any) -> dict[str, str | float | int]:
     """What a curve's points were measured with, for the dashboards' run-level record: K (or the adaptive target),
     sampling, seed, prompt style and shots, engine, API, each task's version, reasoneval's version."""
@@ -164,11 +185,7 @@ def run_settings(result: Any) -> dict[str, str | float | int]:
         for task, n in (cfg.task_n or {}).items():  # a headline whose tasks have different K
             out[f"n/{task}"] = int(n)
     if s.sampling is not None:
-        out.update(temperature=float(s.sampling.temperature), top_p=float(s.sampling.top_p),
-                   max_tokens=int(s.sampling.max_tokens))
-        for name in ("top_k", "min_p"):
-            if getattr(s.sampling, name) is not None:
-                out[name] = getattr(s.sampling, name)
+        out.update(sampling_settings(s.sampling))
     if s.seed is not None:
         out["seed"] = int(s.seed)
     style = s.prompt_style or {}
