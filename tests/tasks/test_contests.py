@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from reasoneval.errors import UserError
-from reasoneval.run.pipeline import task_options
+from reasoneval.run.generation import task_options
 from reasoneval.tasks import load_task
 from reasoneval.tasks.contests import decode_lcb_private
 from tests.tasks.conftest import HUB_FIXTURES, SHARED_DATA
