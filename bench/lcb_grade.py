@@ -12,6 +12,7 @@ ProcessPoolExecutor of `--workers` processes as its `evaluate_generations` does.
 the wall time of the whole grading.
 """
 
+# own-environment: livecodebench (nvidia-livecodebench in a venv of its own, as the docstring says)
 from __future__ import annotations
 
 import argparse

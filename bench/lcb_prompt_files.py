@@ -6,6 +6,7 @@ pins reasoneval's `livecodebench` prompt style against.
     /tmp/lcbvenv/bin/python bench/lcb_prompt_files.py
 """
 
+# own-environment: livecodebench, anthropic (nvidia-livecodebench in a venv of its own, as the docstring says)
 from __future__ import annotations
 
 import json

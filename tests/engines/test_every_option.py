@@ -10,6 +10,7 @@ vLLM cannot run here: its keyword arguments are checked on the engine's call (an
 `vllm`-marked test); the embedded llama.cpp model's sampler is checked on the calls it makes to llama.cpp.
 """
 
+# own-environment: vllm (its CPU build, installed by scripts/ci_vllm.sh for the `vllm`-marked tests)
 from __future__ import annotations
 
 import asyncio
