@@ -33,7 +33,10 @@ SLAVIC = fence("import sys\ndata = sys.stdin.buffer.read().split()\nt = int(data
 STRIP_MEMORY = fence("x = [0] * (10 ** 10)")
 SENIORS = fence("class Solution:\n    def countSeniors(self, details: List[str]) -> int:\n"
                 "        return sum(int(d[11:13]) > 60 for d in details)")
-HOSTILE_FORK = fence("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")
+# a crash of the interpreter itself (the C stack overflows: SIGSEGV). Not a fork bomb: under the run's 6 s limit
+# a fork bomb ends at the wall-clock guard (ten times the CPU limit: 111 s here, the whole test's time); the
+# hostile programs are contained in tests/scoring/programs/test_contest.py, under a 1 s limit
+STACK_CRASH = fence("import sys\nsys.setrecursionlimit(10 ** 7)\ndef f(n):\n    return f(n + 1) + 1\nprint(f(0))")
 
 # the fixture problems (Hub schema, with difficulty and platform)
 SUM_PAIR = fence("a, b = map(int, input().split())\nprint(a + b)")
@@ -44,7 +47,7 @@ SUM_LINE_RTE = fence("print(sum(map(int, input().split())) / 0)")
 
 SCRIPT: dict[str, Any] = {
     "three cards with letters": [CARDS, CARDS_WRONG_CASE], "Slavic is preparing a present": SLAVIC,
-    "strip of paper": [STRIP_MEMORY, HOSTILE_FORK], "strictly more than 60 years old": SENIORS,
+    "strip of paper": [STRIP_MEMORY, STACK_CRASH], "strictly more than 60 years old": SENIORS,
     "Read two integers A and B": SUM_PAIR, "first k elements of nums": TAKE_K, "input line reversed": ECHO_WRONG,
     "Print twice the integer": DOUBLE, "sum of the numbers on the line": SUM_LINE_RTE,
 }
