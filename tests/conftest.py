@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import logging
+import shutil
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -11,11 +13,43 @@ import pytest
 from tests.fixtures.openai_server import OpenAIServer
 
 
+@pytest.fixture(scope="session")
+def _machine_kernels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This machine's kernel choice, decided once for the session as a user's first run decides it: a default
+    (cpu_repack=auto) local engine started and closed on an empty cache. On a CPU whose repacked kernels crash
+    (AMX), the file then says "plain"; elsewhere it stays empty and every engine runs its self-test."""
+    path = tmp_path_factory.mktemp("machine-kernels") / "kernels.json"
+    import asyncio
+
+    from reasoneval.engines.base import CommonOptions
+    from reasoneval.engines.local import LocalEngine, Options
+
+    async def start_and_close() -> None:
+        engine = LocalEngine(CommonOptions(), Options())
+        await engine.start()
+        await engine.close()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REASONEVAL_KERNEL_CACHE", str(path))
+        asyncio.run(start_and_close())
+    return path
+
+
 @pytest.fixture(autouse=True)
-def _kernel_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _kernel_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test its own remembered llama.cpp kernels (engines/local/kernels.py): a test that makes the repacked
-    kernels crash must not change which kernels the next test's engine starts on, nor the user's cache."""
-    monkeypatch.setenv("REASONEVAL_KERNEL_CACHE", str(tmp_path_factory.mktemp("kernels") / "kernels.json"))
+    kernels crash must not change which kernels the next test's engine starts on, nor the user's cache.
+
+    A `local_model` test starts from this machine's own choice, as a user's second run does (on an AMX CPU the
+    self-test's crash and restart cost about 3 s an engine: minutes of the suite); a test of the first run's
+    choice itself is marked `fresh_kernel_cache` and starts from an empty cache."""
+    path = tmp_path_factory.mktemp("kernels") / "kernels.json"
+    if request.node.get_closest_marker("local_model") and not request.node.get_closest_marker("fresh_kernel_cache"):
+        machine = request.getfixturevalue("_machine_kernels")
+        if machine.is_file():
+            shutil.copyfile(machine, path)
+    monkeypatch.setenv("REASONEVAL_KERNEL_CACHE", str(path))
 
 
 @pytest.fixture

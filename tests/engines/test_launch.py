@@ -270,6 +270,7 @@ def test_a_llamacpp_server_killed_by_a_crash_suggests_cpu_repack_off(tmp_path: P
     assert "cpu_repack=off" in launch._try_hint(server)
 
 
+@pytest.mark.fresh_kernel_cache
 @needs_server
 def test_cpu_repack_auto_restarts_a_server_whose_repacked_kernels_crash_on_the_plain_ones(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -575,6 +575,7 @@ def test_local_options_have_help_and_are_validated() -> None:
 # on some Intel CPUs; this CPU has no AMX, so the crash is injected rather than hoped for.
 
 
+@pytest.mark.fresh_kernel_cache
 @needs_model
 def test_repacked_kernels_that_crash_fall_back_to_the_safe_configuration(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
@@ -609,6 +610,7 @@ def test_repacked_kernels_that_crash_fall_back_to_the_safe_configuration(
     assert kernels.remembered() is None and local_engine().config.cpu_repack is True
 
 
+@pytest.mark.fresh_kernel_cache
 @needs_model
 def test_a_crash_while_generating_on_repacked_kernels_switches_to_the_plain_ones_and_generates_again(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
@@ -694,6 +696,7 @@ def run_cli(tmp_path: Path, fault: str, *args: str) -> subprocess.CompletedProce
                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
 
 
+@pytest.mark.fresh_kernel_cache
 @needs_model
 def test_the_readme_run_survives_crashing_repacked_kernels(tmp_path: Path) -> None:
     proc = run_cli(tmp_path, "segv-repack")
