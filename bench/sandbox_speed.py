@@ -25,6 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from reasoneval.scoring.programs.sandbox import DRIVER_SOURCE, Limits, Sandbox, SandboxPool
+from reasoneval.scoring.programs.sandbox.texts import with_prelude
 from reasoneval.scoring.programs.scorer import STARTED, build_program, judge, started
 from reasoneval.tasks.loading import load_task
 
@@ -43,7 +44,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--baseline-driver", help="an earlier driver.py to time beside this one, in the same run")
     args = ap.parse_args()
-    baseline = open(args.baseline_driver, encoding="utf-8").read() if args.baseline_driver else None
+    # (an earlier driver.py with a prelude block gets this tree's prelude.py: sandbox/texts.py)
+    baseline = with_prelude(open(args.baseline_driver, encoding="utf-8").read()) if args.baseline_driver else None
 
     problems = load_task("humaneval")[1]
     programs = [build_program(p, p.payload["canonical_solution"]) for p in problems]

@@ -17,16 +17,15 @@ import argparse
 import random
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any, Callable
 
-DRIVER = Path(__file__).resolve().parents[1] / "src" / "reasoneval" / "scoring" / "programs" / "sandbox" / "driver.py"
+from reasoneval.scoring.programs.sandbox import DRIVER_SOURCE
 
 
 def driver() -> dict[str, Any]:
     """The driver's functions, from its source (it is never imported: it runs inside the sandbox)."""
     ns: dict[str, Any] = {"__name__": "reasoneval_driver"}
-    exec(compile(DRIVER.read_text(encoding="utf-8"), str(DRIVER), "exec"), ns)  # our own source file
+    exec(compile(DRIVER_SOURCE, "driver.py", "exec"), ns)  # our own source (driver.py with its prelude)
     return ns
 
 

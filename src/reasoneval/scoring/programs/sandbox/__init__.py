@@ -10,11 +10,9 @@ warning. What each mode isolates: docs/sandbox.md.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from reasoneval.scoring.programs.sandbox.run import SANDBOX_VERSION, Limits, ProgramResult, Sandbox, SandboxPool, get_sandbox, run_program
 
-# The trusted test driver's source, run inside the sandbox with `python -I -c` (never imported here).
-DRIVER_SOURCE = (Path(__file__).parent / "driver.py").read_text(encoding="utf-8")
+# The trusted test driver's text (driver.py with the shared prelude), run inside the sandbox with `python -I -c`.
+from reasoneval.scoring.programs.sandbox.texts import DRIVER_SOURCE
 
 __all__ = ["DRIVER_SOURCE", "SANDBOX_VERSION", "Limits", "ProgramResult", "Sandbox", "SandboxPool", "get_sandbox", "run_program"]

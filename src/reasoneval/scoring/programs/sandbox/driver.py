@@ -67,7 +67,6 @@ message, like any class of the candidate's own. The candidate's death or a malfo
 a BaseException no test's `except Exception` can swallow: the remaining tests fail.
 """
 import _json
-import _signal  # type: ignore[import-not-found]
 import builtins
 import math
 import os
@@ -75,51 +74,28 @@ import select
 import struct
 import sys
 
+# <prelude>: in the sandbox this import block is prelude.py's own text (a driver runs as the text of `python -I -c`,
+# where no package can be imported: sandbox/texts.py); the harness and the tests import the names from there.
+from reasoneval.scoring.programs.sandbox.prelude import (
+    PR_SET_DUMPABLE,
+    _harden,
+    _ignore_signals,
+    _read_exact,
+    _read_part,
+    _restore_signals,
+    loads,
+)
+
+# </prelude>
+
 # (ctypes is imported once at the start, collections, fractions and decimal only where a value needs them, and
 # JSON goes through the C accelerator `_json` rather than the `json` package, which imports `re`: each costs
 # milliseconds at every program's start. Nothing is imported on the way to the verdict.)
 
 MAX_FRAME = 32 << 20
 MAX_ITEMS = 1 << 20
-PR_SET_DUMPABLE = 4
-CLONE_NEWPID = 0x20000000
-CAPABILITY_VERSION_3 = 0x20080522
 CANDIDATE_MODULE = "__candidate__"
 STARTED = b"started\n"  # on the verdict channel: the candidate's code is about to run (nothing of it has yet)
-# signals left as they are: uncatchable, faults (a fault is fatal whatever the handler), and SIGCHLD (waitpid)
-_KEEP_SIGNALS = (9, 19, 4, 5, 7, 8, 11, 31, 17)  # KILL STOP ILL TRAP BUS FPE SEGV SYS CHLD
-
-
-def _ignore_signals():
-    """Ignore every signal that can be ignored; returns the handlers Python started with (the candidate's)."""
-    saved = {}
-    for sig in range(1, _signal.NSIG):
-        if sig in _KEEP_SIGNALS:
-            continue
-        try:
-            saved[sig] = _signal.signal(sig, _signal.SIG_IGN)
-        except (OSError, ValueError, RuntimeError):
-            pass
-    return saved
-
-
-def _restore_signals(saved):
-    for sig, handler in saved.items():
-        try:
-            _signal.signal(sig, _signal.SIG_DFL if handler is None else handler)
-        except (OSError, ValueError, RuntimeError, TypeError):
-            pass
-
-
-def _read_exact(fd, n):
-    chunks = []
-    while n > 0:
-        b = os.read(fd, min(n, 1 << 20))
-        if not b:
-            raise EOFError("closed")
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
 
 
 def _send(fd, obj):
@@ -159,33 +135,6 @@ def dumps(x):
     if t is dict:
         return "{" + ",".join([_json.encode_basestring_ascii(k) + ":" + dumps(v) for k, v in x.items()]) + "}"
     raise ValueError(f"cannot write a {t.__name__}")
-
-
-class _ScanContext:
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    memo = None
-
-    @staticmethod
-    def parse_constant(name):
-        raise ValueError(f"JSON constant {name}")
-
-
-_scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
-
-
-def loads(text):
-    """One JSON value, the whole text (the C scanner of the json package, without the package)."""
-    try:
-        value, end = _scan(text, 0)
-    except StopIteration:
-        raise ValueError("not JSON") from None
-    if end != len(text):
-        raise ValueError("text after the JSON value")
-    return value
 
 
 def _print_exc(e):
@@ -990,42 +939,9 @@ def trusted_main(child, in_fd, verdict_fd, req_w, resp_r, go_w):
     os._exit(0)
 
 
-def _own_pid_namespace_for_children(libc):
-    """Give the processes forked from now on a PID namespace of their own (unless the fallback's boot code did);
-    True when they will have one."""
-    def link(name):
-        try:
-            return os.readlink("/proc/self/ns/" + name)
-        except FileNotFoundError:
-            return None  # pid_for_children of a namespace that has no process yet
-        except OSError:
-            return "?"
-
-    if link("pid_for_children") == link("pid"):
-        libc.unshare(CLONE_NEWPID)  # needs CAP_SYS_ADMIN in this user namespace: refused elsewhere, then False
-    children = link("pid_for_children")
-    return children is None or (children != "?" and children != link("pid"))
-
-
-def _drop_capabilities(libc):
-    """No capability left in any set (bwrap gives the driver CAP_SYS_ADMIN in the sandbox's user namespace for
-    the unshare above; nothing the candidate runs may have it)."""
-    import ctypes  # (imported already by _setup)
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    data = (ctypes.c_uint32 * 6)()
-    if libc.capset(ctypes.byref(Header(CAPABILITY_VERSION_3, 0)), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset failed")
-
-
 def _setup(in_fd):
     """Read the candidate's part, make the driver non-dumpable, the candidate's namespace, drop capabilities."""
-    head = _read_exact(in_fd, 12)
-    if not head.isdigit():
-        raise ValueError("driver: malformed input")
-    part = loads(_read_exact(in_fd, int(head)).decode("ascii"))
+    part = _read_part(in_fd)
     # standard modules both sides import (named by the harness from the trusted prelude): imported once, here,
     # before the fork, rather than once in each process
     for name in part.get("preload", []):
@@ -1033,14 +949,7 @@ def _setup(in_fd):
             __import__(name)
         except Exception:
             pass
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    # Non-dumpable before the fork (the children inherit it, and nothing of the candidate's has run yet): without
-    # capabilities, no process of the sandbox can ptrace this one, nor open its /proc/PID/mem, fd or environ.
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError("could not make the driver non-dumpable")
-    _own_pid_namespace_for_children(libc)
-    _drop_capabilities(libc)
+    _harden()
     return part
 
 

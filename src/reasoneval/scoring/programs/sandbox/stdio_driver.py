@@ -25,53 +25,30 @@ trusted part ({"tests": [{"input", "output"}], "compare", "cpu_s", "wall_s", "me
    "cpu", "detail"}.
 """
 import _json
-import _signal  # type: ignore[import-not-found]
 import os
 import select
 import struct
 import sys
 import time
 
-PR_SET_DUMPABLE = 4
-CLONE_NEWPID = 0x20000000
-CAPABILITY_VERSION_3 = 0x20080522
+# <prelude>: in the sandbox this import block is prelude.py's own text (a driver runs as the text of `python -I -c`,
+# where no package can be imported: sandbox/texts.py); the harness and the tests import the names from there.
+from reasoneval.scoring.programs.sandbox.prelude import (
+    _harden,
+    _ignore_signals,
+    _read_exact,
+    _read_part,
+    _restore_signals,
+    loads,
+)
+
+# </prelude>
+
 MAX_FRAME = 1 << 30
-_KEEP_SIGNALS = (9, 19, 4, 5, 7, 8, 11, 31, 17)  # KILL STOP ILL TRAP BUS FPE SEGV SYS CHLD
 TICK = 0.01
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 # verdict classes, in the order a sample's failure is named
 PASSED, WRONG, TIME, MEMORY, RUNTIME = "passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error"
-
-
-def _ignore_signals():
-    saved = {}
-    for sig in range(1, _signal.NSIG):
-        if sig in _KEEP_SIGNALS:
-            continue
-        try:
-            saved[sig] = _signal.signal(sig, _signal.SIG_IGN)
-        except (OSError, ValueError, RuntimeError):
-            pass
-    return saved
-
-
-def _restore_signals(saved):
-    for sig, handler in saved.items():
-        try:
-            _signal.signal(sig, _signal.SIG_DFL if handler is None else handler)
-        except (OSError, ValueError, RuntimeError, TypeError):
-            pass
-
-
-def _read_exact(fd, n):
-    chunks = []
-    while n > 0:
-        b = os.read(fd, min(n, 1 << 20))
-        if not b:
-            raise EOFError("closed")
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
 
 
 def _write_all(fd, data):
@@ -89,32 +66,6 @@ def recv(fd):
     if n > MAX_FRAME:
         raise ValueError("frame too large")
     return _read_exact(fd, n)
-
-
-class _ScanContext:
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    memo = None
-
-    @staticmethod
-    def parse_constant(name):
-        raise ValueError("JSON constant " + name)
-
-
-_scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
-
-
-def loads(text):
-    try:
-        value, end = _scan(text, 0)
-    except StopIteration:
-        raise ValueError("not JSON") from None
-    if end != len(text):
-        raise ValueError("text after the JSON value")
-    return value
 
 
 def dumps(x):
@@ -829,43 +780,9 @@ def trusted_main(child, in_fd, verdict_fd, cmd_w, res_r):
     os._exit(0)
 
 
-def _own_pid_namespace_for_children(libc):
-    def link(name):
-        try:
-            return os.readlink("/proc/self/ns/" + name)
-        except FileNotFoundError:
-            return None
-        except OSError:
-            return "?"
-
-    if link("pid_for_children") == link("pid"):
-        libc.unshare(CLONE_NEWPID)
-    children = link("pid_for_children")
-    return children is None or (children != "?" and children != link("pid"))
-
-
-def _drop_capabilities(libc):
-    import ctypes
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    data = (ctypes.c_uint32 * 6)()
-    if libc.capset(ctypes.byref(Header(CAPABILITY_VERSION_3, 0)), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset failed")
-
-
 def _setup(in_fd):
-    head = _read_exact(in_fd, 12)
-    if not head.isdigit():
-        raise ValueError("driver: malformed input")
-    part = loads(_read_exact(in_fd, int(head)).decode("ascii"))
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError("could not make the driver non-dumpable")
-    _own_pid_namespace_for_children(libc)
-    _drop_capabilities(libc)
+    part = _read_part(in_fd)
+    _harden()
     return part
 
 
