@@ -24,8 +24,8 @@ from typing import Any, Iterator
 import pytest
 
 from reasoneval.atomic import json_text
-from reasoneval.metrics.summary import settle
 from reasoneval.cli.main import main
+from reasoneval.metrics.summary import settle
 from reasoneval.results.schema import CONFIG_FILE, SCHEMA_VERSION, SUMMARY_FILE, load_config, load_run
 from reasoneval.results.store import SampleStore, read_problems
 from reasoneval.results.store.problems import problem_to_dict

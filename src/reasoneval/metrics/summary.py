@@ -142,7 +142,7 @@ def _settled(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(_settled(v) for v in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{f.name: _settled(getattr(value, f.name))  # type: ignore[misc]
+        return dataclasses.replace(value, **{f.name: _settled(getattr(value, f.name))
                                              for f in dataclasses.fields(value)})
     return value
 

@@ -14,7 +14,6 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.tasks.ifeval import ifeval_problem
 
-
 SENTENCES_5 = "The sky is blue. Birds fly south. Rain fell on Monday. We stayed in. It was calm."
 LONG = " ".join(["word"] * 320)
 # instruction id -> (kwargs, a response that follows it, a response that does not)

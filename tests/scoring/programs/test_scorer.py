@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.scorer import CODE_RUNS_FILE, extract_code
 from reasoneval.tasks.loading import load_task
-
 
 
 def _sample(p: Problem, text: str, i: int = 0) -> SampleRecord:
