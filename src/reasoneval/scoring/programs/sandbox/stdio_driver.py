@@ -364,6 +364,9 @@ class Keeper:
                 __import__(name)
             except BaseException:
                 pass
+        # lcb_runner's reliability guard sets builtins.quit to None: calling quit() is a runtime error there, and
+        # here (its test processes are forks of this one; exit() and sys.exit() stay: docs/contests.md)
+        __import__("builtins").quit = None
         # several programs (samples of one problem) may share the sandbox: each compiled once, run one at a time,
         # with every process and file of the one before gone (_fresh)
         self.programs: list = []
