@@ -27,7 +27,7 @@ def _cpu_of_script(python: str, code: str) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _iterations_per_cpu_second() -> int:
     """How many iterations of the programs' loop (module level, as the programs run) one CPU second holds, in the
     sandbox's interpreter, measured in CPU time (the best of three, less the interpreter's start)."""

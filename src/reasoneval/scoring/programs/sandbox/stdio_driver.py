@@ -35,11 +35,11 @@ import time
 # <prelude>: in the sandbox this import block is prelude.py's own text (a driver runs as the text of `python -I -c`,
 # where no package can be imported: sandbox/texts.py); the harness and the tests import the names from there.
 from reasoneval.scoring.programs.sandbox.prelude import (
+    TooDeep,
     _harden,
     _ignore_signals,
     _read_exact,
     _read_part,
-    TooDeep,
     _restore_signals,
     loads,
 )
@@ -140,7 +140,7 @@ def _remove(path):
     except OSError:
         return
     names = []  # the directories opened below `path`, outermost first (only the innermost one's fd is held)
-    skip = [set()]  # per level: names that could not be removed
+    skip: list = [set()]  # per level: names that could not be removed
     budget = 1 << 20  # steps: a bound, whatever the program left
     while budget > 0:
         budget -= 1
@@ -366,7 +366,7 @@ class Keeper:
                 pass
         # lcb_runner's reliability guard sets builtins.quit to None: calling quit() is a runtime error there, and
         # here (its test processes are forks of this one; exit() and sys.exit() stay: docs/contests.md)
-        __import__("builtins").quit = None
+        __import__("builtins").quit = None  # type: ignore[attr-defined]
         # several programs (samples of one problem) may share the sandbox: each compiled once, run one at a time,
         # with every process and file of the one before gone (_fresh)
         self.programs: list = []
