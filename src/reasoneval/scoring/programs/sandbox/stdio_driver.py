@@ -140,25 +140,24 @@ def _remove(path):
     except OSError:
         return
     names = []  # the directories opened below `path`, outermost first (only the innermost one's fd is held)
-    skip: list = [set()]  # per level: names that could not be removed
-    budget = 1 << 20  # steps: a bound, whatever the program left
+    skip: list = [set()]  # per level: directories that could not be entered or removed
+    budget = 1 << 20  # directory visits: a bound, whatever the program left
     while budget > 0:
         budget -= 1
         entry = None
         try:
-            with os.scandir(fd) as it:
+            with os.scandir(fd) as it:  # one pass: every file of the level unlinked, the first directory entered
                 for e in it:
-                    if e.name not in skip[-1]:
-                        entry = e.name
-                        break
+                    if e.name in skip[-1]:
+                        continue
+                    try:
+                        os.unlink(e.name, dir_fd=fd)
+                    except OSError:
+                        if entry is None:
+                            entry = e.name
         except OSError:
             pass
         if entry is not None:
-            try:
-                os.unlink(entry, dir_fd=fd)
-                continue
-            except OSError:
-                pass
             try:
                 os.chmod(entry, 0o700, dir_fd=fd)
                 child = os.open(entry, flags, dir_fd=fd)
