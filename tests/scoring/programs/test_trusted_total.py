@@ -53,7 +53,7 @@ def _is_failure(f: Any) -> bool:
     return f is None or (isinstance(f, tuple) and len(f) == 2 and f[0] in VERDICT_CLASSES and isinstance(f[1], str))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(output, output)
 def test_stdio_comparisons_never_raise(got: str, expected: str) -> None:
     assert compare_lcb(got, expected) in (True, False, None)
@@ -70,7 +70,7 @@ def test_decimal_traps_are_lcb_runners_verdicts() -> None:
     assert failure_of({"end": "exit", "code": 0}, b"\xff\xfe3\n", "3\n", "stdin", "lcb", LIM)[0] == WRONG
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(HEADS, st.binary(max_size=300), output, st.sampled_from(["stdin", "call"]), st.sampled_from(["lcb", "tokens",
                                                                                                      "apps"]))
 def test_one_tests_failure_is_total_on_any_bytes(head: dict[str, Any], out: bytes, expected: str, mode: str,
@@ -78,7 +78,7 @@ def test_one_tests_failure_is_total_on_any_bytes(head: dict[str, Any], out: byte
     assert _is_failure(failure_of(head, out, expected, mode, style, LIM))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.one_of(st.binary(max_size=300), st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5)),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)).map(
@@ -99,7 +99,7 @@ def test_deep_and_malformed_replies() -> None:
     assert compare_call([[1]], "[" * 50_000, "lcb") is False
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.one_of(st.text(max_size=300), st.sampled_from(["[" * 100_000, '{"a":' * 50_000, "NaN", "1e99999"])))
 def test_strict_json_raises_only_value_error(text: str) -> None:
     try:
