@@ -70,6 +70,15 @@ def _machine_kernels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _calibration_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The contest limits' calibration (scoring/programs/calibrate.py) cached for the session, never in the user's
+    cache: measured once for the whole session, as once per machine."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REASONEVAL_CALIBRATION_CACHE", str(tmp_path_factory.mktemp("calibration") / "calibration.json"))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _kernel_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                   monkeypatch: pytest.MonkeyPatch) -> None:

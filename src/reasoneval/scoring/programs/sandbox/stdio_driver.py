@@ -27,6 +27,7 @@ trusted part ({"tests": [{"input", "output"}], "compare", "cpu_s", "wall_s", "me
 import _json
 import os
 import select
+import stat
 import struct
 import sys
 import time
@@ -34,6 +35,7 @@ import time
 # <prelude>: in the sandbox this import block is prelude.py's own text (a driver runs as the text of `python -I -c`,
 # where no package can be imported: sandbox/texts.py); the harness and the tests import the names from there.
 from reasoneval.scoring.programs.sandbox.prelude import (
+    TooDeep,
     _harden,
     _ignore_signals,
     _read_exact,
@@ -120,13 +122,70 @@ def _empty_private_dirs(dirs):
 
 
 def _remove(path):
+    """Remove `path` and, if it is a directory, everything under it, however deep and whatever the modes the
+    program gave its directories: no recursion (a tree thousands deep), no path longer than a name (each level is
+    opened relative to the one above it), a directory it cannot list made listable first (the keeper's uid owns
+    every file the program made). What cannot be removed is left, never an exception."""
     try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            for name in os.listdir(path):
-                _remove(os.path.join(path, name))
-            os.rmdir(path)
-        else:
-            os.unlink(path)
+        os.unlink(path)
+        return
+    except OSError:
+        pass
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return
+        os.chmod(path, 0o700)
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    names = []  # the directories opened below `path`, outermost first (only the innermost one's fd is held)
+    skip: list = [set()]  # per level: directories that could not be entered or removed
+    budget = 1 << 20  # directory visits: a bound, whatever the program left
+    while budget > 0:
+        budget -= 1
+        entry = None
+        try:
+            with os.scandir(fd) as it:  # one pass: every file of the level unlinked, the first directory entered
+                for e in it:
+                    if e.name in skip[-1]:
+                        continue
+                    try:
+                        os.unlink(e.name, dir_fd=fd)
+                    except OSError:
+                        if entry is None:
+                            entry = e.name
+        except OSError:
+            pass
+        if entry is not None:
+            try:
+                os.chmod(entry, 0o700, dir_fd=fd)
+                child = os.open(entry, flags, dir_fd=fd)
+            except OSError:
+                skip[-1].add(entry)
+                continue
+            os.close(fd)
+            fd = child
+            names.append(entry)
+            skip.append(set())
+            continue
+        if not names:
+            break
+        try:
+            parent = os.open("..", flags, dir_fd=fd)
+        except OSError:
+            break
+        os.close(fd)
+        fd = parent
+        skip.pop()
+        name = names.pop()
+        try:
+            os.rmdir(name, dir_fd=fd)
+        except OSError:
+            skip[-1].add(name)
+    os.close(fd)
+    try:
+        os.rmdir(path)
     except OSError:
         pass
 
@@ -304,6 +363,9 @@ class Keeper:
                 __import__(name)
             except BaseException:
                 pass
+        # lcb_runner's reliability guard sets builtins.quit to None: calling quit() is a runtime error there, and
+        # here (its test processes are forks of this one; exit() and sys.exit() stay: docs/contests.md)
+        __import__("builtins").quit = None  # type: ignore[attr-defined]
         # several programs (samples of one problem) may share the sandbox: each compiled once, run one at a time,
         # with every process and file of the one before gone (_fresh)
         self.programs: list = []
@@ -621,7 +683,8 @@ def _decimals(line):
 
 def compare_lcb(got, expected):
     """lcb_runner's stdio rule: strip, split lines, strip each; equal counts; each line equal, or all of its
-    whitespace tokens equal as Decimal."""
+    whitespace tokens equal as Decimal. None where that comparison raises (a signalling NaN: Decimal's
+    InvalidOperation), which lcb_runner grades as a runtime error."""
     a, b = _lines(got), _lines(expected)
     if len(a) != len(b):
         return False
@@ -632,8 +695,13 @@ def compare_lcb(got, expected):
         if dx is None:
             return False
         dy = _decimals(y)
-        if dy is None or dx != dy:
+        if dy is None:
             return False
+        try:
+            if dx != dy:
+                return False
+        except ArithmeticError:  # decimal.InvalidOperation (and every other Decimal trap) derive from it
+            return None
     return True
 
 
@@ -662,7 +730,7 @@ def compare_call(value, expected_text, style):
         expected = loads(expected_text)
     except ValueError:
         return False
-    if value == expected:
+    if value == expected:  # plain JSON data on both sides (loads gives nothing deeper than the recursion limit)
         return True
     # APPS/TACO: an output given as a one-element list also matches that element
     return style == "apps" and type(expected) is list and len(expected) == 1 and value == expected[0]
@@ -692,6 +760,49 @@ def classify(head, lim):
     return None
 
 
+def call_reply(out):
+    """The call server's reply frame -> {"value": ...} or {"error": ..., "message": ...}; the program can write
+    any bytes there (its process holds the pipe), so anything else is None, a value nested deeper than the judge
+    reads is {"deep": True}."""
+    try:
+        reply = loads(out.decode("ascii"))
+    except TooDeep:
+        return {"deep": True}
+    except ValueError:  # (UnicodeDecodeError is one)
+        return None
+    if type(reply) is not dict or not (set(reply) == {"value"} or (
+            set(reply) == {"error", "message"} and type(reply["error"]) is str and type(reply["message"]) is str)):
+        return None
+    return reply
+
+
+def failure_of(head, out, expected, mode, style, lim):
+    """One test's failure class and reason from the keeper's record and the program's bytes, or None: passed."""
+    if mode == "call" and head.get("end") == "reply":
+        reply = call_reply(out)
+        if reply is None:
+            return RUNTIME, "malformed reply from the solution's process"
+        if "deep" in reply:  # the expected value was read: nested this deep, the result cannot equal it
+            return WRONG, "wrong answer (a result nested too deep)"
+        if "error" in reply:
+            name = reply["error"]
+            return MEMORY if name == "MemoryError" else RUNTIME, f"{name}: {reply['message']}"
+        return None if compare_call(reply["value"], expected, style) else (WRONG, "wrong answer")
+    if mode == "call":
+        failure = classify(head, lim) or (RUNTIME, "the solution's process ended")
+        if head.get("end") == "gone" and not head.get("sig") and not _memory_error(head):
+            failure = (RUNTIME, (head.get("err", "").strip().splitlines() or ["exited"])[-1])
+        return failure
+    failure = classify(head, lim)
+    if failure is not None:
+        return failure
+    text = out.decode("utf-8", "replace")
+    ok = compare_lcb(text, expected) if style == "lcb" else compare_tokens(text, expected)
+    if ok is None:
+        return RUNTIME, "the output's comparison raised (a signalling NaN), lcb_runner's runtime error"
+    return None if ok else (WRONG, "wrong answer")
+
+
 def judge_program(index, tests, part, lim, cmd_w, res_r):
     """Run one program's tests through the keeper; its verdict record."""
     passed, ran, first, verdict, detail, cpu_max = 0, 0, -1, PASSED, "", 0.0
@@ -704,25 +815,10 @@ def judge_program(index, tests, part, lim, cmd_w, res_r):
         out = recv(res_r)
         ran += 1
         cpu_max = max(cpu_max, float(head.get("cpu") or 0.0))
-        failure = None
-        if mode == "call" and head.get("end") == "reply":
-            reply = loads(out.decode("ascii"))
-            if "error" in reply:
-                name = str(reply["error"])
-                failure = (MEMORY if name == "MemoryError" else RUNTIME, f"{name}: {reply.get('message', '')}")
-            elif not compare_call(reply.get("value"), test["output"], style):
-                failure = (WRONG, "wrong answer")
-        elif mode == "call":
-            failure = classify(head, lim) or (RUNTIME, "the solution's process ended")
-            if head.get("end") == "gone" and not head.get("sig") and not _memory_error(head):
-                failure = (RUNTIME, (head.get("err", "").strip().splitlines() or ["exited"])[-1])
-        else:
-            failure = classify(head, lim)
-            if failure is None:
-                text = out.decode("utf-8", "replace")
-                ok = compare_lcb(text, test["output"]) if style == "lcb" else compare_tokens(text, test["output"])
-                if not ok:
-                    failure = (WRONG, "wrong answer")
+        try:
+            failure = failure_of(head, out, test["output"], mode, style, lim)
+        except Exception as e:  # (none is known) whatever the program's bytes do here is its own verdict only
+            failure = (RUNTIME, f"judge: its output could not be compared ({type(e).__name__})")
         if failure is None:
             passed += 1
             continue
