@@ -10,11 +10,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
 from reasoneval.errors import UserError
+from reasoneval.records import Problem
 from reasoneval.results.schema import load_config
 from reasoneval.run.imported import score
 from reasoneval.tasks.loading import file_sha256, load_task
@@ -47,7 +49,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _correct(run_dir: Path) -> dict[str, list[bool]]:
-    return {r["problem_id"]: r["correct"] for r in pq.read_table(run_dir / "results.parquet").to_pylist()}
+    return {r["id"]: r["correct"] for r in pq.read_table(run_dir / "results.parquet").to_pylist()}
 
 
 def test_lcb_runner_output_is_graded_by_question_id(tmp_path: Path, data_dir: Path) -> None:
@@ -69,10 +71,6 @@ def test_lcb_runner_output_is_graded_by_question_id(tmp_path: Path, data_dir: Pa
     config = load_config(s.run_dir)  # where the problems came from: the data dir's file and its hash
     src = data_dir / "livecodebench.jsonl"
     assert config.datasets["livecodebench"].source == f"data_dir:{src} sha256:{file_sha256(src)}"
-    # --response-field output_list grades the raw outputs with our own extraction: the same verdicts here
-    s = score(str(f), task="livecodebench", data_dir=str(data_dir), response_field="output_list", workers=1,
-              print_table=False)
-    assert _correct(s.run_dir) == {"livecodebench-0": [True, False, False], "livecodebench-1": [True]}
 
 
 def test_skythought_results_for_apps_and_taco(tmp_path: Path, data_dir: Path) -> None:
@@ -82,13 +80,14 @@ def test_skythought_results_for_apps_and_taco(tmp_path: Path, data_dir: Path) ->
                                                  {"content": fenced("print(3)"), "correctness": False, "reason": ""}],
                   "token_usages": [{"completion_tokens": 9, "prompt_tokens": 5}] * 2},
             "1": {"problem_id": 4001, "question": "Write a function double(x).", "prompt": "...",
-                  "responses": [{"content": fenced("def double(x):\n    return 2 * x"), "correctness": True},
+                  # wrong under either reading of APPS's one-element expected lists ([4] or 4)
+                  "responses": [{"content": fenced("def double(x):\n    return 3 * x"), "correctness": False},
                                 {"content": fenced("def double(x):\n    return x"), "correctness": False}]}}
     f = tmp_path / "apps_results.json"
     f.write_text(json.dumps(apps))
     s = score(str(f), task="apps", data_dir=str(data_dir), workers=1, print_table=False)
     assert s.tasks["apps"].num_problems == 2
-    assert _correct(s.run_dir) == {"apps-0": [True, False], "apps-1": [True, False]}
+    assert _correct(s.run_dir) == {"apps-0": [True, False], "apps-1": [False, False]}
     # TACO rows carry no id: joined by their statement
     taco = {"0": {"question": "Return the square of n.", "responses": [
                 {"content": fenced("class Solution:\n    def square(self, n):\n        return n * n")}]},
@@ -103,7 +102,8 @@ def test_skythought_results_for_apps_and_taco(tmp_path: Path, data_dir: Path) ->
 def test_our_export_and_plain_rows_of_code_contests(tmp_path: Path, data_dir: Path) -> None:
     _, problems = load_task("code_contests", data_dir=data_dir)
     double, total = problems
-    def export_row(p, text: str, j: int) -> dict:  # noqa: ANN001 - `reasoneval export`'s row
+
+    def export_row(p: Problem, text: str, j: int) -> dict[str, Any]:  # a `reasoneval export` row
         return {"messages": [{"role": "user", "content": p.problem}, {"role": "assistant", "content": text}],
                 "task": "code_contests", "problem_id": p.id, "problem_key": p.key, "sample_index": j,
                 "correct": None, "model": "m", "run_id": "r"}
@@ -142,14 +142,17 @@ def test_what_does_not_match_is_a_one_line_error(tmp_path: Path, data_dir: Path)
 
 def test_cli_scores_an_lcb_runner_file_with_scorer_contest(tmp_path: Path, data_dir: Path) -> None:
     f = tmp_path / "codegen.json"
-    f.write_text(json.dumps([{"question_id": "1999A", "code_list": [REVERSE, "print(input())"]}]))
+    # code_list has the right program twice; the raw outputs (--response-field output_list, graded with our own
+    # extraction) have it once: the figure says which field was graded
+    f.write_text(json.dumps([{"question_id": "1999A", "code_list": [REVERSE, REVERSE, REVERSE],
+                              "output_list": [fenced(REVERSE), fenced("print(input())"), "no code at all"]}]))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     r = subprocess.run([sys.executable, "-m", "reasoneval.cli.main", "score", str(f), "--scorer", "contest",
-                        "--data-dir", str(data_dir), "--json", "--grading-workers", "1"],
-                       capture_output=True, text=True, env=env, timeout=120)
+                        "--response-field", "output_list", "--data-dir", str(data_dir), "--json",
+                        "--grading-workers", "1"], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)["tasks"]["livecodebench"]  # the task told from question_id + code_list
-    assert summary["num_problems"] == 1 and summary["mean"] == pytest.approx(0.5)
+    assert summary["num_problems"] == 1 and summary["mean"] == pytest.approx(1 / 3)
     r = subprocess.run([sys.executable, "-m", "reasoneval.cli.main", "score", str(f), "--task", "livecodebench",
                         "--answer-field", "x"], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode != 0 and "--answer-field name a file's own problems" in r.stderr

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 import reasoneval
+from reasoneval.engines import ENGINES
 from reasoneval.tasks import load_task
 from reasoneval.tasks.loading import file_sha256
+from tests.plugins import register_for_the_test
 
 
 def _write(d: Path, name: str, rows: list[dict[str, Any]]) -> Path:
@@ -65,10 +67,11 @@ def test_identical_rows_stay_two_problems_and_a_warning_names_them(tmp_path: Pat
     assert len({p.key for p in aime}) == 2
 
 
-def test_config_records_the_data_dir_file_and_its_sha256(tmp_path: Path) -> None:
+def test_config_records_the_data_dir_file_and_its_sha256(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    register_for_the_test(monkeypatch, ENGINES, "constant", "tests.plugins.constant_engine")
     path = _write(tmp_path / "data", "aime24", [{"id": 1, "problem": "What is 2+2?", "answer": "4"},
                                                 {"id": 2, "problem": "What is 3+3?", "answer": "6"}])
-    result = reasoneval.evaluate(tasks=["aime24"], engine="constant", engine_args={"answer": "4"}, n=1,
+    result = reasoneval.evaluate(tasks=["aime24"], engine="constant", engine_args={"answer": "4"}, n=1, grading_workers=1,
                                  data_dir=str(path.parent), output_dir=str(tmp_path / "out"), print_table=False,
                                  progress=False)
     expected = f"data_dir:{path} sha256:{file_sha256(path)}"

@@ -188,7 +188,9 @@ def join_contest_file(path: Path, task: str, spec: TaskSpec, problems: Sequence[
                                 f"{'/'.join(STATEMENT_FIELDS)}); fields: {', '.join(row)}")
             unmatched.append(f"{_row_name(where, path)}: {tried[0]}")
             continue
-        texts.setdefault(problem.key, []).extend(row_responses(row, where, response_field, response_fields))
+        got = row_responses(row, where, response_field, response_fields)
+        if got:  # an empty list (no generation yet) adds no problem
+            texts.setdefault(problem.key, []).extend(got)
     if not count:
         raise UserError(f"{path} holds no rows")
     if unmatched:
@@ -196,4 +198,6 @@ def join_contest_file(path: Path, task: str, spec: TaskSpec, problems: Sequence[
                         f"({len(problems)} problems from {spec.source}): {'; '.join(unmatched[:3])}"
                         f"{'; ...' if len(unmatched) > 3 else ''}; is this a {task} file of the same data "
                         "(--data-dir)?")
+    if not texts:
+        raise UserError(f"{path}: no row holds a program or response (every list is empty)")
     return texts

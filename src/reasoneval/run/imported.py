@@ -30,8 +30,8 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.results.identity import RunSettings
 from reasoneval.results.schema import RunConfig, RunResult, TaskData, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems
-from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.run.contest_files import contest_task, read_generation_rows
+from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.tasks.keys import dataset_hash, problem_key
 from reasoneval.tasks.spec import TaskSpec
