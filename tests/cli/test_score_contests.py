@@ -171,3 +171,18 @@ def test_lcb_runner_file_against_the_data_dirs_copy_joins_by_statement(tmp_path:
                               "code_list": [mine, "print('YES')"]}]))
     s = score(str(f), task="livecodebench", data_dir=str(REAL_DATA), workers=1, print_table=False)
     assert _correct(s.run_dir) == {first["id"]: [True, False]}
+
+
+@pytest.mark.skipif(REAL_DATA is None or not (REAL_DATA / "code_contests.jsonl").is_file(),
+                    reason="needs REASONEVAL_DATA_DIR with code_contests.jsonl")
+def test_plain_rows_against_the_data_dirs_code_contests(tmp_path: Path) -> None:
+    assert REAL_DATA is not None
+    first = json.loads((REAL_DATA / "code_contests.jsonl").read_text().splitlines()[0])
+    mine = ("import sys\ndata = sys.stdin.read().split()\nn = int(data[0])\nnames = data[2:2 + n]\n"
+            "order = sorted(range(n), key=lambda i: [ord(c) if j % 2 == 0 else -ord(c) for j, c in enumerate(names[i])])\n"
+            "print(' '.join(str(i + 1) for i in order))")
+    f = tmp_path / "gens.jsonl"  # our problem id, and the statement itself: both name the problem
+    f.write_text(json.dumps({"id": first["id"], "response": fenced(mine)}) + "\n"
+                 + json.dumps({"problem": first["problem"], "code": "print(1)"}) + "\n")
+    s = score(str(f), task="code_contests", data_dir=str(REAL_DATA), workers=1, print_table=False)
+    assert _correct(s.run_dir) == {first["id"]: [True, False]}
