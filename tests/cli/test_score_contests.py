@@ -18,7 +18,8 @@ import pytest
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
 from reasoneval.results.schema import load_config
-from reasoneval.run.imported import score
+from reasoneval.run.contest_files import join_contest_file
+from reasoneval.run.imported import RESPONSE_FIELDS, score
 from reasoneval.tasks.loading import file_sha256, load_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +98,17 @@ def test_skythought_results_for_apps_and_taco(tmp_path: Path, data_dir: Path) ->
     g.write_text(json.dumps(taco))
     s = score(str(g), task="taco", data_dir=str(data_dir), workers=1, print_table=False)
     assert _correct(s.run_dir) == {"taco-0": [False], "taco-1": [True]}
+
+
+def test_skythought_livecodebench_records_join_by_task_id(tmp_path: Path, data_dir: Path) -> None:
+    # SkyThought's LiveCodeBench records: question_id as task_id, `prompt` the whole templated prompt
+    spec, problems = load_task("livecodebench", data_dir=data_dir)
+    f = tmp_path / "results.json"
+    f.write_text(json.dumps({"0": {"task_id": "3999", "prompt": "Generate an executable ... Take K", "is_stdin": False,
+                                   "responses": [{"content": fenced(TAKE_K)}, {"content": "no code"}]},
+                             "1": {"task_id": "abc999_a", "prompt": "...", "responses": [{"content": fenced(SUM)}]}}))
+    texts = join_contest_file(f, "livecodebench", spec, problems, response_field=None, response_fields=RESPONSE_FIELDS)
+    assert texts == {problems[1].key: [fenced(TAKE_K), "no code"], problems[0].key: [fenced(SUM)]}
 
 
 def test_our_export_and_plain_rows_of_code_contests(tmp_path: Path, data_dir: Path) -> None:

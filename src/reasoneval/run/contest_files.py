@@ -6,13 +6,14 @@ Accepted, each recognised by its fields:
 - lcb_runner's generation output (and its `_eval_all.json`): a JSON list of {question_id, question_content,
   output_list, code_list, ...}; `code_list` (the programs lcb_runner extracted and grades) is graded by default,
   `--response-field output_list` grades the raw outputs with our own extraction instead.
-- SkyThought's results.json: a JSON object {index: {<the dataset row>, responses: [{content, ...}], ...}}.
+- SkyThought's results.json: a JSON object {index: {<the dataset row>, responses: [{content, ...}], ...}} (its
+  LiveCodeBench records name the problem `task_id`, APPS's `problem_id`, TACO's only by `question`).
 - our own `reasoneval export`: rows of {messages, task, problem_id, problem_key, ...}, one per sample.
 - any JSON/JSONL/Parquet file whose rows name a problem (problem_key, question_id, problem_id, name, id, or the
   statement) beside a response field (a string or a list), or a `code` field holding a bare program.
 
-A problem is found by, in this order: our problem_key; the source's own id (LiveCodeBench's question_id, APPS's
-problem_id, CodeContests' name); our problem id; the statement (whitespace-normalised; a TACO statement that recurs
+A problem is found by, in this order: our problem_key; the source's own id (LiveCodeBench's question_id or task_id,
+APPS's problem_id, CodeContests' name); our problem id; the statement (whitespace-normalised; a TACO statement that recurs
 is told apart by its url). Rows that name no problem of the task, and rows without a response field, are one-line
 errors naming them.
 """
@@ -31,7 +32,8 @@ from reasoneval.tasks.spec import TaskSpec
 from reasoneval.tasks.user_data import iter_rows
 
 CONTEST_TASKS = ("livecodebench", "code_contests", "apps", "taco")
-SOURCE_ID_FIELDS = ("question_id", "problem_id", "name")  # LiveCodeBench, APPS, CodeContests
+# LiveCodeBench's question_id (SkyThought's LiveCodeBench records call it task_id), APPS's, CodeContests'
+SOURCE_ID_FIELDS = ("question_id", "task_id", "problem_id", "name")
 OWN_ID_FIELDS = ("problem_id", "id")  # ours (`reasoneval export`, a run's problems)
 STATEMENT_FIELDS = ("question_content", "question", "description", "problem")
 CODE_FIELDS = ("code_list", "code")  # bare programs: fenced, as the contest scorer grades a response's last block
