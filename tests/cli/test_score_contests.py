@@ -133,7 +133,7 @@ def test_what_does_not_match_is_a_one_line_error(tmp_path: Path, data_dir: Path)
     def run(rows: list[dict], **kw: str) -> None:
         f = tmp_path / "gens.json"
         f.write_text(json.dumps(rows))
-        score(str(f), data_dir=str(data_dir), workers=1, print_table=False, **{"task": "livecodebench", **kw})
+        score(str(f), workers=1, print_table=False, **{"task": "livecodebench", "data_dir": str(data_dir), **kw})
 
     with pytest.raises(UserError, match=r"2 of 3 rows name no problem of task livecodebench \(3 problems from "
                                         r"data_dir:.*\): row 1: question_id 'abc000_z'; row 2: question_id 'x'"):
@@ -150,6 +150,15 @@ def test_what_does_not_match_is_a_one_line_error(tmp_path: Path, data_dir: Path)
         run([{"question_id": "abc999_a", "code_list": [1]}])
     with pytest.raises(UserError, match=r"--scorer contest: cannot tell the task .*give --task one of livecodebench"):
         run([{"problem_id": 4000, "code": SUM}], task=None, scorer="contest")  # type: ignore[arg-type]
+    # a data dir's copy without the source's ids (as the shared livecodebench_public.jsonl): the error says how
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "livecodebench.jsonl").write_text(json.dumps(
+        {"id": "b-0", "problem": "Print 1.", "starter_code": "", "tests": [{"input": "", "output": "1",
+                                                                             "testtype": "stdin"}]}) + "\n")
+    with pytest.raises(UserError, match=r"row 0: question_id 'abc999_a'; these livecodebench problems carry no "
+                                        r"source ids .*give each row its statement \(question_content"):
+        run([{"question_id": "abc999_a", "code_list": [SUM]}], data_dir=str(bare))
 
 
 def test_cli_scores_an_lcb_runner_file_with_scorer_contest(tmp_path: Path, data_dir: Path) -> None:

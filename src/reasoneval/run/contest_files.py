@@ -196,10 +196,12 @@ def join_contest_file(path: Path, task: str, spec: TaskSpec, problems: Sequence[
     if not count:
         raise UserError(f"{path} holds no rows")
     if unmatched:
+        advice = (f"is this a {task} file of the same data (--data-dir)?" if index.by_source else
+                  f"these {task} problems carry no source ids (the data dir's copy has none): give each row its "
+                  "statement (question_content / question) or our problem_id")
         raise UserError(f"{path}: {len(unmatched)} of {count} rows name no problem of task {task} "
-                        f"({len(problems)} problems from {spec.source}): {'; '.join(unmatched[:3])}"
-                        f"{'; ...' if len(unmatched) > 3 else ''}; is this a {task} file of the same data "
-                        "(--data-dir)?")
+                        f"({len(problems)} problems from {spec.origin or spec.source}): {'; '.join(unmatched[:3])}"
+                        f"{'; ...' if len(unmatched) > 3 else ''}; {advice}")
     if not texts:
         raise UserError(f"{path}: no row holds a program or response (every list is empty)")
     return texts
