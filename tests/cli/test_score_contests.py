@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
+from reasoneval.cli.main import main
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
 from reasoneval.results.schema import load_config
@@ -161,22 +160,19 @@ def test_what_does_not_match_is_a_one_line_error(tmp_path: Path, data_dir: Path)
         run([{"question_id": "abc999_a", "code_list": [SUM]}], data_dir=str(bare))
 
 
-def test_cli_scores_an_lcb_runner_file_with_scorer_contest(tmp_path: Path, data_dir: Path) -> None:
+def test_cli_scores_an_lcb_runner_file_with_scorer_contest(tmp_path: Path, data_dir: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "codegen.json"
-    # code_list has the right program twice; the raw outputs (--response-field output_list, graded with our own
+    # code_list has the right program thrice; the raw outputs (--response-field output_list, graded with our own
     # extraction) have it once: the figure says which field was graded
     f.write_text(json.dumps([{"question_id": "1999A", "code_list": [REVERSE, REVERSE, REVERSE],
                               "output_list": [fenced(REVERSE), fenced("print(input())"), "no code at all"]}]))
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    r = subprocess.run([sys.executable, "-m", "reasoneval.cli.main", "score", str(f), "--scorer", "contest",
-                        "--response-field", "output_list", "--data-dir", str(data_dir), "--json",
-                        "--grading-workers", "1"], capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, r.stderr
-    summary = json.loads(r.stdout)["tasks"]["livecodebench"]  # the task told from question_id + code_list
+    assert main(["score", str(f), "--scorer", "contest", "--response-field", "output_list", "--data-dir",
+                 str(data_dir), "--json", "--grading-workers", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out)["tasks"]["livecodebench"]  # the task told from the first row
     assert summary["num_problems"] == 1 and summary["mean"] == pytest.approx(1 / 3)
-    r = subprocess.run([sys.executable, "-m", "reasoneval.cli.main", "score", str(f), "--task", "livecodebench",
-                        "--answer-field", "x"], capture_output=True, text=True, env=env, timeout=60)
-    assert r.returncode != 0 and "--answer-field name a file's own problems" in r.stderr
+    assert main(["score", str(f), "--task", "livecodebench", "--answer-field", "x"]) != 0
+    assert "--answer-field name a file's own problems" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(REAL_DATA is None or not (REAL_DATA / "livecodebench_public.jsonl").is_file(),
