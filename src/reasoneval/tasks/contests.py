@@ -28,6 +28,7 @@ Sources:
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import pickle
 import re
@@ -152,8 +153,17 @@ def livecodebench_problem(task: str, where: str, row: Row, default_id: str) -> P
         "title": row.get("question_title") or None,
     }.items() if v is not None}
     payload = {"tests": tests, "mode": mode, "func_name": func or None, "starter_code": starter}
-    key = problem_key(text, json.dumps([starter, tests[:3]]))
+    key = content_key(text, payload, row.get("question_id"))
     return Problem(task=task, id=pid, problem=text, answer="", key=key, payload=payload, metadata=meta)
+
+
+def content_key(text: str, payload: Mapping[str, Any], source_id: Any = None) -> str:
+    """A contest problem's key: its statement and everything that grades it (every test, the mode, function,
+    starter code and limits) with the source's own id, so rows that differ anywhere stay distinct problems (a key
+    of the statement and the first tests merged rows that differed only in later tests). The payload enters as
+    its sha256: a problem's tests may be megabytes, hashed once, not whitespace-normalised."""
+    graded = json.dumps([payload, source_id], sort_keys=True, ensure_ascii=False, default=str)
+    return problem_key(text, hashlib.sha256(graded.encode("utf-8")).hexdigest())
 
 
 def livecodebench_window(problems: list[Problem], options: Mapping[str, str]) -> tuple[list[Problem], dict[str, str]]:
@@ -246,8 +256,9 @@ def code_contests_problem(task: str, where: str, row: Row, default_id: str) -> P
         "source_id": row.get("name") or None,
     }.items() if v is not None}
     payload = {"tests": tests, "mode": "stdin", "time_limit_s": time_s, "memory_mb": _megabytes(int(memory)) if memory else None}
-    return Problem(task=task, id=pid, problem=text, answer="", key=problem_key(text, json.dumps(tests[:3])),
-                   payload={k: v for k, v in payload.items() if v is not None}, metadata=meta)
+    payload = {k: v for k, v in payload.items() if v is not None}
+    return Problem(task=task, id=pid, problem=text, answer="", key=content_key(text, payload, row.get("name")),
+                   payload=payload, metadata=meta)
 
 
 def _megabytes(n: int) -> int:
@@ -292,8 +303,11 @@ def apps_problem(task: str, where: str, row: Row, default_id: str) -> Problem | 
     payload = {"tests": tests, "mode": "call" if fn else "stdin", "func_name": fn or None,
                "starter_code": str(row.get("starter_code") or ""), "compare": "tokens",
                "time_limit_s": time_s, "memory_mb": memory}
-    return Problem(task=task, id=pid, problem=text, answer="", key=problem_key(text, json.dumps(tests[:3])),
-                   payload={k: v for k, v in payload.items() if v is not None}, metadata=meta)
+    payload = {k: v for k, v in payload.items() if v is not None}
+    # APPS's problem_id, else TACO's url (TACO has no id; the same statement recurs under several sources)
+    source = row.get("problem_id") if row.get("problem_id") is not None else row.get("url")
+    return Problem(task=task, id=pid, problem=text, answer="", key=content_key(text, payload, source),
+                   payload=payload, metadata=meta)
 
 
 def _joined(v: Any) -> str:
