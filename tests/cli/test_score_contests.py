@@ -5,7 +5,6 @@ the real sandbox; what does not match is a one-line error."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,6 @@ from reasoneval.tasks.loading import file_sha256, load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 HUB_FIXTURES = ROOT / "tests" / "fixtures" / "hub"
-# Real data only where REASONEVAL_DATA_DIR names it (the project's mechanism: skip without it).
-REAL_DATA = Path(os.environ["REASONEVAL_DATA_DIR"]) if os.environ.get("REASONEVAL_DATA_DIR") else None
 
 SUM = "a, b = map(int, input().split())\nprint(a + b)"
 TAKE_K = "class Solution:\n    def takeK(self, nums, k):\n        return nums[:k]"
@@ -80,14 +77,14 @@ def test_skythought_results_for_apps_and_taco(tmp_path: Path, data_dir: Path) ->
                                                  {"content": fenced("print(3)"), "correctness": False, "reason": ""}],
                   "token_usages": [{"completion_tokens": 9, "prompt_tokens": 5}] * 2},
             "1": {"problem_id": 4001, "question": "Write a function double(x).", "prompt": "...",
-                  # wrong under either reading of APPS's one-element expected lists ([4] or 4)
-                  "responses": [{"content": fenced("def double(x):\n    return 3 * x"), "correctness": False},
+                  # APPS gives a call's expected value as a one-element list ([4] for 4): the right value passes
+                  "responses": [{"content": fenced("def double(x):\n    return 2 * x"), "correctness": True},
                                 {"content": fenced("def double(x):\n    return x"), "correctness": False}]}}
     f = tmp_path / "apps_results.json"
     f.write_text(json.dumps(apps))
     s = score(str(f), task="apps", data_dir=str(data_dir), workers=1, print_table=False)
     assert s.tasks["apps"].num_problems == 2
-    assert _correct(s.run_dir) == {"apps-0": [True, False], "apps-1": [False, False]}
+    assert _correct(s.run_dir) == {"apps-0": [True, False], "apps-1": [True, False]}
     # TACO rows carry no id: joined by their statement
     taco = {"0": {"question": "Return the square of n.", "responses": [
                 {"content": fenced("class Solution:\n    def square(self, n):\n        return n * n")}]},
@@ -175,31 +172,27 @@ def test_cli_scores_an_lcb_runner_file_with_scorer_contest(tmp_path: Path, data_
     assert "--answer-field name a file's own problems" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(REAL_DATA is None or not (REAL_DATA / "livecodebench_public.jsonl").is_file(),
-                    reason="needs REASONEVAL_DATA_DIR with livecodebench_public.jsonl")
-def test_lcb_runner_file_against_the_data_dirs_copy_joins_by_statement(tmp_path: Path) -> None:
-    assert REAL_DATA is not None
-    first = json.loads((REAL_DATA / "livecodebench_public.jsonl").read_text().splitlines()[0])
+@pytest.mark.real_data("livecodebench_public.jsonl")
+def test_lcb_runner_file_against_the_data_dirs_copy_joins_by_statement(tmp_path: Path, real_data_dir: Path) -> None:
+    first = json.loads((real_data_dir / "livecodebench_public.jsonl").read_text().splitlines()[0])
     # the data dir's copy has no question ids: lcb_runner's rows are joined by their question_content
     mine = ("for _ in range(int(input())):\n    s = input().strip()\n"
             "    print('YES' if sum(a != b for a, b in zip(s, 'abc')) in (0, 2) else 'NO')")
     f = tmp_path / "codegen.json"
     f.write_text(json.dumps([{"question_id": "1873A", "question_content": first["problem"],
                               "code_list": [mine, "print('YES')"]}]))
-    s = score(str(f), task="livecodebench", data_dir=str(REAL_DATA), workers=1, print_table=False)
+    s = score(str(f), task="livecodebench", data_dir=str(real_data_dir), workers=1, print_table=False)
     assert _correct(s.run_dir) == {first["id"]: [True, False]}
 
 
-@pytest.mark.skipif(REAL_DATA is None or not (REAL_DATA / "code_contests.jsonl").is_file(),
-                    reason="needs REASONEVAL_DATA_DIR with code_contests.jsonl")
-def test_plain_rows_against_the_data_dirs_code_contests(tmp_path: Path) -> None:
-    assert REAL_DATA is not None
-    first = json.loads((REAL_DATA / "code_contests.jsonl").read_text().splitlines()[0])
+@pytest.mark.real_data("code_contests.jsonl")
+def test_plain_rows_against_the_data_dirs_code_contests(tmp_path: Path, real_data_dir: Path) -> None:
+    first = json.loads((real_data_dir / "code_contests.jsonl").read_text().splitlines()[0])
     mine = ("import sys\ndata = sys.stdin.read().split()\nn = int(data[0])\nnames = data[2:2 + n]\n"
             "order = sorted(range(n), key=lambda i: [ord(c) if j % 2 == 0 else -ord(c) for j, c in enumerate(names[i])])\n"
             "print(' '.join(str(i + 1) for i in order))")
     f = tmp_path / "gens.jsonl"  # our problem id, and the statement itself: both name the problem
     f.write_text(json.dumps({"id": first["id"], "response": fenced(mine)}) + "\n"
                  + json.dumps({"problem": first["problem"], "code": "print(1)"}) + "\n")
-    s = score(str(f), task="code_contests", data_dir=str(REAL_DATA), workers=1, print_table=False)
+    s = score(str(f), task="code_contests", data_dir=str(real_data_dir), workers=1, print_table=False)
     assert _correct(s.run_dir) == {first["id"]: [True, False]}
