@@ -25,7 +25,8 @@ DATA_DIR: Path | None = Path(_env).resolve() if _env else None
 def missing(files: tuple[str, ...]) -> str | None:
     """Why a test that reads `files` cannot run here, or None when it can."""
     if DATA_DIR is None:
-        return f"needs real benchmark data ({', '.join(files)}): set {ENV} to a folder of <task>.jsonl files"
+        names = f" ({', '.join(files)})" if files else ""
+        return f"needs real benchmark data{names}: set {ENV} to a folder of <task>.jsonl files"
     absent = [f for f in files if not (DATA_DIR / f).is_file()]
     if absent:
         return f"{ENV}={DATA_DIR} has no {', '.join(absent)}"
