@@ -49,6 +49,8 @@ ERRORS: dict[str, tuple[list[str], str]] = {
     "battery": (["--battery", "lmeval-base"], r"--battery lmeval-base sets --tasks itself \(each row is lm-eval's "
                                               r"setting\)"),
 }
+ERRORS["judge_model"] = (["--judge-model", "judge"], r"--judge-model and --judge-base-url go together")
+ERRORS["judge_base_url"] = (["--judge-base-url", "http://127.0.0.1:9/v1"], r"--judge-model and --judge-base-url go")
 ERRORS_TARGET_SE = [
     (["--target-se", "inf"], r"--target-se is the re-run SE to reach, in points of accuracy, above 0 and below 25"),
     (["--target-se", "1000"], r"below 25 .* \(got 1000.0\)"),

@@ -222,6 +222,10 @@ def _evaluate(run_dir: Path, config: RunConfig, scope: Scope, adaptive_settings:
             fields[f"subject [{name}]"] = breakdown(os_, meta, "subject", metric=name)
         per_task[t] = dataclasses.replace(task_metrics(os_, bound[t]), breakdown={f: b for f, b in fields.items() if b},
                                           se_vs_k=se_vs_k(os_, bound[t]))
+    for t, scorer in scorers.items():  # a scorer's figures of the whole task (the cascade's HLE calibration error)
+        task_figures = getattr(scorer, "task_figures", None)
+        if callable(task_figures) and t in per_task:
+            per_task[t] = dataclasses.replace(per_task[t], extra={**per_task[t].extra, **task_figures()})
     K = max(bound.values(), default=1)
     result = RunResult(
         model=config.model, run_id=config.run_id, run_dir=run_dir, config=with_scope(config, scope, adaptive_settings),

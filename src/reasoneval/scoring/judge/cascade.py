@@ -1,0 +1,140 @@
+"""`cascade`: a rule first, a judge where the rule cannot decide. Usable by any task (`run --judge-model M
+--judge-base-url URL` wraps each task's scoring in it; config.json then records the rule, the judge's model, prompt
+and settings).
+
+The rule (the task's own scorer) decides what it can: an answer it accepts is correct, and a response with no answer
+is wrong (there is nothing to judge). Every other sample (an extracted answer the rule rejects, or a grading timeout
+or error) goes to the judge with the question, the reference and the extracted answer, never the response's
+reasoning. Where the rule gave a verdict (rejected) and the judge one too, both are recorded, and their agreement is
+a figure of the result. A sample the judge cannot grade (its calls failed or answered out of format, after retries)
+is ungraded: counted wrong, and the result's `ungraded` figure says how many there are.
+
+Each sample's value carries the stage figures as ratio metrics (metrics.value_metrics): `decided_by_rule`,
+`decided_by_judge`, `ungraded` (shares of the samples) and `rule_judge_agreement` (agreements / samples both
+decided), shown under the task in the table and in summary.json's `extra`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping, Sequence
+
+from reasoneval.errors import UserError
+from reasoneval.metrics import GroupMetrics
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.scoring.base import Score, Scorer, ScoringContext, TaskScoring, cluster, create_scorer
+from reasoneval.scoring.judge.client import JUDGEMENTS_FILE, JudgeClient, JudgeItem, JudgeSettings
+from reasoneval.scoring.judge.hle import calibration_error
+
+log = logging.getLogger("reasoneval")
+
+CASCADE_VERSION = "1"
+# The rule's statuses whose verdict stands without the judge (besides a correct answer).
+RULE_FINAL = ("no_answer",)
+
+
+def cascade_scoring(scoring: TaskScoring, judge: JudgeSettings) -> TaskScoring:
+    """`scoring` as the rule of a cascade with `judge` (its extra columns stay beside it, scored by their rule)."""
+    if scoring.scorer == "cascade":
+        rule = dict(scoring.settings.get("rule") or {})
+        prompt = str(scoring.settings.get("judge_prompt") or judge.prompt)
+    else:
+        rule = {"scorer": scoring.scorer, "settings": dict(scoring.settings)}
+        prompt = judge.prompt
+    settings = JudgeSettings.make(judge.model, judge.base_url, prompt, temperature=judge.temperature,
+                                  max_tokens=judge.max_tokens, retries=judge.retries, concurrency=judge.concurrency,
+                                  timeout_s=judge.timeout_s, api_key_env=judge.api_key_env)
+    return TaskScoring("cascade", {"rule": rule, "judge": settings.to_json()}, scoring.extra)
+
+
+def judge_client(context: ScoringContext, settings: JudgeSettings) -> JudgeClient:
+    """The scoring pass's client for this judge (one per judge identity, sharing the run's journal)."""
+    journal = context.cache_dir / JUDGEMENTS_FILE if context.cache_dir is not None else None
+    client: JudgeClient = context.resource(f"judge:{settings.identity()}",
+                                           lambda: JudgeClient(settings, journal))
+    return client
+
+
+def _figures(rule: bool, judge: bool, ungraded: bool, both: bool, agree: bool) -> dict[str, float]:
+    return {"decided_by_rule.num": float(rule), "decided_by_rule.den": 1.0,
+            "decided_by_judge.num": float(judge), "decided_by_judge.den": 1.0,
+            "ungraded.num": float(ungraded), "ungraded.den": 1.0,
+            "rule_judge_agreement.num": float(both and agree), "rule_judge_agreement.den": float(both)}
+
+
+class CascadeScorer:
+    """The rule's verdict where it decides, else the judge's (see the module's docstring).
+
+    Settings: rule ({"scorer", "settings"}: the task's own scoring), judge (JudgeSettings as JSON; None: no judge,
+    so every sample the rule cannot decide is ungraded: a task that needs a judge, run without one),
+    judge_prompt (the prompt a task asks its judge with, e.g. HLE's; used when --judge-model is given).
+    """
+
+    name = "cascade"
+
+    def __init__(self, context: ScoringContext, rule: Mapping[str, Any] | None = None,
+                 judge: Mapping[str, Any] | None = None, judge_prompt: str | None = None) -> None:
+        if not rule or "scorer" not in rule:
+            raise UserError("the cascade scorer needs its rule: {'scorer': NAME, 'settings': {...}}")
+        self.rule: Scorer = create_scorer(TaskScoring(str(rule["scorer"]), dict(rule.get("settings") or {})), context)
+        self.settings = JudgeSettings.from_json(judge) if judge else None
+        self.client = judge_client(context, self.settings) if self.settings is not None else None
+        judged_by = self.settings.identity() if self.settings is not None else "none"
+        self.confidences: list[tuple[float | None, bool]] = []
+        self.version = f"cascade-{CASCADE_VERSION}+{self.rule.name}-{self.rule.version}+judge={judged_by}"
+
+    def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
+        rule_scores = self.rule.score_many(problems, samples)
+        ask = [i for i, s in enumerate(rule_scores)
+               if not s.correct and s.status not in RULE_FINAL and s.answer is not None and not s.details.get("final")]
+        judged = {}
+        if ask and self.client is not None:
+            verdicts = self.client.judge_many([JudgeItem(problems[i].problem, problems[i].answer,
+                                                         str(rule_scores[i].answer)) for i in ask])
+            judged = dict(zip(ask, verdicts))
+        out: list[Score] = []
+        ungraded = 0
+        for i, s in enumerate(rule_scores):
+            details = dict(s.details)
+            details["rule"] = {"correct": s.correct, "status": s.status}
+            if i not in ask:
+                out.append(Score(s.correct, _figures(True, False, False, False, False), s.answer, s.status,
+                                 {**details, "decided_by": "rule"}))
+                continue
+            j = judged.get(i)
+            rule_decided = s.status == "ok"  # the rule rejected an answer it read (not a timeout or error)
+            if j is None or j.verdict is None:
+                ungraded += 1
+                why = j.error if j is not None else "no judge configured (--judge-model, --judge-base-url)"
+                out.append(Score(False, _figures(False, False, True, False, False), s.answer, "ungraded",
+                                 {**details, "decided_by": "ungraded", "reason": why}))
+                continue
+            details["judge"] = {"correct": j.verdict, "cached": j.cached}
+            out.append(Score(j.verdict, _figures(False, True, False, rule_decided, j.verdict == s.correct), s.answer,
+                             "ok", {**details, "decided_by": "judge"}))
+        self._calibration(out)
+        if ungraded:
+            log.warning("%d of %d samples ungraded (%s): counted wrong; the result's `ungraded` figure says how many",
+                        ungraded, len(samples), "the judge failed or answered out of format after retries"
+                        if self.client is not None else "no judge configured")
+        return out
+
+    def _calibration(self, scores: Sequence[Score]) -> None:
+        """Keep each sample's stated confidence (a rule that reads one: HLE's) and final verdict."""
+        for score in scores:
+            confidence = score.details.get("confidence")
+            self.confidences.append((confidence if isinstance(confidence, float) else None, score.correct))
+
+    def task_figures(self) -> dict[str, GroupMetrics]:
+        """Figures of the whole task, beyond each sample's: HLE's calibration error (in [0, 1]) when some response
+        states a confidence (a response that states none counts as 100% sure, as HLE's judge records it)."""
+        if not any(c is not None for c, _ in self.confidences):
+            return {}
+        error = calibration_error([1.0 if c is None else c for c, _ in self.confidences],
+                                  [ok for _, ok in self.confidences])
+        if error is None:
+            return {}
+        return {"calibration_error": GroupMetrics(num_problems=len(self.confidences), mean=error, stderr=None)}
+
+    def cluster_many(self, groups: Sequence[tuple[Problem, Sequence[str | None]]]) -> list[list[int | None]]:
+        return cluster(self.rule, groups)
