@@ -39,7 +39,7 @@ def test_group_and_declarations() -> None:
         spec = TASKS.get(t)
         assert spec.hub is not None and (spec.hub.dataset_id, spec.hub.split) == (f"MathArena/{dataset}", "train")
         # graded exactly: the math grader with no tolerance, asked for a boxed answer
-        assert (spec.scoring.scorer, dict(spec.scoring.settings), spec.prompt) == ("math", {}, "boxed")
+        assert (spec.scoring.scorer, dict(spec.scoring.settings), spec.prompt) == ("math", {"approx": "exact"}, "boxed")
         assert isinstance(spec.size, int) and spec.size >= 30
 
 
@@ -65,17 +65,16 @@ def test_listing_shows_sizes_before_and_after_loading(tmp_path: Path) -> None:
 
 def test_run_end_to_end_graded_exactly(make_openai_server: Any, tmp_path: Path) -> None:
     ddir = write_data_dir(tmp_path / "dd", ("hmmt_feb25", "brumo25"))
-    # right in another form (\dfrac, 2*sqrt 3 written as sqrt 12); a decimal of pi/4 is not pi/4: exact grading
+    # right in another form (2 sqrt 3 written as sqrt 12); pi/4 to four digits is not pi/4: exact grading
     server = make_openai_server(script={
         "first $10$ positive odd": "The sum is $10^2$, so \\boxed{100}.",
-        "inscribed disk": ["\\boxed{\\dfrac{\\pi}{4}}", "\\boxed{0.7854}"],
+        "inscribed disk": "\\boxed{0.7854}",
         "letters of BRUNO": "\\boxed{120}",
         "x^2 = 12": "\\boxed{\\sqrt{12}}"}, default="\\boxed{0}")
     result = reasoneval.evaluate(base_url=server.base_url, model="test-model", data_dir=str(ddir), tasks=["hmmt_feb25",
-                                 "brumo25"], n=2, output_dir=str(tmp_path / "results"), grading_workers=1,
+                                 "brumo25"], n=1, output_dir=str(tmp_path / "results"), grading_workers=1,
                                  progress=False, print_table=False, retry_backoff=0.01)
     assert result.complete
     assert result.tasks["brumo25"].mean == pytest.approx(1.0)
-    # hmmt_feb25: problem 0 both right, problem 1 one of two (the seed picks which) -> 0.75
-    assert result.tasks["hmmt_feb25"].mean == pytest.approx(0.75)
+    assert result.tasks["hmmt_feb25"].mean == pytest.approx(0.5)
     assert set(result.tasks["hmmt_feb25"].breakdown["subject"]) == {"Algebra", "Geometry, Combinatorics"}

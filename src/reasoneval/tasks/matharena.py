@@ -40,8 +40,9 @@ def matharena_mapper(year: int) -> Callable[[Row], dict[str, Any]]:
     return map_row
 
 
-# Exact grading: the math grader's equivalence, no relative tolerance (an HMMT answer 1/3 is not 0.333).
-EXACT_MATH = TaskScoring("math")
+# Exact grading: the math grader's equivalence with no tolerance between a decimal and an exact value (approx
+# "exact": 0.5 = 1/2, but 0.7854 is not pi/4 however many digits are right), as the contests grade their answers.
+EXACT_MATH = TaskScoring("math", {"approx": "exact"})
 
 
 def _spec(name: str, dataset: str, title: str, year: int, size: int) -> TaskSpec:

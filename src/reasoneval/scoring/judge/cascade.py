@@ -23,7 +23,7 @@ from reasoneval.errors import UserError
 from reasoneval.metrics import GroupMetrics
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, Scorer, ScoringContext, TaskScoring, cluster, create_scorer
-from reasoneval.scoring.judge.client import JUDGEMENTS_FILE, JudgeClient, JudgeItem, JudgeSettings
+from reasoneval.scoring.judge.client import JUDGEMENTS_FILE, JudgeClient, JudgeItem, Judgement, JudgeSettings
 from reasoneval.scoring.judge.hle import calibration_error
 
 log = logging.getLogger("reasoneval")
@@ -87,7 +87,7 @@ class CascadeScorer:
         rule_scores = self.rule.score_many(problems, samples)
         ask = [i for i, s in enumerate(rule_scores)
                if not s.correct and s.status not in RULE_FINAL and s.answer is not None and not s.details.get("final")]
-        judged = {}
+        judged: dict[int, Judgement] = {}
         if ask and self.client is not None:
             verdicts = self.client.judge_many([JudgeItem(problems[i].problem, problems[i].answer,
                                                          str(rule_scores[i].answer)) for i in ask])
