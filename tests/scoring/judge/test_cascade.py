@@ -20,7 +20,7 @@ from tests.fixtures.openai_server import OpenAIServer, Reply, problem_text
 PROBLEMS = {
     "What is half of one?": ("\\frac{1}{2}", "It is \\boxed{\\text{one half}}."),
     "Which city is the capital of France?": ("Paris", "\\boxed{Paris}"),
-    "How many sides has a triangle?": ("3", "I am not sure."),
+    "How many sides has a triangle?": ("3", "Let me think. First, the triangle. Then more.\n\nStill thinking about it"),
     "Compute $3^2$.": ("9", "\\boxed{7}"),
 }
 ANSWER_LINE = re.compile(r"\[extracted answer\]: (.*)")
@@ -73,7 +73,7 @@ def test_judge_decides_what_the_rule_cannot_and_nothing_is_judged_twice(make_ope
     assert m.extra["rule_judge_agreement"].mean == pytest.approx(0.5)  # P3 agreed, P0 overturned
     assert judge.count_requests() == 2
     prompts = [problem_text(r.body) for r in judge.requests() if r.path.endswith("/chat/completions")]
-    assert all("I am not sure" not in p and "It is" not in p for p in prompts)  # the extracted answer only
+    assert all("Still thinking" not in p and "It is" not in p for p in prompts)  # the extracted answer only
     config = load_config(result.run_dir)
     scoring = config.scoring["aime24"]
     assert scoring.scorer == "cascade" and scoring.settings["rule"] == {"scorer": "math", "settings": {}}

@@ -17,14 +17,16 @@ decided), shown under the task in the table and in summary.json's `extra`.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from reasoneval.errors import UserError
-from reasoneval.metrics import GroupMetrics
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, Scorer, ScoringContext, TaskScoring, cluster, create_scorer
 from reasoneval.scoring.judge.client import JUDGEMENTS_FILE, JudgeClient, JudgeItem, Judgement, JudgeSettings
 from reasoneval.scoring.judge.hle import calibration_error
+
+if TYPE_CHECKING:
+    from reasoneval.metrics import GroupMetrics
 
 log = logging.getLogger("reasoneval")
 
@@ -71,6 +73,7 @@ class CascadeScorer:
     """
 
     name = "cascade"
+    version = f"cascade-{CASCADE_VERSION}"  # an instance's names its rule's and its judge's too
 
     def __init__(self, context: ScoringContext, rule: Mapping[str, Any] | None = None,
                  judge: Mapping[str, Any] | None = None, judge_prompt: str | None = None) -> None:
@@ -128,6 +131,8 @@ class CascadeScorer:
     def task_figures(self) -> dict[str, GroupMetrics]:
         """Figures of the whole task, beyond each sample's: HLE's calibration error (in [0, 1]) when some response
         states a confidence (a response that states none counts as 100% sure, as HLE's judge records it)."""
+        from reasoneval.metrics import GroupMetrics  # here: `run --help` imports this module, not numpy
+
         if not any(c is not None for c, _ in self.confidences):
             return {}
         error = calibration_error([1.0 if c is None else c for c, _ in self.confidences],
