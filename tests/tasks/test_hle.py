@@ -13,9 +13,9 @@ import pytest
 import reasoneval
 from reasoneval.errors import UserError
 from reasoneval.prompts import PROMPTS
+from reasoneval.scoring.judge.hle import answer_line, calibration_error, stated_confidence
 from reasoneval.tasks import TASKS, load_task, loading
 from reasoneval.tasks.loading import convert_hub_rows
-from reasoneval.scoring.judge.hle import answer_line, calibration_error, stated_confidence
 from tests.fixtures.openai_server import problem_text
 from tests.tasks.conftest import HUB_FIXTURES
 
