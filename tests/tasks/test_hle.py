@@ -106,3 +106,20 @@ def test_without_a_judge_short_answers_the_rule_rejects_are_ungraded(make_openai
                                  progress=False, print_table=False, retry_backoff=0.01)
     m = result.tasks["hle"]
     assert m.mean == pytest.approx(2 / 3) and m.extra["ungraded"].mean == pytest.approx(1 / 3)
+
+
+def test_calibration_error_of_a_run(make_openai_server: Any, tmp_path: Path) -> None:
+    """201 samples (67 per question) with stated confidences 90%, 60% and 30%, all correct: HLE's bins of 100 by
+    confidence (the last one left out, as HLE's code does) give one bin of 67 at 30% and 33 at 60%."""
+    model = make_openai_server(script=RESPONSES)
+    judge = make_openai_server(model="judge", responder=lambda body: json.dumps({"correct": "yes"}))
+    result = reasoneval.evaluate(base_url=model.base_url, model="test-model", data_dir=str(data_dir(tmp_path)),
+                                 tasks=["hle"], n=67, output_dir=str(tmp_path / "results"), grading_workers=1,
+                                 progress=False, print_table=False, retry_backoff=0.01, concurrency=32,
+                                 judge_model="judge", judge_base_url=judge.base_url)
+    m = result.tasks["hle"]
+    assert m.mean == pytest.approx(1.0) and judge.count_requests() == 1  # "six" asked once for its 67 samples
+    gap = 1 - (67 * 0.3 + 33 * 0.6) / 100
+    assert m.extra["calibration_error"].mean == pytest.approx(math.sqrt(100 / 201 * gap ** 2))
+    summary = json.loads((result.run_dir / "summary.json").read_text())
+    assert summary["tasks"]["hle"]["extra"]["calibration_error"]["num_problems"] == 201

@@ -130,3 +130,18 @@ def test_strict_verdict_parsing() -> None:
     assert parse_hle('{"extracted_final_answer": "4", "reasoning": "same", "correct": "yes", "confidence": 80}')
     assert parse_hle('{"correct": "no"}') is False
     assert parse_hle('{"correct": "Yes"}') is None and parse_hle('{"correct": true}') is None
+
+
+def test_the_cache_key_is_the_judge_its_prompt_its_settings_and_the_item() -> None:
+    from reasoneval.scoring.judge.client import JudgeItem, JudgeSettings, judgement_key
+
+    base = JudgeSettings.make("judge", "http://a/v1")
+    item = JudgeItem("q", "1/2", "0.5")
+    key = judgement_key(base, item)
+    assert judgement_key(JudgeSettings.make("judge", "http://elsewhere/v1"), item) == key  # where it is served: not
+    for other in (JudgeSettings.make("judge-2", "http://a/v1"), JudgeSettings.make("judge", "http://a/v1", "hle"),
+                  JudgeSettings.make("judge", "http://a/v1", temperature=0.7),
+                  JudgeSettings.make("judge", "http://a/v1", max_tokens=16)):
+        assert judgement_key(other, item) != key
+    for other_item in (JudgeItem("q2", "1/2", "0.5"), JudgeItem("q", "1/3", "0.5"), JudgeItem("q", "1/2", "0.50")):
+        assert judgement_key(base, other_item) != key
