@@ -157,7 +157,7 @@ def test_evaluate_checks_the_options_it_is_given(tmp_path: Path) -> None:
     (["score", "FILE", "--task", "humaneval", "--answer-field", "x"], r"--answer-field name a file's own problems and "
                                                                       r"answers; rows of humaneval are joined"),
     (["score", "FILE", "--task", "humanevl"], r"--task 'humanevl' is no task; did you mean humaneval\?"),
-    (["run", "--tasks", "aime42", "--engine", "echo"], r"unknown task 'aime42'; did you mean aime25\?"),
+    (["run", "--tasks", "aime42", "--engine", "echo"], r"unknown task 'aime42'; did you mean aime26\?"),
 ])
 def test_other_commands_refuse_options_that_would_do_nothing(tiny_run: Path, tmp_path: Path, argv: list[str],
                                                              pattern: str, capsys: pytest.CaptureFixture[str]) -> None:

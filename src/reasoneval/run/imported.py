@@ -106,7 +106,9 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
             if key in seen:
                 key = problem_key(question + f"\x1f{line}", answer)  # the same problem twice stays two rows
             seen.add(key)
-            p = Problem(task=task, id=pid, problem=question, answer=answer, key=key)
+            kind = row.get("answer_type")  # HLE's rows: multiple choice or a short answer (its rule reads it)
+            p = Problem(task=task, id=pid, problem=question, answer=answer, key=key,
+                        payload={"answer_type": kind} if isinstance(kind, str) else {})
             problems.append(p)
             texts = _responses(resp, where)
             K = max(K, len(texts))
@@ -116,13 +118,28 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
     if not problems:
         raise UserError(f"{path} holds no rows")
     add_problems(out_dir, problems)
-    scoring = cascade_scoring(TaskScoring(scorer), judge) if judge is not None else TaskScoring(scorer)
+    scoring = file_scoring(task, scorer)
+    scoring = cascade_scoring(scoring, judge) if judge is not None else scoring
     write_config(out_dir, RunConfig(
         run_id=run_id or out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path),
         n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]}, scoring={task: scoring},
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         plugins={f"scorer/{scorer}": origin for origin in [SCORERS.provenance(scorer)] if origin}))
     return K
+
+
+def file_scoring(task: str, scorer: str) -> TaskScoring:
+    """How a file's rows are graded: `scorer` plainly, except a file labelled with a task of the catalog whose scoring
+    has settings or is a cascade (MathArena's exact grading, HLE's rule and judge prompt) and the default scorer:
+    that task's scoring (without its lm-eval columns, which need the task's prompt style)."""
+    from reasoneval.tasks.registry import TASKS
+
+    if scorer != "math" or task not in TASKS:
+        return TaskScoring(scorer)
+    own = TASKS.get(task).scoring
+    if own.scorer == "cascade" or (own.scorer == "math" and own.settings):
+        return TaskScoring(own.scorer, dict(own.settings))
+    return TaskScoring(scorer)
 
 
 def joined_task(task: str | None, scorer: str, first_row: Mapping[str, Any] | None) -> str | None:
