@@ -145,3 +145,18 @@ def test_the_cache_key_is_the_judge_its_prompt_its_settings_and_the_item() -> No
         assert judgement_key(other, item) != key
     for other_item in (JudgeItem("q2", "1/2", "0.5"), JudgeItem("q", "1/3", "0.5"), JudgeItem("q", "1/2", "0.50")):
         assert judgement_key(base, other_item) != key
+
+
+def test_only_free_form_answers_get_a_judge() -> None:
+    from reasoneval.scoring import TaskScoring
+    from reasoneval.scoring.judge.cascade import cascade_scoring
+    from reasoneval.scoring.judge.client import JudgeSettings
+
+    judge = JudgeSettings.make("judge", "http://a/v1")
+    for decided_by_the_rule in (TaskScoring("code"), TaskScoring("choice"), TaskScoring("ifeval")):
+        assert cascade_scoring(decided_by_the_rule, judge) == decided_by_the_rule
+    math = cascade_scoring(TaskScoring("math", {"approx": "exact"}), judge)
+    assert math.scorer == "cascade" and math.settings["rule"] == {"scorer": "math", "settings": {"approx": "exact"}}
+    hle = cascade_scoring(TaskScoring("cascade", {"rule": {"scorer": "hle", "settings": {}}, "judge_prompt": "hle"}),
+                          judge)
+    assert hle.settings["judge"]["prompt"] == "hle" and hle.settings["rule"]["scorer"] == "hle"

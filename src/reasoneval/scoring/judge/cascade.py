@@ -35,8 +35,16 @@ CASCADE_VERSION = "1"
 RULE_FINAL = ("no_answer",)
 
 
+# The rules whose rejections a judge may overturn: free-form answers. A choice letter, a program run against tests
+# and IFEval's checks decide every sample themselves; their tasks keep their scoring when a judge is given.
+JUDGEABLE = ("math", "cascade")
+
+
 def cascade_scoring(scoring: TaskScoring, judge: JudgeSettings) -> TaskScoring:
-    """`scoring` as the rule of a cascade with `judge` (its extra columns stay beside it, scored by their rule)."""
+    """`scoring` as the rule of a cascade with `judge` (its extra columns stay beside it, scored by their rule); a
+    scoring whose rule decides everything itself (not JUDGEABLE) as it is."""
+    if scoring.scorer not in JUDGEABLE:
+        return scoring
     if scoring.scorer == "cascade":
         rule = dict(scoring.settings.get("rule") or {})
         prompt = str(scoring.settings.get("judge_prompt") or judge.prompt)
