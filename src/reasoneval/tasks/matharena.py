@@ -51,7 +51,9 @@ def _spec(name: str, dataset: str, title: str, year: int, size: int) -> TaskSpec
                                                                      matharena_mapper(year)))
 
 
-# Sizes as the dataset cards list them (the listing's figure before the data is loaded).
+# Sizes as the dataset cards list them (the listing's figure before the data is loaded; the loaded count is what a
+# run reports). smt25's 53 could not be checked against its card here: `reasoneval tasks` shows the real count once
+# the data is pulled.
 AIME26 = _spec("aime26", "aime_2026", "AIME 2026 I+II", 2026, 30)
 HMMT_FEB25 = _spec("hmmt_feb25", "hmmt_feb_2025", "HMMT February 2025", 2025, 30)
 HMMT_FEB26 = _spec("hmmt_feb26", "hmmt_feb_2026", "HMMT February 2026", 2026, 33)
