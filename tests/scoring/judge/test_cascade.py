@@ -160,3 +160,27 @@ def test_only_free_form_answers_get_a_judge() -> None:
     hle = cascade_scoring(TaskScoring("cascade", {"rule": {"scorer": "hle", "settings": {}}, "judge_prompt": "hle"}),
                           judge)
     assert hle.settings["judge"]["prompt"] == "hle" and hle.settings["rule"]["scorer"] == "hle"
+
+
+def test_report_adds_a_judge_later_and_moves_it(make_openai_server: Any, tmp_path: Path, data: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A run generated without a judge, judged by `report --judge-model --judge-base-url`; the judge served elsewhere
+    later (`report --judge-base-url`): its verdicts still read from the journal."""
+    from tests.reliability._helpers import cli_inprocess
+
+    model = model_server(make_openai_server)
+    plain = reasoneval.evaluate(base_url=model.base_url, model="test-model", data_dir=str(data), tasks=["aime24"], n=1,
+                                output_dir=str(tmp_path / "results"), grading_workers=1, progress=False,
+                                print_table=False, retry_backoff=0.01)
+    assert plain.tasks["aime24"].mean == pytest.approx(0.25) and "ungraded" not in plain.tasks["aime24"].extra
+    judge = make_openai_server(model="judge", responder=judge_responder("right"))
+    r = cli_inprocess(["report", str(plain.run_dir), "--judge-model", "judge", "--judge-base-url", judge.base_url,
+                       "--grading-workers", "1", "--json"], capsys)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["tasks"]["aime24"]["mean"] == pytest.approx(0.5) and judge.count_requests() == 2
+    assert load_config(plain.run_dir).scoring["aime24"].scorer == "cascade"
+    moved = make_openai_server(model="judge", responder=judge_responder("right"))
+    again = score_run(plain.run_dir, print_table=False, judge_base_url=moved.base_url)
+    assert again.tasks["aime24"].mean == pytest.approx(0.5)
+    assert moved.count_requests() == 0 and judge.count_requests() == 2
+    assert load_config(plain.run_dir).scoring["aime24"].settings["judge"]["base_url"] == moved.base_url

@@ -45,16 +45,31 @@ def cascade_scoring(scoring: TaskScoring, judge: JudgeSettings) -> TaskScoring:
     scoring whose rule decides everything itself (not JUDGEABLE) as it is."""
     if scoring.scorer not in JUDGEABLE:
         return scoring
+    own_prompt = None
     if scoring.scorer == "cascade":
         rule = dict(scoring.settings.get("rule") or {})
-        prompt = str(scoring.settings.get("judge_prompt") or judge.prompt)
+        own_prompt = scoring.settings.get("judge_prompt")
     else:
         rule = {"scorer": scoring.scorer, "settings": dict(scoring.settings)}
-        prompt = judge.prompt
-    settings = JudgeSettings.make(judge.model, judge.base_url, prompt, temperature=judge.temperature,
-                                  max_tokens=judge.max_tokens, retries=judge.retries, concurrency=judge.concurrency,
-                                  timeout_s=judge.timeout_s, api_key_env=judge.api_key_env)
-    return TaskScoring("cascade", {"rule": rule, "judge": settings.to_json()}, scoring.extra)
+    settings = JudgeSettings.make(judge.model, judge.base_url, str(own_prompt or judge.prompt),
+                                  temperature=judge.temperature, max_tokens=judge.max_tokens, retries=judge.retries,
+                                  concurrency=judge.concurrency, timeout_s=judge.timeout_s, api_key_env=judge.api_key_env)
+    wrapped: dict[str, Any] = {"rule": rule, "judge": settings.to_json()}
+    if own_prompt:  # the task's own judge prompt (HLE's) stays with it: another judge later asks it too
+        wrapped["judge_prompt"] = own_prompt
+    return TaskScoring("cascade", wrapped, scoring.extra)
+
+
+def judged_by(scoring: TaskScoring, model: str | None, base_url: str) -> TaskScoring:
+    """`report`'s --judge-model / --judge-base-url on a run's scoring: with a model, the cascade with that judge (a run
+    generated without one, judged now); with the endpoint only, the judge it has, served at `base_url` (its
+    verdicts stay valid: where a judge is served is not in their key)."""
+    if model is not None:
+        return cascade_scoring(scoring, JudgeSettings.make(model, base_url))
+    judge = scoring.settings.get("judge") if scoring.scorer == "cascade" else None
+    if not judge:
+        return scoring
+    return TaskScoring("cascade", {**scoring.settings, "judge": {**judge, "base_url": base_url}}, scoring.extra)
 
 
 def judge_client(context: ScoringContext, settings: JudgeSettings) -> JudgeClient:
