@@ -94,6 +94,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("download benchmarks ahead of time", "reasoneval.cli.main:add_data_parser"),
     "score": ("grade a run directory again, or an external file of generations",
               "reasoneval.cli.score:add_score_parser"),
+    "judge-check": ("the judge's agreement with labelled answer pairs, beside the rule's",
+                    "reasoneval.cli.judge:add_judge_check_parser"),
     "doctor": ("what the code sandbox can do here: its mode, the memory bound in force",
                "reasoneval.cli.doctor:add_doctor_parser"),
     "sweep": ("evaluate every model/checkpoint of a jobs file on a Ray cluster, one job per GPU",

@@ -39,7 +39,7 @@ class ScoreFlags:
 
 
 def add_score_parser(p: argparse.ArgumentParser) -> None:
-    from reasoneval.run.options import GRADING_OPTIONS, EvalConfig
+    from reasoneval.run.options import GRADING_OPTIONS, JUDGE_OPTIONS, EvalConfig
 
     p.epilog = ("examples:\n"
                        "  reasoneval score results/my-model/0123abcd4567     # after a grader change\n"
@@ -54,6 +54,7 @@ def add_score_parser(p: argparse.ArgumentParser) -> None:
     add_options(p, EvalConfig, ["data_dir"], groups)
     add_options(p, ScoreFlags, ["scorer", "problem_field", "answer_field", "response_field"], groups)
     add_options(p, EvalConfig, GRADING_OPTIONS)
+    add_options(p, EvalConfig, JUDGE_OPTIONS)
     add_options(p, ScoreFlags, ["json"], groups)
     p.set_defaults(func=_cmd_score)
 
@@ -68,7 +69,8 @@ def _cmd_score(a: argparse.Namespace) -> int:
 
     file_only = {"--task": a.task, "--output-dir": a.output_dir, "--problem-field": a.problem_field,
                  "--answer-field": a.answer_field, "--response-field": a.response_field, "--data-dir": a.data_dir,
-                 "--scorer": a.scorer if "scorer" in given_flags(a) else None}
+                 "--scorer": a.scorer if "scorer" in given_flags(a) else None,
+                 "--judge-model": a.judge_model, "--judge-base-url": a.judge_base_url}
     given = [flag for flag, v in file_only.items() if v is not None]
     if Path(a.path).is_dir() and given == ["--scorer"]:
         raise UserError(f"--scorer describe a file of generations; {a.path} is a run directory, graded with the scoring "
@@ -87,7 +89,7 @@ def _cmd_score(a: argparse.Namespace) -> int:
     s = score(a.path, n=a.n, output_dir=a.output_dir, task=a.task, scorer=a.scorer,
               problem_field=a.problem_field, answer_field=a.answer_field, response_field=a.response_field,
               workers=a.grading_workers, grading_timeout=a.grading_timeout, print_table=not a.json,
-              data_dir=a.data_dir)
+              data_dir=a.data_dir, judge_model=a.judge_model, judge_base_url=a.judge_base_url)
     if a.json:
         print(json.dumps(s.to_json_dict(), indent=2))
     if not s.complete:

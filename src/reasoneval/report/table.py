@@ -57,6 +57,18 @@ def task_options_lines(result: RunResult) -> list[str]:
     return out
 
 
+def ungraded_lines(result: RunResult) -> list[str]:
+    """A line per task with ungraded samples (the cascade's judge failed, or a task that needs a judge ran without
+    one): they are counted wrong, so its accuracy is a lower bound until they are graded."""
+    out = []
+    for name, m in result.tasks.items():
+        g = m.extra.get("ungraded")
+        if g is not None and g.mean:
+            out.append(f"{name}: {pct(g.mean)}% of samples ungraded (the judge failed or answered out of format, or no "
+                       "judge was given), counted wrong: re-score (`reasoneval report`) to ask the judge again")
+    return out
+
+
 def _greedy(result: RunResult) -> bool:
     sampling = result.config.settings.sampling
     return result.n == 1 and sampling is not None and sampling.temperature == 0
@@ -96,7 +108,8 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
             table.add_row("all (macro)", "", pct(agg.macro_mean), *([""] * (len(ks) + len(majs) + 2)))
     console = console if console is not None else console_for_tables()
     console.print(table)
-    for line in [*task_options_lines(result), k_note(result), *adaptive_lines(result), view_line(result)]:
+    for line in [*task_options_lines(result), k_note(result), *adaptive_lines(result), view_line(result),
+                 *ungraded_lines(result)]:
         if line:
             console.print(line, soft_wrap=True, markup=False)
     for name, m in result.tasks.items():

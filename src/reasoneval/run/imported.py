@@ -33,6 +33,8 @@ from reasoneval.results.store import SampleStore, add_problems
 from reasoneval.run.contest_files import contest_task, read_generation_rows
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
+from reasoneval.scoring.judge.cascade import cascade_scoring
+from reasoneval.scoring.judge.client import JUDGEMENTS_FILE, JudgeSettings
 from reasoneval.tasks.keys import dataset_hash, problem_key
 from reasoneval.tasks.spec import TaskSpec
 from reasoneval.tasks.user_data import iter_rows
@@ -81,7 +83,7 @@ def _responses(value: Any, where: str) -> list[str]:
 
 def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, problem_field: str | None,
                        answer_field: str | None, response_field: str | None, run_id: str | None = None,
-                       n: int | None = None) -> int:
+                       n: int | None = None, judge: JudgeSettings | None = None) -> int:
     """Write `out_dir` (a new, empty folder: `score` swaps it in once it is graded) as a run directory holding
     the file's problems and responses; returns K, the most responses a row has. run_id: the run's (default: the
     folder's name); n: the samples per problem its headline uses (default K)."""
@@ -108,7 +110,9 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
             if key in seen:
                 key = problem_key(question + f"\x1f{line}", answer)  # the same problem twice stays two rows
             seen.add(key)
-            p = Problem(task=task, id=pid, problem=question, answer=answer, key=key)
+            kind = row.get("answer_type")  # HLE's rows: multiple choice or a short answer (its rule reads it)
+            p = Problem(task=task, id=pid, problem=question, answer=answer, key=key,
+                        payload={"answer_type": kind} if isinstance(kind, str) else {})
             problems.append(p)
             texts = _responses(resp, where)
             K = max(K, len(texts))
@@ -118,12 +122,28 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
     if not problems:
         raise UserError(f"{path} holds no rows")
     add_problems(out_dir, problems)
+    scoring = file_scoring(task, scorer)
+    scoring = cascade_scoring(scoring, judge) if judge is not None else scoring
     write_config(out_dir, RunConfig(
         run_id=run_id or out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path),
-        n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]}, scoring={task: TaskScoring(scorer)},
+        n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]}, scoring={task: scoring},
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         plugins={f"scorer/{scorer}": origin for origin in [SCORERS.provenance(scorer)] if origin}))
     return K
+
+
+def file_scoring(task: str, scorer: str) -> TaskScoring:
+    """How a file's rows are graded: `scorer` plainly, except a file labelled with a task of the catalog whose scoring
+    has settings or is a cascade (MathArena's exact grading, HLE's rule and judge prompt) and the default scorer:
+    that task's scoring (without its lm-eval columns, which need the task's prompt style)."""
+    from reasoneval.tasks.registry import TASKS
+
+    if scorer != "math" or task not in TASKS:
+        return TaskScoring(scorer)
+    own = TASKS.get(task).scoring
+    if own.scorer == "cascade" or (own.scorer == "math" and own.settings):
+        return TaskScoring(own.scorer, dict(own.settings))
+    return TaskScoring(scorer)
 
 
 def joined_task(task: str | None, scorer: str, first_row: Mapping[str, Any] | None) -> str | None:
@@ -247,7 +267,7 @@ def _first_row(path: Path) -> Mapping[str, Any] | None:
 
 
 # The graders' caches a re-import keeps (keyed by answer and reference, or by program and tests: still valid).
-CACHE_FILES = ("grades.jsonl", "code_runs.jsonl")
+CACHE_FILES = ("grades.jsonl", "code_runs.jsonl", JUDGEMENTS_FILE)
 
 
 @contextlib.contextmanager
@@ -305,11 +325,14 @@ def check_task_label(task: str | None) -> None:
 def score(path: str, *, n: int | None = None, output_dir: str | None = None, task: str | None = None,
           scorer: str = "math", problem_field: str | None = None, answer_field: str | None = None,
           response_field: str | None = None, workers: int | None = None, grading_timeout: float = GRADING_TIMEOUT_S,
-          print_table: bool = True, data_dir: str | None = None) -> RunResult:
+          print_table: bool = True, data_dir: str | None = None, judge_model: str | None = None,
+          judge_base_url: str | None = None) -> RunResult:
     """Grade a run directory again (its headline), or a file of generations: the file becomes a run directory
     (FILE.reasoneval, or output_dir) made afresh and graded, which replaces the earlier one only once it is whole,
     so a file that cannot be read or graded leaves the earlier results as they were. Problems may have different
-    numbers of responses: pass@k and maj@k are then reported for k up to the fewest (report.figures)."""
+    numbers of responses: pass@k and maj@k are then reported for k up to the fewest (report.figures).
+    judge_model, judge_base_url: a file's scoring becomes the rule-then-judge cascade with this judge (a run
+    directory keeps the judge its config.json records)."""
     from reasoneval.run.pipeline import score_run
 
     src = Path(path)
@@ -319,6 +342,9 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
         return score_run(src, n=n, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
     if n is not None and n < 1:
         raise UserError(f"--n must be at least 1 (got {n})")
+    if (judge_model is None) != (judge_base_url is None):
+        raise UserError("--judge-model and --judge-base-url go together: give both or neither")
+    judge = JudgeSettings.make(judge_model, judge_base_url) if judge_model and judge_base_url else None
     out = Path(output_dir) if output_dir else src.with_name(src.name + ".reasoneval")
     SCORERS.get(scorer)  # an unknown scorer fails before anything is written
     check_task_label(task)
@@ -333,7 +359,8 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
                                     run_id=out.name, n=n)
         else:
             import_generations(src, stage, task=task or src.stem, scorer=scorer, problem_field=problem_field,
-                               answer_field=answer_field, response_field=response_field, run_id=out.name, n=n)
+                               answer_field=answer_field, response_field=response_field, run_id=out.name, n=n,
+                               judge=judge)
         result = score_run(stage, workers=workers, grading_timeout=grading_timeout, print_table=False)
     result = dataclasses.replace(result, run_dir=out)
     if print_table:

@@ -152,6 +152,8 @@ SCORERS.add_lazy("strict_match", "reasoneval.scoring.lmeval:StrictMatchScorer")
 SCORERS.add_lazy("flexible_extract", "reasoneval.scoring.lmeval:FlexibleExtractScorer")
 SCORERS.add_lazy("exact_match", "reasoneval.scoring.lmeval:ExactMatchScorer")
 SCORERS.add_lazy("math_verify", "reasoneval.scoring.lmeval:MathVerifyScorer")
+SCORERS.add_lazy("cascade", "reasoneval.scoring.judge.cascade:CascadeScorer")
+SCORERS.add_lazy("hle", "reasoneval.scoring.judge.hle:HLERule")
 
 
 def create_scorer(scoring: TaskScoring, context: ScoringContext) -> Scorer:

@@ -111,6 +111,8 @@ IFEVAL = TaskSpec("ifeval", "IFEval: 541 prompts with verifiable instructions", 
 GROUPS: dict[str, tuple[str, ...]] = {
     "math": ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench"),
     "math_full": ("hendrycks_math",),  # an alias
+    # MathArena's competitions (tasks/matharena.py), released after each contest: after most training data
+    "matharena": ("aime26", "hmmt_feb25", "hmmt_feb26", "hmmt_nov25", "brumo25", "cmimc25", "smt25"),
 }
 
 
