@@ -45,7 +45,7 @@ from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
 from reasoneval.scoring import SCORERS, ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.judge.cascade import cascade_scoring
-from reasoneval.scoring.judge.client import JudgeSettings
+from reasoneval.scoring.judge.client import JudgeSettings, check_judge
 from reasoneval.scoring.lmeval import hendrycks_reference
 from reasoneval.tasks import TASKS, dataset_hash, load_task, load_user_data, resolve_task_names
 from reasoneval.version import __version__
@@ -321,6 +321,16 @@ def judge_of(cfg: EvalConfig) -> JudgeSettings | None:
     if cfg.judge_model is None or cfg.judge_base_url is None:
         return None
     return JudgeSettings.make(cfg.judge_model, cfg.judge_base_url)
+
+
+def check_run_judge(cfg: EvalConfig, tasks: Sequence[LoadedTask]) -> None:
+    """The run's judge, when some task's scoring asks it, checked to serve (scoring/judge/client.check_judge)."""
+    judge = judge_of(cfg)
+    if judge is None:
+        return
+    prompt = cfg.prompt()
+    if any(task_scoring(t, prompt, cfg.lmeval_metrics, judge).scorer == "cascade" for t in tasks):
+        check_judge(judge)
 
 
 def task_scoring(task: LoadedTask, prompt: PromptConfig, lmeval_metrics: bool = False,

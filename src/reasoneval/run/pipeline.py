@@ -21,6 +21,7 @@ from reasoneval.errors import RunIncomplete, UserError
 from reasoneval.results.schema import RunResult, load_run
 from reasoneval.results.scope import headline_scope
 from reasoneval.run.generation import (
+    check_run_judge,
     generate_run,
     load_tasks,
     run_settings,
@@ -45,6 +46,7 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     cfg.check_given(set(options))
     tasks = load_tasks(cfg)
     used_plugins(cfg, tasks)  # a broken engine, task, scorer or prompt style: one line now, not after generating
+    check_run_judge(cfg, tasks)  # a judge that cannot serve: one line now, not ungraded samples after generating
     if cfg.lmeval_metrics and not any(t.spec.scoring.extra for t in tasks):
         log.warning("--lmeval-metrics has no effect here: none of %s has lm-eval's columns",
                     ", ".join(t.name for t in tasks))

@@ -97,27 +97,56 @@ def test_a_wrong_judge_is_seen_in_the_agreement(make_openai_server: Any, tmp_pat
     assert m.extra["rule_judge_agreement"].mean == pytest.approx(0.5)  # P0 agreed (wrongly), P3 overturned
 
 
-@pytest.mark.parametrize("failure", ["out_of_format", "http500", "down"])
+@pytest.mark.parametrize("failure", ["out_of_format", "http500"])
 def test_a_judge_that_fails_leaves_samples_ungraded_and_says_so(make_openai_server: Any, tmp_path: Path, data: Path,
                                                                failure: str, capsys: pytest.CaptureFixture[str]) -> None:
-    if failure == "down":  # nothing listens there
-        judge_url, judge = "http://127.0.0.1:9/v1", None
-    else:
-        judge = make_openai_server(model="judge", responder=judge_responder("out_of_format"),
-                                   fault_rates={"http500": 1.0} if failure == "http500" else None)
-        judge_url = judge.base_url
-    result = run(model_server(make_openai_server), judge_url, data, tmp_path)
+    judge = make_openai_server(model="judge", responder=judge_responder("out_of_format"),
+                               fault_rates={"http500": 1.0} if failure == "http500" else None)
+    result = run(model_server(make_openai_server), judge.base_url, data, tmp_path)
     m = result.tasks["aime24"]
     assert m.mean == pytest.approx(0.25)  # only the rule's P1; P0 and P3 ungraded, counted wrong
     assert m.extra["ungraded"].mean == pytest.approx(0.5) and m.extra["decided_by_judge"].mean == 0
-    if judge is not None:
-        assert judge.count_requests() == 2 * 3  # each tried once and retried twice
+    assert judge.count_requests() == 2 * 3  # each tried once and retried twice
     assert not (result.run_dir / "judgements.jsonl").exists() or \
         (result.run_dir / "judgements.jsonl").read_text() == ""
     summary = json.loads((result.run_dir / "summary.json").read_text())
     assert summary["tasks"]["aime24"]["extra"]["ungraded"]["mean"] == pytest.approx(0.5)
     score_run(result.run_dir)  # the headline's table says so
     assert "aime24: 50.0% of samples ungraded" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("failure", ["down", "unknown_model", "bad_key"])
+def test_a_judge_that_cannot_serve_stops_the_run_before_it_generates(make_openai_server: Any, tmp_path: Path,
+                                                                     data: Path, failure: str) -> None:
+    from reasoneval.errors import UserError
+
+    model = model_server(make_openai_server)
+    if failure == "down":  # nothing listens there
+        judge_url = "http://127.0.0.1:9/v1"
+    else:
+        judge_url = make_openai_server(model="other" if failure == "unknown_model" else "judge",
+                                       api_key="secret" if failure == "bad_key" else None).base_url
+    with pytest.raises(UserError) as e:
+        run(model, judge_url, data, tmp_path)
+    message = str(e.value)
+    assert "\n" not in message and "the judge cannot serve" in message
+    assert f"--judge-base-url {judge_url}" in message and "--judge-model judge" in message
+    assert {"down": "cannot reach", "unknown_model": "'judge' is not served", "bad_key": "HTTP 401"}[failure] in message
+    assert model.count_requests() == 0  # nothing generated
+
+
+def test_report_says_when_the_runs_judge_no_longer_serves(make_openai_server: Any, tmp_path: Path, data: Path) -> None:
+    """A judge gone by the time a run is re-scored with answers it has not judged: one line, the headline kept."""
+    from reasoneval.errors import UserError
+
+    judge = make_openai_server(model="judge", responder=judge_responder("right"))
+    result = run(model_server(make_openai_server), judge.base_url, data, tmp_path)
+    summary = (result.run_dir / "summary.json").read_text()
+    (result.run_dir / "judgements.jsonl").unlink()  # its verdicts forgotten: the judge is needed again
+    judge.stop()
+    with pytest.raises(UserError, match="the judge cannot serve .*cannot reach"):
+        score_run(result.run_dir, print_table=False)
+    assert (result.run_dir / "summary.json").read_text() == summary
 
 
 def test_strict_verdict_parsing() -> None:

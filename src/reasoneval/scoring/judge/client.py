@@ -6,6 +6,10 @@ reference and the extracted answer. A resumed run, a re-score (`report`, `score`
 question reads the verdict back instead of paying for it again. A call that fails (HTTP errors, timeouts, a reply out
 of format) is retried `retries` times, then that sample is ungraded: nothing is journaled, so the next scoring asks
 again.
+
+A judge that cannot serve at all (nothing listens at its endpoint, the key is refused, the model is not served there)
+is a configuration error, not a failed call: `check_judge` says so in one line before a run generates anything, and a
+scoring pass that finds it so raises the same error rather than leaving every sample ungraded.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -103,6 +108,34 @@ def judgement_key(settings: JudgeSettings, item: JudgeItem) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def judge_error(settings: JudgeSettings, cause: UserError) -> UserError:
+    """The engine's one-line reason a judge cannot serve, in the judge's own flags."""
+    why = re.sub(r"--model\b", "--judge-model", re.sub(r"--base-url\b", "--judge-base-url", str(cause)))
+    return UserError(f"the judge cannot serve ({why}): start it, or fix --judge-base-url {settings.base_url} / "
+                     f"--judge-model {settings.model}; samples already generated are kept")
+
+
+async def _probe(settings: JudgeSettings) -> None:
+    from reasoneval.engines.openai import OpenAIEngine
+
+    engine = OpenAIEngine(settings.base_url, settings.model, api="chat",
+                          api_key=os.environ.get(settings.api_key_env), timeout_s=min(30.0, settings.timeout_s),
+                          max_connections=1)
+    try:
+        await engine.start()
+    except UserError as e:
+        raise judge_error(settings, e) from None
+    finally:
+        await engine.close()
+
+
+def check_judge(settings: JudgeSettings) -> None:
+    """One cheap request (GET /models): a one-line UserError naming the cause and the flags to change when the judge
+    is unreachable, refuses the key or does not serve its model."""
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:  # its own event loop, whoever calls
+        ex.submit(asyncio.run, _probe(settings)).result()
+
+
 class JudgeClient:
     """Verdicts for items: the journal's, else the judge's (asked concurrently, each retried), journaled."""
 
@@ -143,8 +176,7 @@ class JudgeClient:
         try:
             await engine.start()
         except UserError as e:
-            log.warning("judge %s at %s: %s; %d sample(s) ungraded", s.model, s.base_url, e, len(items))
-            return {k: f"judge unavailable: {e}" for k in items}
+            raise judge_error(s, e) from None
         errors: dict[str, str] = {}
         gate = asyncio.Semaphore(max(1, s.concurrency))
         out = open(self.journal, "a", encoding="utf-8") if self.journal is not None else None
