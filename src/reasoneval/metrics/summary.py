@@ -61,6 +61,10 @@ class GroupMetrics:
     num_problems: int
     mean: float
     stderr: float | None
+    # A counted ratio's counts (value_metrics' `x.count` / `x.of`): `mean` = count / of, e.g. the cascade's samples
+    # the judge decided of all samples, or the agreements of the samples both rule and judge decided.
+    count: int | None = json_field(default=None, omit_none=True)
+    of: int | None = json_field(default=None, omit_none=True)
 
 
 @dataclass(frozen=True)
@@ -413,7 +417,8 @@ def value_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, GroupMetrics]
     A pair `x.num` / `x.den` is the ratio metric `x` = sum(num) / sum(den) over every sample (IFEval's
     instruction-level accuracy: instructions followed / instructions), with the delta-method standard error
     that treats problems as clusters: sqrt(Q/(Q-1) * sum_i (X_i - r Y_i)^2) / sum_i Y_i, X_i and Y_i the
-    problem's sums. docs/statistics.md.
+    problem's sums. docs/statistics.md. A pair `x.count` / `x.of` is the same ratio of counts, reported with
+    them (GroupMetrics.count and .of: the cascade's samples each stage decided).
     """
     rows = [o.values for o in outcomes if o.values]
     if not rows:
@@ -421,18 +426,22 @@ def value_metrics(outcomes: Sequence[ProblemOutcome]) -> dict[str, GroupMetrics]
     names = list(dict.fromkeys(k for vs in rows for v in vs for k in v))
     out: dict[str, GroupMetrics] = {}
     for name in names:
-        if name.endswith(".den"):
+        if name.endswith((".den", ".of")):
             continue
-        if name.endswith(".num"):
-            base = name[:-4]
+        pair = (".num", ".den") if name.endswith(".num") else (".count", ".of") if name.endswith(".count") else None
+        if pair is not None:
+            base = name[:-len(pair[0])]
             x = np.array([sum(v.get(name, 0.0) for v in vs) for vs in rows], dtype=np.float64)
-            y = np.array([sum(v.get(base + ".den", 0.0) for v in vs) for vs in rows], dtype=np.float64)
+            y = np.array([sum(v.get(base + pair[1], 0.0) for v in vs) for vs in rows], dtype=np.float64)
             if y.sum() <= 0:
                 continue
             r = x.sum() / y.sum()
             q = len(rows)
             se = math.sqrt(q / (q - 1) * float(((x - r * y) ** 2).sum())) / y.sum() if q > 1 else None
-            out[base] = GroupMetrics(num_problems=q, mean=float(r), stderr=finite_or_none(se))
+            counted = pair[0] == ".count"
+            out[base] = GroupMetrics(num_problems=q, mean=float(r), stderr=finite_or_none(se),
+                                     count=round(float(x.sum())) if counted else None,
+                                     of=round(float(y.sum())) if counted else None)
         else:
             per_problem = np.array([np.mean([v[name] for v in vs if name in v]) for vs in rows
                                     if any(name in v for v in vs)], dtype=np.float64)

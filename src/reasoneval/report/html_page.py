@@ -206,6 +206,17 @@ def _metrics_table(result: RunResult) -> str:
     return "".join(out)
 
 
+def _judge_stages(result: RunResult) -> str:
+    """The cascade's stages per judged task (report/table.judge_stage_lines), and its ungraded samples."""
+    from reasoneval.report.table import judge_stage_lines, ungraded_lines
+
+    lines = [*judge_stage_lines(result), *ungraded_lines(result)]
+    if not lines:
+        return ""
+    return ('<h3>Rule and judge</h3><ul id="judge-stages">' + "".join(f"<li>{esc(x)}</li>" for x in lines)
+            + "</ul>")
+
+
 def _breakdowns(result: RunResult) -> str:
     out = []
     for t, m in result.tasks.items():
@@ -312,7 +323,7 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
 {"complete" if result.complete else "<b class=bad>incomplete</b>"} · created {esc(cfg.created or "?")} ·
 updated {esc(cfg.updated or "?")}</p>{_view_text(result)}
 <details><summary>settings and versions</summary><pre>{esc(settings)}</pre></details>
-<h2>Metrics</h2>{_metrics_table(result)}
+<h2>Metrics</h2>{_metrics_table(result)}{_judge_stages(result)}
 {_adaptive(result, [p["n"] for p in problems])}
 <h2>Plots</h2>{_plots(result, lengths, truncated)}
 <h2>By subject and level</h2>{_breakdowns(result)}

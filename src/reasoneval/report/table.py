@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from reasoneval.metrics import TaskMetrics
+from reasoneval.metrics.summary import GroupMetrics
 from reasoneval.report.figures import adaptive_lines, k_note, maj_columns, pass_ks, sample_range, samples_label, view_line
 from reasoneval.report.text import console_for_tables, pct, pct_se
 from reasoneval.results.schema import RunResult
@@ -26,8 +27,37 @@ def _extra_rows(name: str, m: TaskMetrics, width: int) -> list[list[str]]:
     """One row per extra metric (lm-eval's strict-match, ..., IFEval's inst_strict, ...): its figure ± SE in the
     first figure column."""
     blank = [""] * width
-    return [[escape(f"  {name} [{metric}]"), str(g.num_problems), pct_se(g.mean, g.stderr), *blank]
+    return [[escape(f"  {name} [{metric}]"), str(g.num_problems), pct_se(g.mean, g.stderr) + _counts(g), *blank]
             for metric, g in m.extra.items()]
+
+
+def _counts(g: GroupMetrics) -> str:
+    """A ratio metric's counts after its figure: " (2/4)"."""
+    return "" if g.count is None or g.of is None else f" ({g.count}/{g.of})"
+
+
+def judge_stage_lines(result: RunResult) -> list[str]:
+    """A line per judged task (the cascade's figures): how many verdicts each stage decided, as counts and shares of
+    the samples, and the rule/judge agreement over only the samples both decided, with that count."""
+    out = []
+    for name, m in result.tasks.items():
+        stages = [(label, m.extra.get(key)) for key, label in (("decided_by_rule", "the rule"),
+                                                              ("decided_by_judge", "the judge"),
+                                                              ("ungraded", "ungraded"))]
+        if any(g is None or g.count is None for _, g in stages):
+            continue
+        total = next(g.of for _, g in stages if g is not None)
+        parts = ", ".join(f"{label} {g.count} ({pct(g.mean)}%)" for label, g in stages if g is not None)
+        line = f"{name}: verdicts of {total} samples: {parts}"
+        agree = m.extra.get("rule_judge_agreement")
+        both = agree.of if agree is not None and agree.of is not None else 0
+        if agree is not None and both:
+            line += (f"; rule and judge agree on {agree.count} of the {both} samples both decided "
+                     f"({pct(agree.mean)}%)")
+        else:
+            line += "; no sample decided by both rule and judge (no agreement figure)"
+        out.append(line)
+    return out
 
 
 # the breakdowns shown as rows under their task (competition programming's difficulty and platform)
@@ -109,7 +139,7 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
     console = console if console is not None else console_for_tables()
     console.print(table)
     for line in [*task_options_lines(result), k_note(result), *adaptive_lines(result), view_line(result),
-                 *ungraded_lines(result)]:
+                 *judge_stage_lines(result), *ungraded_lines(result)]:
         if line:
             console.print(line, soft_wrap=True, markup=False)
     for name, m in result.tasks.items():

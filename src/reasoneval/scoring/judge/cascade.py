@@ -9,9 +9,11 @@ reasoning. Where the rule gave a verdict (rejected) and the judge one too, both 
 a figure of the result. A sample the judge cannot grade (its calls failed or answered out of format, after retries)
 is ungraded: counted wrong, and the result's `ungraded` figure says how many there are.
 
-Each sample's value carries the stage figures as ratio metrics (metrics.value_metrics): `decided_by_rule`,
-`decided_by_judge`, `ungraded` (shares of the samples) and `rule_judge_agreement` (agreements / samples both
-decided), shown under the task in the table and in summary.json's `extra`.
+Each sample's value carries the stage figures as counted ratios (metrics.value_metrics, `x.count` / `x.of`):
+`decided_by_rule`, `decided_by_judge`, `ungraded` (samples each stage decided, of all samples) and
+`rule_judge_agreement` (agreements, of the samples both decided), shown with their counts under the task in the
+table, in a line per judged task under it and in report.html (report/table.judge_stage_lines), and in summary.json's
+`extra` (`count`, `of`, `mean`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("reasoneval")
 
-CASCADE_VERSION = "1"
+CASCADE_VERSION = "2"  # 2: the stage figures are counted ratios (x.count / x.of)
 # The rule's statuses whose verdict stands without the judge (besides a correct answer).
 RULE_FINAL = ("no_answer",)
 
@@ -81,10 +83,10 @@ def judge_client(context: ScoringContext, settings: JudgeSettings) -> JudgeClien
 
 
 def _figures(rule: bool, judge: bool, ungraded: bool, both: bool, agree: bool) -> dict[str, float]:
-    return {"decided_by_rule.num": float(rule), "decided_by_rule.den": 1.0,
-            "decided_by_judge.num": float(judge), "decided_by_judge.den": 1.0,
-            "ungraded.num": float(ungraded), "ungraded.den": 1.0,
-            "rule_judge_agreement.num": float(both and agree), "rule_judge_agreement.den": float(both)}
+    return {"decided_by_rule.count": float(rule), "decided_by_rule.of": 1.0,
+            "decided_by_judge.count": float(judge), "decided_by_judge.of": 1.0,
+            "ungraded.count": float(ungraded), "ungraded.of": 1.0,
+            "rule_judge_agreement.count": float(both and agree), "rule_judge_agreement.of": float(both)}
 
 
 class CascadeScorer:
