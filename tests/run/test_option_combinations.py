@@ -51,6 +51,11 @@ ERRORS: dict[str, tuple[list[str], str]] = {
 }
 ERRORS["judge_model"] = (["--judge-model", "judge"], r"--judge-model and --judge-base-url go together")
 ERRORS["judge_base_url"] = (["--judge-base-url", "http://127.0.0.1:9/v1"], r"--judge-model and --judge-base-url go")
+ERRORS["judge_server"] = (["--judge-server", "llamacpp", "--judge-base-url", "http://127.0.0.1:9/v1"],
+                          r"--judge-server launches the judge at a URL of its own: drop --judge-base-url")
+ERRORS["judge_model_path"] = (["--judge-model-path", "judge.gguf"], r"--judge-model-path is the launched judge's weights")
+ERRORS["judge_max_tokens"] = (["--judge-max-tokens", "64"], r"--judge-max-tokens is the judge's reply budget, and no "
+                                                             r"judge is given")
 ERRORS_TARGET_SE = [
     (["--target-se", "inf"], r"--target-se is the re-run SE to reach, in points of accuracy, above 0 and below 25"),
     (["--target-se", "1000"], r"below 25 .* \(got 1000.0\)"),

@@ -32,6 +32,7 @@ def add_report_parser(p: argparse.ArgumentParser) -> None:
     groups = add_options(p, ReportFlags, ["n", "tasks"])
     add_options(p, EvalConfig, GRADING_OPTIONS)
     add_options(p, EvalConfig, JUDGE_OPTIONS)
+    add_options(p, EvalConfig, ("judge_server", "judge_model_path"))
     add_options(p, ReportFlags, ["json"], groups)
     p.add_argument("--html", nargs="?", const="", metavar="FILE",
                    help="say where report.html is (written into the run directory), or write it to FILE too")
@@ -51,6 +52,18 @@ def _cmd_report(a: argparse.Namespace) -> int:
     if log_args and not log_to:
         raise UserError(f"{', '.join(LOG_ARGS[k][0] for k in log_args)} are settings of --log-to, which is not "
                         "asked for: add --log-to NAME or drop them")
+    if a.judge_server is not None:  # the judge launched for this report, stopped when it ends
+        from pathlib import Path
+
+        from reasoneval.scoring.judge.launched import launched_judge
+
+        if a.judge_base_url is not None:
+            raise UserError("--judge-server launches the judge at a URL of its own: drop --judge-base-url")
+        with launched_judge(a.judge_server, a.judge_model_path, a.judge_model, Path(a.run_dir) / "judge-server") as j:
+            a.judge_server, a.judge_model, a.judge_base_url = None, j.model, j.base_url
+            return _cmd_report(a)
+    if a.judge_model_path is not None:
+        raise UserError("--judge-model-path is the launched judge's weights: add --judge-server vllm|sglang|llamacpp")
     if a.judge_model is not None and a.judge_base_url is None:
         raise UserError("--judge-model needs --judge-base-url (the judge's OpenAI-compatible endpoint); "
                         "--judge-base-url alone moves the run's own judge")

@@ -320,7 +320,7 @@ def judge_of(cfg: EvalConfig) -> JudgeSettings | None:
     """The judge --judge-model / --judge-base-url name (None: no judge): each task's scoring becomes a cascade."""
     if cfg.judge_model is None or cfg.judge_base_url is None:
         return None
-    return JudgeSettings.make(cfg.judge_model, cfg.judge_base_url)
+    return JudgeSettings.make(cfg.judge_model, cfg.judge_base_url, max_tokens=cfg.judge_max_tokens)
 
 
 def check_run_judge(cfg: EvalConfig, tasks: Sequence[LoadedTask]) -> None:

@@ -302,6 +302,15 @@ class EvalConfig(SamplingParams):
         help="a judge model for what the rule cannot decide (with --judge-base-url); recorded in config.json")
     judge_base_url: str | None = run_option(None, group=EXECUTION, metavar="URL",
                                             help="the judge's OpenAI-compatible endpoint, e.g. http://localhost:8001/v1")
+    judge_server: str | None = run_option(
+        None, group=EXECUTION, metavar="SERVER",
+        help="launch the judge: start a vllm, sglang or llamacpp server for it (with --judge-model-path; llamacpp's "
+        "default is the embedded SmolLM2), and stop it when the command ends; instead of --judge-base-url")
+    judge_model_path: str | None = run_option(
+        None, group=EXECUTION, metavar="PATH",
+        help="the launched judge's weights: a GGUF file (llamacpp) or a checkpoint folder (vllm, sglang)")
+    judge_max_tokens: int = run_option(4096, group=EXECUTION, parse=int,
+                                       help="the judge's reply budget in tokens (default %(default)s); in its key")
     # None: a live bar on a terminal, log lines elsewhere.
     progress: bool | None = run_option(None, group=EXECUTION, flag="--no-progress", action="false",
                                        help="log lines instead of a live bar")
@@ -337,9 +346,17 @@ class EvalConfig(SamplingParams):
             (0 < self.top_p <= 1, f"--top-p must be in (0, 1] (got {self.top_p})"),
             (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),
             (self.grading_timeout > 0, f"--grading-timeout must be positive (got {self.grading_timeout})"),
-            ((self.judge_model is None) == (self.judge_base_url is None),
+            (self.judge_server is not None or (self.judge_model is None) == (self.judge_base_url is None),
              "--judge-model and --judge-base-url go together: give both (the judge's name as served, and its "
              "OpenAI-compatible endpoint) or neither"),
+            (self.judge_server is None or self.judge_base_url is None,
+             "--judge-server launches the judge at a URL of its own: drop --judge-base-url (or --judge-server)"),
+            (self.judge_model_path is None or self.judge_server is not None,
+             "--judge-model-path is the launched judge's weights: add --judge-server vllm|sglang|llamacpp"),
+            (self.judge_max_tokens >= 1, f"--judge-max-tokens must be at least 1 (got {self.judge_max_tokens})"),
+            (self.judge_max_tokens == 4096 or self.judge_base_url is not None or self.judge_server is not None,
+             "--judge-max-tokens is the judge's reply budget, and no judge is given: add --judge-model and "
+             "--judge-base-url (or --judge-server), or drop it"),
             (self.schedule in SCHEDULES, f"--schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})"),
             (self.target_se is None or (math.isfinite(self.target_se) and 0 < self.target_se < MAX_TARGET_SE),
              f"--target-se is the re-run SE to reach, in points of accuracy, above 0 and below {MAX_TARGET_SE:g} (the "

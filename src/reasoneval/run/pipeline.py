@@ -44,6 +44,15 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     cfg = dataclasses.replace(config, **options) if config else EvalConfig(**options)
     cfg.validate()
     cfg.check_given(set(options))
+    if cfg.judge_server is not None:  # the judge launched for this run, stopped when it ends (however it ends)
+        from pathlib import Path
+
+        from reasoneval.scoring.judge.launched import launched_judge
+
+        with launched_judge(cfg.judge_server, cfg.judge_model_path, cfg.judge_model,
+                            Path(cfg.output_dir) / "judge-server") as judge:
+            return await evaluate_async(dataclasses.replace(cfg, judge_server=None, judge_model_path=None,
+                                                            judge_model=judge.model, judge_base_url=judge.base_url))
     tasks = load_tasks(cfg)
     used_plugins(cfg, tasks)  # a broken engine, task, scorer or prompt style: one line now, not after generating
     check_run_judge(cfg, tasks)  # a judge that cannot serve: one line now, not ungraded samples after generating
