@@ -123,3 +123,28 @@ def test_calibration_error_of_a_run(make_openai_server: Any, tmp_path: Path) -> 
     assert m.extra["calibration_error"].mean == pytest.approx(math.sqrt(100 / 201 * gap ** 2))
     summary = json.loads((result.run_dir / "summary.json").read_text())
     assert summary["tasks"]["hle"]["extra"]["calibration_error"]["num_problems"] == 201
+
+
+@pytest.mark.parametrize("server_takes_it", [True, False])
+def test_the_judge_asks_for_hles_structured_output_where_the_server_takes_it(make_openai_server: Any, tmp_path: Path,
+                                                                            server_takes_it: bool) -> None:
+    """HLE's judge script asks for structured output (its ExtractedAnswer schema): sent as a json_schema response
+    format; a server that refuses the field is asked again at once with the prompt alone, which asks for the JSON."""
+    model = make_openai_server(script=RESPONSES)
+    judge = make_openai_server(model="judge", responder=lambda body: json.dumps(
+        {"extracted_final_answer": "six", "reasoning": "six is 6", "correct": "yes", "confidence": 60, "strict": True}),
+        refused_fields=() if server_takes_it else ("response_format",))
+    result = reasoneval.evaluate(base_url=model.base_url, model="test-model", data_dir=str(data_dir(tmp_path)),
+                                 tasks=["hle"], n=1, output_dir=str(tmp_path / "results"), grading_workers=1,
+                                 progress=False, print_table=False, retry_backoff=0.01, judge_model="judge",
+                                 judge_base_url=judge.base_url)
+    assert result.tasks["hle"].mean == pytest.approx(1.0) and result.tasks["hle"].extra["ungraded"].count == 0
+    calls = [r for r in judge.requests() if r.path.endswith("/chat/completions")]
+    assert calls[0].body is not None
+    schema = calls[0].body["response_format"]
+    assert schema["type"] == "json_schema" and schema["json_schema"]["name"] == "ExtractedAnswer"
+    assert schema["json_schema"]["schema"]["properties"]["correct"]["enum"] == ["yes", "no"]
+    if server_takes_it:
+        assert [c.status for c in calls] == [200]
+    else:
+        assert [c.status for c in calls] == [400, 200] and "response_format" not in (calls[1].body or {})

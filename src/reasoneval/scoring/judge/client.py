@@ -144,6 +144,8 @@ class JudgeClient:
         self.journal = journal
         self.verdicts: dict[str, bool] = {}
         self.requests = 0  # calls sent to the judge by this client (retries included)
+        # Whether to ask for the prompt's response_format (structured output): until the server refuses it.
+        self.structured = settings.template.response_format is not None
         if journal is not None and journal.exists():
             self._load(journal)
 
@@ -202,27 +204,48 @@ class JudgeClient:
 
     async def _ask(self, engine: Any, item: JudgeItem) -> tuple[bool | None, str]:
         from reasoneval.engines.base import EngineError
-        from reasoneval.records import Request, SamplingParams
 
         s = self.settings
         messages = ({"role": "user", "content": s.template.render(item.question, item.reference, item.answer)},)
-        params = SamplingParams(temperature=s.temperature, top_p=1.0, max_tokens=s.max_tokens)
         error = ""
         for attempt in range(s.retries + 1):
             if attempt:
                 await asyncio.sleep(min(2.0, 0.1 * 2 ** attempt))
+            try:
+                text = await self._generate(engine, messages, attempt)
+            except EngineError as e:
+                error = f"judge call failed: {e}"
+                if getattr(e, "permanent", False):
+                    break
+                continue
+            verdict = s.template.parse(text)
+            if verdict is not None:
+                return verdict, ""
+            error = f"judge answered out of format: {' '.join(text.split())[:120]!r}"
+        return None, error
+
+    async def _generate(self, engine: Any, messages: tuple[dict[str, str], ...], attempt: int) -> str:
+        """One judge call's reply: with the prompt's response format while the server takes it; a server that refuses
+        the field (HTTP 400, 422, 501) is asked again at once without it, and from then on."""
+        from reasoneval.engines.base import EngineError
+        from reasoneval.records import Request, SamplingParams
+
+        s = self.settings
+        while True:
+            structured = self.structured
+            extra = {"response_format": dict(s.template.response_format or {})} if structured else {}
+            params = SamplingParams(temperature=s.temperature, top_p=1.0, max_tokens=s.max_tokens, extra_body=extra)
             self.requests += 1
             request = Request(task="judge", problem_key="", problem_id="", index=attempt, seed=attempt, params=params,
                               messages=messages)
             try:
                 reply = await engine.generate(request)
             except EngineError as e:
-                error = f"judge call failed: {e}"
-                if getattr(e, "permanent", False):
-                    break
-                continue
-            verdict = s.template.parse(reply.text)
-            if verdict is not None:
-                return verdict, ""
-            error = f"judge answered out of format: {' '.join(reply.text.split())[:120]!r}"
-        return None, error
+                if structured and getattr(e, "status", None) in (400, 422, 501) and not e.context_limit:
+                    if self.structured:
+                        log.info("judge %s refused structured output (%s): its prompt asks for the JSON alone",
+                                 s.model, e)
+                    self.structured = False
+                    continue
+                raise
+            return str(reply.text)

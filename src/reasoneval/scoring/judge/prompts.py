@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 # A reasoning judge may think aloud before its verdict in the content itself.
 _THINK = re.compile(r"^\s*<think>.*?</think>", re.S)
@@ -105,22 +105,51 @@ HLE_TEMPLATE = (
 )
 
 
+# HLE's judge asks for structured output (run_judge_results.py: `response_format=ExtractedAnswer`, a pydantic model
+# with these fields, strict): the same as an OpenAI `json_schema` response format, sent where the server takes it.
+HLE_RESPONSE_FORMAT: Mapping[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "ExtractedAnswer",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {
+                "extracted_final_answer": {"type": "string"},
+                "reasoning": {"type": "string"},
+                "correct": {"type": "string", "enum": ["yes", "no"]},
+                "confidence": {"type": "integer"},
+                "strict": {"type": "boolean", "enum": [True]},
+            },
+            "required": ["extracted_final_answer", "reasoning", "correct", "confidence", "strict"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
 @dataclass(frozen=True)
 class JudgePrompt:
     name: str
     template: str
     parse: Callable[[str], bool | None]
+    # The OpenAI `response_format` asked for where the server supports structured output (None: the prompt alone
+    # asks for the JSON); a server that refuses it gets the prompt alone, which asks for the same object.
+    response_format: Mapping[str, Any] | None = None
 
     def render(self, question: str, reference: str, answer: str) -> str:
         return self.template.format(question=question, reference=reference, answer=answer)
 
     @property
     def sha(self) -> str:
-        """The template's hash: in config.json and the cache key, so an edited prompt is never served old verdicts."""
-        return hashlib.sha256(self.template.encode()).hexdigest()[:16]
+        """The template's (and response format's) hash: in config.json and the cache key, so an edited prompt is never
+        served old verdicts."""
+        blob = self.template if self.response_format is None else \
+            self.template + json.dumps(self.response_format, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     "equivalence": JudgePrompt("equivalence", EQUIVALENCE_TEMPLATE, parse_equivalence),
-    "hle": JudgePrompt("hle", HLE_TEMPLATE, parse_hle),
+    "hle": JudgePrompt("hle", HLE_TEMPLATE, parse_hle, HLE_RESPONSE_FORMAT),
 }
