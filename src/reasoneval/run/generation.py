@@ -318,6 +318,9 @@ def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: Prom
 
 def judge_of(cfg: EvalConfig) -> JudgeSettings | None:
     """The judge --judge-model / --judge-base-url name (None: no judge): each task's scoring becomes a cascade."""
+    if cfg.judge_server is not None:  # evaluate() launches it and names its endpoint; other callers cannot
+        raise UserError("--judge-server is taken by `run` and `report`; here name the judge's endpoint: --judge-model "
+                        "NAME --judge-base-url URL")
     if cfg.judge_model is None or cfg.judge_base_url is None:
         return None
     return JudgeSettings.make(cfg.judge_model, cfg.judge_base_url, max_tokens=cfg.judge_max_tokens)

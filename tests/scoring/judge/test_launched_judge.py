@@ -40,8 +40,10 @@ def server_port(tmp_path: Path) -> int:
     return int(m.group(1))
 
 
-def test_a_launched_judge_serves_the_run_and_stops_with_it(make_openai_server: Any, tmp_path: Path,
-                                                          data: Path) -> None:  # noqa: F811
+def test_a_launched_judge_serves_the_run_and_a_report_and_stops_with_each(
+        make_openai_server: Any, tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    from tests.reliability._helpers import cli_inprocess
+
     result = launched_run(model_server(make_openai_server).base_url, data, tmp_path)
     judge = load_config(result.run_dir).scoring["aime24"].settings["judge"]
     port = server_port(tmp_path)
@@ -52,6 +54,18 @@ def test_a_launched_judge_serves_the_run_and_stops_with_it(make_openai_server: A
     log = next((tmp_path / "results" / "judge-server").glob("*.log")).read_text()
     assert "/v1/chat/completions" in log  # it was asked
     assert not listening(port)
+
+    # report --judge-server: launched again (another port), the run's judge kept with its settings, stopped after
+    r = cli_inprocess(["report", str(result.run_dir), "--judge-server", "llamacpp", "--grading-workers", "1", "--json"],
+                      capsys)
+    assert r.returncode == 0, r.stderr
+    (log,) = (result.run_dir / "judge-server").glob("server-llamacpp-*.log")
+    again = load_config(result.run_dir).scoring["aime24"].settings["judge"]
+    assert again["base_url"] != judge["base_url"] and again["base_url"].endswith(log.name[len("server-llamacpp-"):-4]
+                                                                                  + "/v1")
+    assert again["model"] == judge["model"] and again["max_tokens"] == 4
+    assert "/v1/chat/completions" in log.read_text()  # the ungraded samples asked again
+    assert not listening(int(log.name[len("server-llamacpp-"):-4]))
 
 
 def test_a_launched_judge_stops_when_the_run_fails(tmp_path: Path, data: Path) -> None:  # noqa: F811

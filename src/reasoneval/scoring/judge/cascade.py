@@ -64,11 +64,11 @@ def cascade_scoring(scoring: TaskScoring, judge: JudgeSettings) -> TaskScoring:
 
 def judged_by(scoring: TaskScoring, model: str | None, base_url: str) -> TaskScoring:
     """`report`'s --judge-model / --judge-base-url on a run's scoring: with a model, the cascade with that judge (a run
-    generated without one, judged now); with the endpoint only, the judge it has, served at `base_url` (its
-    verdicts stay valid: where a judge is served is not in their key)."""
-    if model is not None:
-        return cascade_scoring(scoring, JudgeSettings.make(model, base_url))
+    generated without one, judged now); with the endpoint only, or the model it has, the judge it has (its settings
+    kept), served at `base_url` (its verdicts stay valid: where a judge is served is not in their key)."""
     judge = scoring.settings.get("judge") if scoring.scorer == "cascade" else None
+    if model is not None and not (judge and judge.get("model") == model):  # the same judge keeps its settings
+        return cascade_scoring(scoring, JudgeSettings.make(model, base_url))
     if not judge:
         return scoring
     return TaskScoring("cascade", {**scoring.settings, "judge": {**judge, "base_url": base_url}}, scoring.extra)
