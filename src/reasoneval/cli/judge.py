@@ -26,14 +26,15 @@ def _cmd_judge_check(a: argparse.Namespace) -> int:
 
     from reasoneval.errors import UserError
     from reasoneval.scoring.judge.check import check_pairs, read_pairs
-    from reasoneval.scoring.judge.client import JudgeSettings
+    from reasoneval.scoring.judge.client import JudgeSettings, check_judge
 
     if not a.judge_model or not a.judge_base_url:
         raise UserError("judge-check needs the judge: --judge-model NAME --judge-base-url URL (an OpenAI-compatible "
                         "endpoint)")
     pairs = read_pairs(Path(a.path), every_row=a.every_row)
-    report = check_pairs(pairs, JudgeSettings.make(a.judge_model, a.judge_base_url), workers=a.grading_workers,
-                         grading_timeout=a.grading_timeout)
+    judge = JudgeSettings.make(a.judge_model, a.judge_base_url)
+    check_judge(judge)  # one line now, not after the rule's pass
+    report = check_pairs(pairs, judge, workers=a.grading_workers, grading_timeout=a.grading_timeout)
     if a.json:
         print(json.dumps(report, indent=2))
         return 0

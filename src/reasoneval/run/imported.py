@@ -34,7 +34,7 @@ from reasoneval.run.contest_files import contest_task, read_generation_rows
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.scoring.judge.cascade import cascade_scoring
-from reasoneval.scoring.judge.client import JUDGEMENTS_FILE, JudgeSettings
+from reasoneval.scoring.judge.client import JUDGEMENTS_FILE, JudgeSettings, check_judge
 from reasoneval.tasks.keys import dataset_hash, problem_key
 from reasoneval.tasks.spec import TaskSpec
 from reasoneval.tasks.user_data import iter_rows
@@ -345,6 +345,8 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
     if (judge_model is None) != (judge_base_url is None):
         raise UserError("--judge-model and --judge-base-url go together: give both or neither")
     judge = JudgeSettings.make(judge_model, judge_base_url) if judge_model and judge_base_url else None
+    if judge is not None:
+        check_judge(judge)  # a judge that cannot serve: one line before anything is imported
     out = Path(output_dir) if output_dir else src.with_name(src.name + ".reasoneval")
     SCORERS.get(scorer)  # an unknown scorer fails before anything is written
     check_task_label(task)

@@ -50,6 +50,20 @@ def test_judge_check_needs_a_judge(tmp_path: Path, capsys: Any) -> None:
     assert r.returncode != 0 and "--judge-model NAME --judge-base-url URL" in r.stderr
 
 
+def test_judge_check_and_score_file_stop_at_once_on_a_judge_that_cannot_serve(tmp_path: Path, capsys: Any) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps(PAIRS[1]) + "\n")
+    judge = ["--judge-model", "judge", "--judge-base-url", "http://127.0.0.1:9/v1"]
+    r = cli_inprocess(["judge-check", str(pairs), *judge], capsys)
+    assert r.returncode != 0 and "the judge cannot serve (cannot reach" in r.stderr and "agrees" not in r.stdout
+    gens = tmp_path / "hmmt_feb25.jsonl"
+    gens.write_text(json.dumps({"problem": "Compute $1/2$.", "answer": "\\frac{1}{2}",
+                                "responses": ["\\boxed{one half}"]}) + "\n")
+    r = cli_inprocess(["score", str(gens), *judge], capsys)
+    assert r.returncode != 0 and "--judge-base-url http://127.0.0.1:9/v1" in r.stderr
+    assert not (tmp_path / "hmmt_feb25.jsonl.reasoneval").exists()
+
+
 def test_score_file_with_a_judge_pays_once(make_openai_server: Any, tmp_path: Path, capsys: Any) -> None:
     gens = tmp_path / "hmmt_feb25.jsonl"
     gens.write_text(json.dumps({"problem": "Compute $1/2$.", "answer": "\\frac{1}{2}",
