@@ -108,11 +108,13 @@ def judgement_key(settings: JudgeSettings, item: JudgeItem) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def judge_error(settings: JudgeSettings, cause: UserError) -> UserError:
-    """The engine's one-line reason a judge cannot serve, in the judge's own flags."""
+def judge_error(settings: JudgeSettings, cause: UserError, scoring: bool = False) -> UserError:
+    """The engine's one-line reason a judge cannot serve, in the judge's own flags (`scoring`: said while scoring,
+    after the samples were generated)."""
     why = re.sub(r"--model\b", "--judge-model", re.sub(r"--base-url\b", "--judge-base-url", str(cause)))
+    kept = "; the samples are kept: re-score with `reasoneval report RUN_DIR` once it serves" if scoring else ""
     return UserError(f"the judge cannot serve ({why}): start it, or fix --judge-base-url {settings.base_url} / "
-                     f"--judge-model {settings.model}; samples already generated are kept")
+                     f"--judge-model {settings.model}{kept}")
 
 
 async def _probe(settings: JudgeSettings) -> None:
@@ -178,7 +180,7 @@ class JudgeClient:
         try:
             await engine.start()
         except UserError as e:
-            raise judge_error(s, e) from None
+            raise judge_error(s, e, scoring=True) from None
         errors: dict[str, str] = {}
         gate = asyncio.Semaphore(max(1, s.concurrency))
         out = open(self.journal, "a", encoding="utf-8") if self.journal is not None else None
