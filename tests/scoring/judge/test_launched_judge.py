@@ -80,3 +80,16 @@ def test_judge_server_flags_are_checked() -> None:
                             judge_base_url="http://y/v1")
     with pytest.raises(UserError, match="add --judge-server"):
         reasoneval.evaluate(base_url="http://x/v1", model="m", tasks=["aime24"], judge_model_path="judge.gguf")
+
+
+def test_a_launched_judge_stops_on_ctrl_c(tmp_path: Path) -> None:
+    """Ctrl-C (KeyboardInterrupt; in `run`, the cancelled run's CancelledError) inside the judge's block stops it."""
+    from reasoneval.scoring.judge.launched import launched_judge
+
+    port = None
+    with pytest.raises(KeyboardInterrupt):
+        with launched_judge("llamacpp", None, None, tmp_path) as judge:
+            port = int(judge.base_url.rsplit(":", 1)[1].split("/")[0])
+            assert listening(port)
+            raise KeyboardInterrupt
+    assert port is not None and not listening(port)
