@@ -35,6 +35,7 @@ import zlib
 from typing import Any, Mapping, Sequence
 
 from reasoneval.errors import UserError
+from reasoneval.metrics.rating import rating_band
 from reasoneval.records import Problem
 from reasoneval.tasks.keys import problem_key
 
@@ -243,6 +244,7 @@ def code_contests_problem(task: str, where: str, row: Row, default_id: str) -> P
         "difficulty": CC_DIFFICULTIES.get(diff, str(diff)) if isinstance(diff, int) else (diff or None),
         "platform": CC_SOURCES.get(src, str(src)) if isinstance(src, int) else (src or None),
         "rating": row.get("cf_rating") or None,
+        "rating_band": rating_band(float(row["cf_rating"])) if row.get("cf_rating") else None,
         "source_id": row.get("name") or None,
     }.items() if v is not None}
     payload = {"tests": tests, "mode": "stdin", "time_limit_s": time_s, "memory_mb": _megabytes(int(memory)) if memory else None}
