@@ -1,0 +1,64 @@
+"""`reasoneval run --tasks codeforces` end to end on the loopback server: the fixture in open-r1/codeforces' schema,
+scripted programs (right, wrong) judged in the real sandbox, the rating bands and contest years in summary.json,
+`analyze --rating` and the report's rating table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reasoneval.cli.main import main
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hub"
+
+
+def fence(code: str) -> str:
+    return f"<think>the plan</think>\n```python\n{code}\n```\n"
+
+
+SCRIPT = {
+    "Given two integers a and b": fence("a, b = map(int, input().split())\nprint(a + b)"),
+    "Print the largest of the n numbers": fence("input()\nprint(max(map(int, input().split())))"),
+    "Count pairs i < j": fence("print(0)"),  # wrong on the first (public) test
+}
+
+
+@pytest.mark.slow
+def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_server: Any, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(FIXTURES / "codeforces.jsonl", data / "codeforces.jsonl")
+    server = make_openai_server(script=SCRIPT, default="no code")
+    out = tmp_path / "results"
+    assert main(["run", "--tasks", "codeforces", "--n", "2", "--base-url", server.base_url, "--model", "test-model",
+                 "--data-dir", str(data), "--output-dir", str(out), "--no-progress", "--grading-workers", "2",
+                 "--retry-backoff", "0.01"]) == 0
+    run_dir = next((out / "test-model").iterdir())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    cf = summary["tasks"]["codeforces"]
+    assert cf["num_problems"] == 3 and cf["mean"] == pytest.approx(2 / 3)
+    assert cf["breakdown"]["rating_band"]["<1200 (newbie-pupil)"]["mean"] == pytest.approx(1.0)
+    assert cf["breakdown"]["rating_band"][">=2400 (grandmaster)"]["mean"] == pytest.approx(0.0)
+    assert set(cf["breakdown"]["contest_year"]) == {"2021", "2025"}
+    # two rated problems, 800 solved every time and 2400 never: the Elo curve puts the model half way
+    rating = cf["rating"]
+    assert rating["rating"] == pytest.approx(1600, abs=1) and rating["num_problems"] == 2
+    assert rating["num_unrated"] == 1 and rating["num_samples"] == 4
+
+    capsys.readouterr()
+    assert main(["analyze", str(run_dir), "--rating"]) == 0
+    text = capsys.readouterr().out
+    assert "Codeforces rating" in text and "1600" in text and "<1200 (newbie-pupil)" in text
+    assert main(["analyze", str(run_dir), "--rating", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["codeforces"]
+    assert got["rating"]["rating"] == pytest.approx(1600, abs=1)
+    assert [b["band"] for b in got["bands"]] == ["<1200 (newbie-pupil)", ">=2400 (grandmaster)"]
+    assert got["bands"][0]["observed"] == 1.0 and got["bands"][0]["predicted"] == pytest.approx(0.99, abs=0.01)
+
+    html = (run_dir / "report.html").read_text()
+    assert 'id="rating"' in html and "1600 (95% CI" in html
