@@ -181,7 +181,8 @@ def _run(cmd, saved):
     res, _ = _watch({pid: cmd}, cmd["wall_s"], [pid])
     r = res[pid]
     r["stdout"] = _read_file(out_path, CAP) if cmd.get("read_stdout", True) else ""
-    r["stderr"] = _read_file(err_path, 1 << 16)[-2000:]
+    err = _read_file(err_path, 1 << 16)
+    r["stderr"] = err if len(err) <= 2000 else err[:1000] + "\n...\n" + err[-1000:]  # a compiler's first error
     return r
 
 
