@@ -16,13 +16,15 @@ from reasoneval.cli.main import main
 FIXTURES = Path(__file__).parent / "fixtures" / "hub"
 
 
-def fence(code: str) -> str:
-    return f"<think>the plan</think>\n```python\n{code}\n```\n"
+def fence(code: str, language: str = "python") -> str:
+    return f"<think>the plan</think>\n```{language}\n{code}\n```\n"
 
 
+LARGEST_CPP = ("#include <bits/stdc++.h>\nint main(){int n;std::cin>>n;long long m=LLONG_MIN,x;"
+               "for(int i=0;i<n;i++){std::cin>>x;m=std::max(m,x);}std::cout<<m<<\"\\n\";}")
 SCRIPT = {
     "Given two integers a and b": fence("a, b = map(int, input().split())\nprint(a + b)"),
-    "Print the largest of the n numbers": fence("input()\nprint(max(map(int, input().split())))"),
+    "Print the largest of the n numbers": fence(LARGEST_CPP, "cpp"),
     "Count pairs i < j": fence("print(0)"),  # wrong on the first (public) test
 }
 
@@ -37,7 +39,7 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     out = tmp_path / "results"
     assert main(["run", "--tasks", "codeforces", "--n", "2", "--base-url", server.base_url, "--model", "test-model",
                  "--data-dir", str(data), "--output-dir", str(out), "--no-progress", "--grading-workers", "2",
-                 "--retry-backoff", "0.01"]) == 0
+                 "--retry-backoff", "0.01", "--task-arg", "codeforces:language=any"]) == 0
     run_dir = next((out / "test-model").iterdir())
     summary = json.loads((run_dir / "summary.json").read_text())
     cf = summary["tasks"]["codeforces"]
@@ -45,6 +47,14 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     assert cf["breakdown"]["rating_band"]["<1200 (newbie-pupil)"]["mean"] == pytest.approx(1.0)
     assert cf["breakdown"]["rating_band"][">=2400 (grandmaster)"]["mean"] == pytest.approx(0.0)
     assert set(cf["breakdown"]["contest_year"]) == {"2021", "2025"}
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["datasets"]["codeforces"]["options"] == {"language": "any"}
+    import pyarrow.parquet as pq
+    rows = {r["id"]: [json.loads(d) for d in r["details"]]
+            for r in pq.read_table(run_dir / "results.parquet", columns=["id", "details"]).to_pylist()}
+    assert [d["language"] for d in rows["9003/E"]] == ["cpp", "cpp"]
+    assert all(d["verdict"] == "passed" for d in rows["9003/E"])
+    assert all(d["verdict"] == "wrong_answer" and d["first_failure"]["kind"] == "public" for d in rows["9003/F"])
     # two rated problems, 800 solved every time and 2400 never: the Elo curve puts the model half way
     rating = cf["rating"]
     assert rating["rating"] == pytest.approx(1600, abs=1) and rating["num_problems"] == 2

@@ -26,9 +26,9 @@ def test_gradable_problems_kept_and_the_others_left_out_with_a_count(tmp_path: P
     with caplog.at_level(logging.WARNING, logger="reasoneval"):
         spec, problems = load_task("codeforces", data_dir=_data_dir(tmp_path))
     assert [p.id for p in problems] == ["9001/A", "9003/E", "9003/F"]
-    assert ("4 of 7 problems left out: 1 several right answers (its checker is not run yet), "
-            "1 interactive (no interactor judge yet), 1 official tests incomplete, 1 reads a file, not stdin") \
-        in caplog.text.replace("codeforces: ", "")
+    assert ("4 of 7 problems left out: 1 several right answers (its generated_checker's calling convention is "
+            "unverified), 1 interactive (the dataset ships no interactor), 1 official tests incomplete, 1 reads a "
+            "file, not stdin") in caplog.text.replace("codeforces: ", "")
     a = problems[0]
     assert a.payload["tests"][0] == {"input": "2 3\n", "output": "5\n", "kind": "public"}
     assert [t["kind"] for t in a.payload["tests"]] == ["public", "official", "official", "official"]
@@ -57,7 +57,7 @@ def test_date_window(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("options, message", [
     ({"since": "2025"}, "give a date as YYYY-MM-DD"),
-    ({"language": "cpp"}, "python programs only"),
+    ({"language": "java"}, "give one of python, cpp, any"),
     ({"keep": "checker"}, "only keep=incomplete"),
     ({"release": "v6"}, "unknown --task-arg 'release' for codeforces"),
     ({"since": "2030-01-01"}, "no problem left to grade"),
@@ -73,3 +73,15 @@ def test_a_row_without_description_is_named(tmp_path: Path) -> None:
     (d / "codeforces.jsonl").write_text('{"id": "1/A", "description": "", "examples": []}\n')
     with pytest.raises(UserError, match="1/A has no description"):
         load_task("codeforces", data_dir=d)
+
+
+def test_language_reaches_the_prompt_and_the_judge(tmp_path: Path) -> None:
+    from reasoneval.prompts import PROMPTS
+
+    spec, problems = load_task("codeforces", data_dir=_data_dir(tmp_path), options={"language": "cpp"})
+    assert dict(spec.options_given) == {"language": "cpp"}
+    assert spec.scoring.scorer == "codeforces" and spec.scoring.settings["language"] == "cpp"
+    text = PROMPTS.get(spec.prompt).chat(problems[0])
+    assert text.startswith("# Sum of Two") and "C++17 program" in text and "```cpp" in text
+    _, plain = load_task("codeforces", data_dir=_data_dir(tmp_path))
+    assert "Python 3 program" in PROMPTS.get("codeforces").chat(plain[0])

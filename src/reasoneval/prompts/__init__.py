@@ -201,6 +201,7 @@ PROMPTS.add("plain", PromptStyle(_plain_chat, _plain_completion))
 PROMPTS.add_lazy("humaneval", "reasoneval.prompts.programs:HUMANEVAL")
 PROMPTS.add_lazy("mbpp", "reasoneval.prompts.programs:MBPP")
 PROMPTS.add_lazy("livecodebench", "reasoneval.prompts.contests:LIVECODEBENCH")
+PROMPTS.add_lazy("codeforces", "reasoneval.prompts.codeforces:CODEFORCES")
 
 
 def build_messages(problem: Problem, cfg: PromptConfig,

@@ -15,12 +15,17 @@ What the judge cannot grade yet is left out with a count (a warning, and `reason
 official tests are incomplete (as APPS's rows without tests), file-input problems, interactive problems and problems
 that need their checker (several right answers: compared as text a right answer would fail silently). The task
 options (`--task-arg`): since/until (contest dates, both ends included, as LiveCodeBench's), language (the language
-the prompt asks for: python; cpp and any are refused until the C++ judge exists), keep=incomplete to grade
-problems against their incomplete official tests anyway, all_tests.
+the prompt asks for: python, cpp or any; the judge reads each program's language from its fence), keep=incomplete
+to grade problems against their incomplete official tests anyway, all_tests.
+
+Judged by the `codeforces` scorer (scoring/programs/codeforces/judge.py): C++ and Python, checkers and interactors
+in testlib's protocol. open-r1/codeforces' default rows carry no interactor, and their generated_checker's calling
+convention could not be checked here, so those problems stay out (counted) rather than be judged by a guess.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import logging
@@ -37,11 +42,12 @@ log = logging.getLogger("reasoneval")
 
 Row = Mapping[str, Any]
 CODEFORCES_OPTIONS = ("since", "until", "language", "keep", "all_tests")
-LANGUAGES = ("python",)
+SCORING_OPTIONS = ("all_tests", "language")  # also the codeforces scorer's settings
+LANGUAGES = ("python", "cpp", "any")
 # Why a problem is left out, by the payload flag that marks it (in this order: the first that applies).
 SKIPPED = (("incomplete_tests", "official tests incomplete"), ("file_input", "reads a file, not stdin"),
-           ("interactive", "interactive (no interactor judge yet)"),
-           ("needs_checker", "several right answers (its checker is not run yet)"))
+           ("interactive", "interactive (the dataset ships no interactor)"),
+           ("needs_checker", "several right answers (its generated_checker's calling convention is unverified)"))
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -146,9 +152,8 @@ def codeforces_options(problems: list[Problem], options: Mapping[str, str]) -> t
     recorded = _all_tests(options)
     language = options.get("language", "python")
     if language not in LANGUAGES:
-        raise UserError(f"--task-arg language={language}: the codeforces judge runs {', '.join(LANGUAGES)} programs "
-                        "only for now (C++ programs need the compile step of docs/contests.md's plan); give "
-                        "language=python")
+        raise UserError(f"--task-arg language={language}: give one of {', '.join(LANGUAGES)} (the language the "
+                        "prompt asks for; the judge reads each program's language from its fenced block)")
     if "language" in options:
         recorded["language"] = language
     keep = set(filter(None, (options.get("keep") or "").split(",")))
@@ -184,4 +189,6 @@ def codeforces_options(problems: list[Problem], options: Mapping[str, str]) -> t
     if not kept:
         raise UserError(f"codeforces: no problem left to grade (window {since or 'first'} to {until or 'last'}; "
                         f"left out: {skipped or 'none'})")
+    if language != "python":
+        kept = [dataclasses.replace(p, payload={**p.payload, "language": language}) for p in kept]
     return kept, recorded
