@@ -109,10 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--qs", default="50,200")
     ap.add_argument("--models", default="1000,1400,1800,2400")
     ap.add_argument("--sigmas", default="0,1")
+    ap.add_argument("--dists", default="ladder,grid", help="built-in rating distributions to run (ladder, grid)")
     ap.add_argument("--json", action="store_true", help="one JSON object per cell instead of the table")
     a = ap.parse_args(argv)
     rng = np.random.default_rng(a.seed)
-    dists = {"file": read_ratings(a.ratings)} if a.ratings else {"ladder": LADDER, "grid": GRID}
+    builtin = {"ladder": LADDER, "grid": GRID}
+    dists = {"file": read_ratings(a.ratings)} if a.ratings else {d: builtin[d] for d in a.dists.split(",")}
     head = f"{'dist':7} {'R':>5} {'R*':>7} {'Q':>4} {'K':>3} {'sig':>3} {'bias':>7} {'mcse':>5} {'sd':>6} " \
            f"{'cover':>6} {'width':>6} {'open':>5}"
     if not a.json:

@@ -170,14 +170,14 @@ def estimate_rating(ratings: Sequence[float | None], n: Sequence[int], c: Sequen
     c_arr = np.array([c[i] for i in keep], dtype=np.float64)
     if np.any(c_arr > n_arr) or np.any(c_arr < 0):
         raise ValueError("right samples must lie between 0 and the problem's samples")
-    common = dict(num_problems=q, num_samples=int(n_arr.sum()), solve_rate=float(c_arr.sum() / n_arr.sum()),
-                  num_unrated=unrated)
+    def result(rating: float | None, low: float | None, high: float | None, note: str) -> RatingEstimate:
+        return RatingEstimate(rating=rating, low=low, high=high, num_problems=q, num_samples=int(n_arr.sum()),
+                              solve_rate=float(c_arr.sum() / n_arr.sum()), num_unrated=unrated, note=note)
+
     if c_arr.sum() == n_arr.sum():
-        return RatingEstimate(rating=None, low=round(_one_sided(r_arr, True), 1), high=None,
-                              note="every sample right: a lower bound only", **common)
+        return result(None, round(_one_sided(r_arr, True), 1), None, "every sample right: a lower bound only")
     if c_arr.sum() == 0:
-        return RatingEstimate(rating=None, low=None, high=round(_one_sided(r_arr, False), 1),
-                              note="every sample wrong: an upper bound only", **common)
+        return result(None, None, round(_one_sided(r_arr, False), 1), "every sample wrong: an upper bound only")
     g = _groups(r_arr, n_arr, c_arr)
     estimate = _mle(g)
     critical = float(stats.t.ppf(0.5 + level / 2, q - 1))
@@ -193,7 +193,7 @@ def estimate_rating(ratings: Sequence[float | None], n: Sequence[int], c: Sequen
         notes.append("too few problems on one side of the model's level to close the interval there")
     if not r_arr.min() <= estimate <= r_arr.max():
         notes.append(f"outside the problems' ratings ({r_arr.min():.0f}-{r_arr.max():.0f}): extrapolated by the Elo curve")
-    return RatingEstimate(rating=round(estimate, 1), low=low, high=high, note="; ".join(notes), **common)
+    return result(round(estimate, 1), low, high, "; ".join(notes))
 
 
 def _end(start: float, direction: int, outside: Callable[[float], bool]) -> float | None:

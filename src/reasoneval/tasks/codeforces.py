@@ -176,7 +176,8 @@ def codeforces_options(problems: list[Problem], options: Mapping[str, str]) -> t
                             "date window cannot be applied")
         problems = [p for p in problems if (since is None or since <= p.metadata["contest_date"])
                     and (until is None or p.metadata["contest_date"] <= until)]
-    kept, skipped = [], {}
+    kept: list[Problem] = []
+    skipped: dict[str, int] = {}
     for p in problems:
         reason = skip_reason(p, keep)
         if reason is None:

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.codeforces.judge import extract_program
-from tests.scoring.programs.judging import mode  # noqa: F401  (the fixture: each sandbox mode)
 from tests.scoring.programs.test_sandbox import _sandboxed_processes
 
 SUM = [{"input": "2 3\n", "output": "5\n", "kind": "public"}, {"input": "-4 10\n", "output": "6\n", "kind": "official"},

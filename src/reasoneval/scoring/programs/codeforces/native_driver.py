@@ -107,7 +107,7 @@ def _child(argv, stdin_fd, stdout_fd, stderr_fd, lim, saved):
         os.chdir(WORK)
         os.execve(argv[0], argv, {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"})
     except BaseException as e:
-        os.write(2, ("exec failed: %s" % e).encode("ascii", "replace"))
+        os.write(2, f"exec failed: {e}".encode("ascii", "replace"))
     os._exit(127)
 
 
@@ -276,25 +276,25 @@ class Judge:
         r = self.ask({"op": "run", "argv": argv, "cpu_s": lim["cpu_s"], "wall_s": lim["wall_s"],
                       "memory_mb": lim["memory_mb"], "fsize_mb": 256})
         if r["code"] != 0 or r["killed"]:
-            why = "compile time limit" if r["killed"] else "exit %s" % (r["code"] if r["sig"] is None else
-                                                                        "signal %d" % r["sig"])
-            return "%s: %s" % (why, r["stderr"][:DETAIL])
+            status = r["code"] if r["sig"] is None else f"signal {r['sig']}"
+            why = "compile time limit" if r["killed"] else f"exit {status}"
+            return f"{why}: {r['stderr'][:DETAIL]}"
         return None
 
     def failure(self, r):
         """A run's failure class from its status, or None if it ended normally."""
         lim = self.trusted
         if r["killed"] == "cpu" or r["cpu"] > lim["cpu_s"] or r["sig"] == 24:
-            return TIME, "CPU %.2f s over the limit %.2f s" % (r["cpu"], lim["cpu_s"])
+            return TIME, f"CPU {r['cpu']:.2f} s over the limit {lim['cpu_s']:.2f} s"
         if r["killed"] == "wall":
-            return TIME, "wall clock %.1f s" % r["wall"]
+            return TIME, f"wall clock {r['wall']:.1f} s"
         err = r.get("stderr", "")
         if "bad_alloc" in err or "MemoryError" in err or "Cannot allocate memory" in err:
             return MEMORY, _printable(err[-DETAIL:])
         if r["sig"] == 25:
             return RUNTIME, "output limit exceeded"
         if r["sig"] is not None or r["code"] != 0:
-            how = "signal %d" % r["sig"] if r["sig"] is not None else "exit status %d" % r["code"]
+            how = f"signal {r['sig']}" if r["sig"] is not None else f"exit status {r['code']}"
             return RUNTIME, _printable(how + ": " + err[-DETAIL:])
         return None
 
@@ -311,8 +311,8 @@ class Judge:
         self.ask({"op": "remove", "paths": [WORK + "/answer.txt"]})
         detail = _printable(c["stderr"][-DETAIL:])
         if c["killed"] or c["sig"] is not None or c["code"] not in (0, 1, 2):
-            return JUDGE_FAIL, "checker failed (%s): %s" % (c["code"] if c["sig"] is None else "signal %d" % c["sig"],
-                                                            detail)
+            status = c["code"] if c["sig"] is None else f"signal {c['sig']}"
+            return JUDGE_FAIL, f"checker failed ({status}): {detail}"
         return {0: PASSED, 1: WRONG, 2: WRONG}[c["code"]], ("presentation error: " if c["code"] == 2 else "") + detail
 
     def one_test(self, index, test, program_argv):
@@ -327,7 +327,7 @@ class Judge:
                                          "memory_mb": 1024}})
             p, i = r["program"], r["interactor"]
             if r["timed_out"] and p["cpu"] < lim["cpu_s"] and i["cpu"] < 10.0:
-                return IDLE, "no progress for %.1f s (a deadlock, or a program that stopped reading)" % p["wall"], p
+                return IDLE, f"no progress for {p['wall']:.1f} s (a deadlock, or a program that stopped reading)", p
             bad = self.failure(p)
             if i["code"] == 0 and i["sig"] is None:
                 return (bad or (PASSED, "")) + (p,)
@@ -354,24 +354,24 @@ class Judge:
             if prog:
                 failed = self.build(prog, name)
                 if failed:
-                    return dict(base, verdict=JUDGE_FAIL, detail=_printable("%s does not build: %s" % (name, failed)))
+                    return dict(base, verdict=JUDGE_FAIL, detail=_printable(f"{name} does not build: {failed}"))
         failed = self.build(self.part, "main")
         if failed:
             return dict(base, verdict=COMPILE, detail=_printable(failed))
         program_argv = self.argv(self.part["language"], "main")
-        out = dict(base, verdict=PASSED)
+        verdict, first, detail_text, passed, ran, cpu = PASSED, -1, "", 0, 0, 0.0
         for index, test in enumerate(tests):
             v, detail, r = self.one_test(index, test, program_argv)
-            out["ran"] += 1
-            out["cpu"] = max(out["cpu"], round(float(r.get("cpu", 0.0)), 3))
+            ran += 1
+            cpu = max(cpu, round(float(r.get("cpu", 0.0)), 3))
             if v == PASSED:
-                out["passed"] += 1
+                passed += 1
                 continue
-            if out["verdict"] == PASSED:
-                out.update(verdict=v, first=index, detail=detail)
+            if verdict == PASSED:
+                verdict, first, detail_text = v, index, detail
             if not self.trusted.get("all_tests"):
                 break
-        return out
+        return dict(base, verdict=verdict, first=first, detail=detail_text, passed=passed, ran=ran, cpu=cpu)
 
 
 def main():
@@ -385,7 +385,7 @@ def main():
         sys.stdout.flush()
         child = os.fork()
     except BaseException as e:
-        os.write(verdict_fd, (_dumps({"verdict": "error", "detail": "driver: %s: %s" % (type(e).__name__, e)})
+        os.write(verdict_fd, (_dumps({"verdict": "error", "detail": f"driver: {type(e).__name__}: {e}"})
                               + "\n").encode("ascii"))
         os._exit(0)
     if child == 0:
@@ -406,7 +406,7 @@ def main():
         trusted = loads(b"".join(raw).decode("ascii"))
         out = Judge(cmd_w, res_r, part, trusted).verdict()
     except BaseException as e:
-        out = {"verdict": "error", "detail": "driver: %s: %s" % (type(e).__name__, str(e)[:200])}
+        out = {"verdict": "error", "detail": f"driver: {type(e).__name__}: {str(e)[:200]}"}
     try:
         os.kill(child, 9)
     except BaseException:
