@@ -105,7 +105,7 @@ def test_cpp_and_python_plain_problem(mode: str) -> None:
 
 
 def test_slow_crashing_and_memory_hungry_programs(mode: str) -> None:
-    got = judge(problem(SUM[:1]), [
+    got = judge(problem(SUM[:1], time_limit_s=0.5), [
         fence("python", "while True:\n    pass\n"),
         fence("python", "import sys\nsys.stdin.read()\nraise SystemExit(3)\n"),
         fence("python", "x = bytearray(1 << 30)\n"),
@@ -134,7 +134,7 @@ def test_broken_checker_is_a_judge_error_not_a_wrong_answer(mode: str) -> None:
 
 
 def test_interactive_problem(mode: str) -> None:
-    p = problem(GUESS_TESTS, interactor={"language": "python", "source": INTERACTOR})
+    p = problem(GUESS_TESTS, interactor={"language": "python", "source": INTERACTOR}, time_limit_s=0.5)
     wrong = "print('! 50', flush=True)\n"
     deadlock = "input()\n"  # waits for the interactor, which waits for a question: neither moves
     got = judge(p, [fence("python", GUESS_RIGHT), fence("python", wrong), fence("python", deadlock)])
