@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from reasoneval.metrics.rating import elo_probability, estimate_rating, numeric_rating, rating_band, rating_from
+from reasoneval.metrics.rating import elo_probability, estimate_rating, numeric_rating, rating_from
+from reasoneval.tasks.contests import rating_band
 
 
 def test_elo_curve_is_one_half_at_the_problems_rating_and_ten_to_one_400_above():

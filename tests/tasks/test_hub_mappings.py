@@ -83,6 +83,9 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
                       {"id": "code_contests-1", "time_limit": None}],
     "apps": [{"id": "apps-0", "problem_id": 4000}, {"id": "apps-1", "difficulty": "interview"}, {"id": "apps-2"}],
     "taco": [{"id": "taco-0", "difficulty": "EASY"}, {"id": "taco-1", "source": "geeksforgeeks"}],
+    "codeforces": [{"id": "9001/A", "rating": 800, "contest_start": 1609804800}, {"id": "9001/B"}, {"id": "9002/C"},
+                   {"id": "9002/D", "official_tests_complete": False}, {"id": "9003/E", "rating": None},
+                   {"id": "9003/F"}, {"id": "9004/G", "input_mode": "file"}],
 }
 
 

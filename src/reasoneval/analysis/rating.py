@@ -12,9 +12,10 @@ import numpy as np
 
 from reasoneval.analysis.outcomes import by_task, read_problem_rows
 from reasoneval.errors import UserError
-from reasoneval.metrics.rating import RatingEstimate, elo_probability, numeric_rating, rating_band, rating_from
+from reasoneval.metrics.rating import RatingEstimate, elo_probability, numeric_rating, rating_from
 from reasoneval.results.store.problems import read_problems
 from reasoneval.serial import to_json
+from reasoneval.tasks.contests import rating_band
 
 
 @dataclass(frozen=True)

@@ -46,20 +46,6 @@ GRID_LOW, GRID_HIGH, GRID_STEP = -1000.0, 6000.0, 10.0
 ONE_SIDED_TAIL = 0.05
 METHOD = "elo-mle, t-inverted score interval over problems"
 
-# Rating bands as Codeforces' divisions and titles name them (problem ratings, not players': a problem rated 1900 is
-# a Div. 2 D-level problem; the bands only group the breakdown).
-RATING_BANDS = ((1200, "<1200 (newbie-pupil)"), (1600, "1200-1599 (pupil-specialist)"),
-                (1900, "1600-1899 (expert)"), (2100, "1900-2099 (candidate master)"),
-                (2400, "2100-2399 (master)"), (math.inf, ">=2400 (grandmaster)"))
-
-
-def rating_band(rating: float) -> str:
-    for upper, name in RATING_BANDS:
-        if rating < upper:
-            return name
-    return RATING_BANDS[-1][1]
-
-
 @dataclass(frozen=True)
 class RatingEstimate(JsonRecord):
     """A model's rating from problems of known rating. rating None: every sample right (or wrong), no finite

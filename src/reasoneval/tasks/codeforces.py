@@ -33,9 +33,8 @@ import re
 from typing import Any, Mapping
 
 from reasoneval.errors import UserError
-from reasoneval.metrics.rating import numeric_rating, rating_band
 from reasoneval.records import Problem
-from reasoneval.tasks.contests import _all_tests
+from reasoneval.tasks.contests import _all_tests, rating_band, row_rating
 from reasoneval.tasks.keys import problem_key
 
 log = logging.getLogger("reasoneval")
@@ -110,10 +109,10 @@ def codeforces_problem(task: str, where: str, row: Row, default_id: str) -> Prob
     tests = examples + official
     if not tests:
         raise UserError(f"{where}: Codeforces row {pid} has neither examples nor official_tests")
-    rating = numeric_rating(row.get("rating"))
+    rating = row_rating(row.get("rating"))
     date = _date(row.get("contest_start"))
     meta = {k: v for k, v in {
-        "rating": int(rating) if rating is not None else None,
+        "rating": rating,
         "rating_band": rating_band(rating) if rating is not None else None,
         "contest_date": date,
         "contest_year": int(date[:4]) if date else None,
