@@ -41,6 +41,9 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
                  "--data-dir", str(data), "--output-dir", str(out), "--no-progress", "--grading-workers", "2",
                  "--retry-backoff", "0.01", "--task-arg", "codeforces:language=any"]) == 0
     run_dir = next((out / "test-model").iterdir())
+    table = capsys.readouterr().out
+    assert "codeforces [rating_band=<1200 (newbie-pupil)]" in table
+    assert "codeforces: Codeforces rating 1600 (95% CI" in table and "(1 unrated left out)" in table
     summary = json.loads((run_dir / "summary.json").read_text())
     cf = summary["tasks"]["codeforces"]
     assert cf["num_problems"] == 3 and cf["mean"] == pytest.approx(2 / 3)
@@ -60,7 +63,6 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     assert rating["rating"] == pytest.approx(1600, abs=1) and rating["num_problems"] == 2
     assert rating["num_unrated"] == 1 and rating["num_samples"] == 4
 
-    capsys.readouterr()
     assert main(["analyze", str(run_dir), "--rating"]) == 0
     text = capsys.readouterr().out
     assert "Codeforces rating" in text and "1600" in text and "<1200 (newbie-pupil)" in text
