@@ -9,6 +9,7 @@ from typing import Any
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.codeforces.judge import extract_program
+from reasoneval.scoring.programs.scorer import sandbox_pool
 from tests.scoring.programs.test_sandbox import _sandboxed_processes
 
 SUM = [{"input": "2 3\n", "output": "5\n", "kind": "public"}, {"input": "-4 10\n", "output": "6\n", "kind": "official"},
@@ -65,9 +66,21 @@ def problem(tests: list[dict[str, Any]], **extra: Any) -> Problem:
                    payload={"tests": tests, "mode": "stdin", "time_limit_s": 1.0, "memory_mb": 256, **extra})
 
 
+RUNS = [0]  # sandbox runs of the last judge() call
+
+
 def judge(p: Problem, texts: list[str], **settings: Any) -> list[dict[str, Any]]:
     with ScoringContext(workers=2) as ctx:
         scorer = create_scorer(TaskScoring("codeforces", {"calibrate": False, "wall_factor": 4.0, **settings}), ctx)
+        pool = sandbox_pool(ctx)
+        real = pool.run_many
+        RUNS[0] = 0
+
+        def counting(sources: Any, limits: Any = None, stdins: Any = None) -> Any:
+            RUNS[0] += len(sources)
+            return real(sources, limits, stdins)
+
+        pool.run_many = counting  # type: ignore[method-assign]
         scores = scorer.score_many([p] * len(texts), [
             SampleRecord(task=p.task, problem_key=p.key, problem_id=p.id, index=i, seed=0, status="ok", text=t)
             for i, t in enumerate(texts)])
@@ -125,6 +138,7 @@ def test_checker_accepts_any_right_answer_and_contains_hostile_output(mode: str)
                     fence("python", flood)])
     assert [d["verdict"] for d in got] == ["passed", "wrong_answer", "wrong_answer", "wrong_answer"]
     assert got[2]["detail"].startswith("presentation error")
+    assert RUNS[0] == 1  # the four samples of the problem in one sandbox, its checker built once
 
 
 def test_broken_checker_is_a_judge_error_not_a_wrong_answer(mode: str) -> None:

@@ -4,8 +4,9 @@ under compile limits, each test run in a fresh limited process, the output compa
 problem's checker (testlib's protocol: input, output, answer files; exit 0 OK, 1 wrong answer, 2 presentation
 error, 3 the checker failed), or an interactive problem's program and interactor talking over pipes.
 
-Everything runs in one sandbox per sample (sandbox/run.py's Sandbox.run with the trusted driver native_driver.py,
-whose text gets prelude.py's in place of its import block, as the contest drivers do). The verdicts: passed,
+The samples of one problem run together, up to BATCH in one sandbox (sandbox/run.py's Sandbox.run with the trusted
+driver native_driver.py, whose text gets prelude.py's in place of its import block, as the contest drivers do): the
+problem's checker and interactor are built once per batch. The verdicts: passed,
 wrong_answer, time_limit, memory_limit, runtime_error, compile_error, idleness_limit (interactive: no progress
 before the wall clock ran out), judge_error (a problem's checker or interactor that does not build or fails),
 no_code, sandbox_error.
@@ -42,6 +43,7 @@ LANGUAGES = ("python", "cpp", "any")
 # g++ with <bits/stdc++.h> at -O2 takes a few seconds and a few hundred MB; Codeforces allows more than this.
 COMPILE_LIMITS = {"cpu_s": 60.0, "wall_s": 120.0, "memory_mb": 2048}
 VERDICT_KEYS = ("verdict", "passed", "ran", "total", "first", "cpu", "detail")
+BATCH = 8  # programs of one problem in one sandbox run at most
 
 
 def extract_program(text: str, default_language: str = "python") -> tuple[str, str] | None:
@@ -57,7 +59,7 @@ def extract_program(text: str, default_language: str = "python") -> tuple[str, s
 
 @dataclass(frozen=True)
 class NativeJob:
-    """One program and the problem it is judged on, as the driver takes it."""
+    """One program and the problem it is judged on."""
 
     language: str
     source: str
@@ -69,55 +71,77 @@ class NativeJob:
     checker: tuple[str, str] | None = None  # (language, source)
     interactor: tuple[str, str] | None = None
 
+    def problem_settings(self) -> tuple[Any, ...]:
+        """What the programs of one batch share: the problem and its limits."""
+        return (self.tests, self.cpu_s, self.wall_s, self.memory_mb, self.all_tests, self.checker, self.interactor)
+
+
+@dataclass(frozen=True)
+class NativeBatch:
+    """Programs of one problem judged in one sandbox run, the problem's checker and interactor built once."""
+
+    jobs: tuple[NativeJob, ...]
+
     def stdin(self) -> bytes:
-        head = json.dumps({"language": self.language, "source": self.source}, ensure_ascii=True).encode("ascii")
-        trusted = {"tests": [{"input": i, "output": o} for i, o in self.tests], "cpu_s": self.cpu_s,
-                   "wall_s": self.wall_s, "memory_mb": self.memory_mb, "all_tests": self.all_tests,
+        p = self.jobs[0]
+        head = json.dumps({"programs": [{"language": j.language, "source": j.source} for j in self.jobs]},
+                          ensure_ascii=True).encode("ascii")
+        trusted = {"tests": [{"input": i, "output": o} for i, o in p.tests], "cpu_s": p.cpu_s,
+                   "wall_s": p.wall_s, "memory_mb": p.memory_mb, "all_tests": p.all_tests,
                    "compare": "tokens", "compile": COMPILE_LIMITS,
-                   "checker": {"language": self.checker[0], "source": self.checker[1]} if self.checker else None,
-                   "interactor": ({"language": self.interactor[0], "source": self.interactor[1]}
-                                  if self.interactor else None)}
+                   "checker": {"language": p.checker[0], "source": p.checker[1]} if p.checker else None,
+                   "interactor": {"language": p.interactor[0], "source": p.interactor[1]} if p.interactor else None}
         return b"%012d" % len(head) + head + json.dumps(trusted, ensure_ascii=True).encode("ascii")
 
     def limits(self) -> Limits:
-        """The sandbox's own bounds: every compile (program, checker, interactor) and test, with room."""
-        n = max(1, len(self.tests)) * (2 if self.checker or self.interactor else 1)
-        builds = 1 + (self.checker is not None) + (self.interactor is not None)
-        wall = 10.0 + builds * COMPILE_LIMITS["wall_s"] + n * (self.wall_s + 0.5)
-        return Limits(timeout_s=wall, memory_mb=max(int(COMPILE_LIMITS["memory_mb"]), self.memory_mb + 256) + 512,
+        """The sandbox's own bounds: every compile (programs, checker, interactor) and test, with room."""
+        p, count = self.jobs[0], len(self.jobs)
+        n = max(1, len(p.tests)) * (2 if p.checker or p.interactor else 1) * count
+        builds = count + (p.checker is not None) + (p.interactor is not None)
+        wall = 10.0 + builds * COMPILE_LIMITS["wall_s"] + n * (p.wall_s + 0.5)
+        return Limits(timeout_s=wall, memory_mb=max(int(COMPILE_LIMITS["memory_mb"]), p.memory_mb + 256) + 512,
                       cpu_s=int(math.ceil(wall)), nproc=64, tmp_mb=256, file_size_mb=256)
 
 
-def read_verdict(r: ProgramResult, total: int) -> dict[str, Any]:
-    """The driver's verdict line; anything else (the sandbox could not run, a malformed line) is a sandbox error:
-    the program never holds the verdict channel."""
+def read_verdicts(r: ProgramResult, total: int, count: int) -> list[dict[str, Any]]:
+    """The driver's verdict line, one per program; anything else (the sandbox could not run, a malformed line) is a
+    sandbox error for each: the programs never hold the verdict channel."""
     try:
-        v = json.loads(r.channel or "")
+        line = json.loads(r.channel or "")
     except ValueError:
-        v = None
-    if not (isinstance(v, dict) and set(VERDICT_KEYS) <= set(v) and isinstance(v["verdict"], str)
-            and v.get("total") == total):
-        detail = (v or {}).get("detail") if isinstance(v, dict) else None
-        tail = (r.stderr.strip().splitlines() or [f"no verdict (sandbox {r.status})"])[-1]
-        return {"verdict": "sandbox_error", "passed": 0, "ran": 0, "total": total, "first": -1, "cpu": 0.0,
-                "detail": str(detail or tail)[:300]}
-    return {k: v[k] for k in VERDICT_KEYS}
+        line = None
+    got = line.get("verdicts") if isinstance(line, dict) else None
+    if isinstance(got, list) and len(got) == count and all(
+            isinstance(v, dict) and set(VERDICT_KEYS) <= set(v) and isinstance(v["verdict"], str)
+            and v.get("total") == total for v in got):
+        return [{k: v[k] for k in VERDICT_KEYS} for v in got]
+    detail = line.get("error") if isinstance(line, dict) else None
+    tail = (r.stderr.strip().splitlines() or [f"no verdict (sandbox {r.status})"])[-1]
+    return [{"verdict": "sandbox_error", "passed": 0, "ran": 0, "total": total, "first": -1, "cpu": 0.0,
+             "detail": str(detail or tail)[:300]}] * count
 
 
 def run_jobs(context: ScoringContext, jobs: Sequence[NativeJob]) -> list[dict[str, Any]]:
-    """Each job in its own sandbox run, as many at once as the pool has sandboxes."""
+    """The jobs' verdicts, in order: the programs of one problem in batches of at most BATCH, one sandbox run each,
+    as many at once as the pool has sandboxes."""
     pool = sandbox_pool(context)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, job in enumerate(jobs):
+        groups.setdefault(job.problem_settings(), []).append(i)
+    batches = [idx[k:k + BATCH] for idx in groups.values() for k in range(0, len(idx), BATCH)]
     out: list[dict[str, Any] | None] = [None] * len(jobs)
     lock = threading.Lock()
 
-    def one(i: int) -> None:
-        job = jobs[i]
-        r = pool.run_many([NATIVE_DRIVER_SOURCE], job.limits(), stdins=[job.stdin()])[0]
+    def one(idx: list[int]) -> None:
+        batch = NativeBatch(tuple(jobs[i] for i in idx))
+        r = pool.run_many([NATIVE_DRIVER_SOURCE], batch.limits(), stdins=[batch.stdin()])[0]
+        verdicts = read_verdicts(r, len(batch.jobs[0].tests), len(idx))
         with lock:
-            out[i] = read_verdict(r, len(job.tests))
+            for i, v in zip(idx, verdicts):
+                out[i] = v
 
     with ThreadPoolExecutor(max_workers=pool.workers) as ex:
-        list(ex.map(one, range(len(jobs))))
+        list(ex.map(one, batches))
     return [o for o in out if o is not None]
 
 

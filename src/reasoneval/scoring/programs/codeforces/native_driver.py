@@ -1,10 +1,12 @@
 """The trusted driver of the Codeforces judge (C++ and Python programs, checkers, interactors), run inside the
 sandbox as `python -I -c <this file's text> IN OUT`; never imported by the harness. Standard library only.
 
-IN holds a 12-digit ASCII length, that many bytes of JSON with the candidate's part ({"language", "source"}),
+IN holds a 12-digit ASCII length, that many bytes of JSON with the candidates' part ({"programs": [{"language",
+"source"}]}: the samples of one problem),
 then, up to EOF, JSON with the trusted part ({"tests": [{"input", "output"}], "cpu_s", "wall_s", "memory_mb",
 "compare": "tokens"|"exact", "all_tests", "checker": {"language", "source"} | null, "interactor": ... | null,
-"compile": {"cpu_s", "wall_s", "memory_mb"}}). OUT is the verdict channel: one JSON line.
+"compile": {"cpu_s", "wall_s", "memory_mb"}}). OUT is the verdict channel: one JSON line, {"verdicts": [...]}
+(the checker and the interactor are built once, for every program of the batch).
 
 As the contest driver (sandbox/stdio_driver.py, docs/sandbox.md): the driver ignores signals, makes itself
 non-dumpable, reads the candidate's part, gives the processes it forks a PID namespace of their own, drops every
@@ -347,20 +349,26 @@ class Judge:
             return PASSED, "", r
         return WRONG, "", r
 
-    def verdict(self):
+    def verdicts(self):
+        """Each program's verdict; the checker and interactor built once, before the first."""
         tests = self.trusted["tests"]
         base = {"passed": 0, "ran": 0, "total": len(tests), "first": -1, "cpu": 0.0, "detail": ""}
+        programs = self.part["programs"]
         for name, prog in (("checker", self.trusted.get("checker")), ("interactor", self.trusted.get("interactor"))):
             if prog:
                 failed = self.build(prog, name)
                 if failed:
-                    return dict(base, verdict=JUDGE_FAIL, detail=_printable(f"{name} does not build: {failed}"))
-        failed = self.build(self.part, "main")
+                    detail = _printable(f"{name} does not build: {failed}")
+                    return [dict(base, verdict=JUDGE_FAIL, detail=detail) for _ in programs]
+        return [self.verdict(program, base) for program in programs]
+
+    def verdict(self, program, base):
+        failed = self.build(program, "main")
         if failed:
             return dict(base, verdict=COMPILE, detail=_printable(failed))
-        program_argv = self.argv(self.part["language"], "main")
+        program_argv = self.argv(program["language"], "main")
         verdict, first, detail_text, passed, ran, cpu = PASSED, -1, "", 0, 0, 0.0
-        for index, test in enumerate(tests):
+        for index, test in enumerate(self.trusted["tests"]):
             v, detail, r = self.one_test(index, test, program_argv)
             ran += 1
             cpu = max(cpu, round(float(r.get("cpu", 0.0)), 3))
@@ -371,6 +379,7 @@ class Judge:
                 verdict, first, detail_text = v, index, detail
             if not self.trusted.get("all_tests"):
                 break
+        self.ask({"op": "remove", "paths": [WORK + "/main", WORK + "/main.cpp", WORK + "/main.py"]})
         return dict(base, verdict=verdict, first=first, detail=detail_text, passed=passed, ran=ran, cpu=cpu)
 
 
@@ -385,7 +394,7 @@ def main():
         sys.stdout.flush()
         child = os.fork()
     except BaseException as e:
-        os.write(verdict_fd, (_dumps({"verdict": "error", "detail": f"driver: {type(e).__name__}: {e}"})
+        os.write(verdict_fd, (_dumps({"verdicts": [], "error": f"driver: {type(e).__name__}: {e}"})
                               + "\n").encode("ascii"))
         os._exit(0)
     if child == 0:
@@ -404,9 +413,9 @@ def main():
                 break
             raw.append(b)
         trusted = loads(b"".join(raw).decode("ascii"))
-        out = Judge(cmd_w, res_r, part, trusted).verdict()
+        out = {"verdicts": Judge(cmd_w, res_r, part, trusted).verdicts()}
     except BaseException as e:
-        out = {"verdict": "error", "detail": f"driver: {type(e).__name__}: {str(e)[:200]}"}
+        out = {"verdicts": [], "error": f"driver: {type(e).__name__}: {str(e)[:200]}"}
     try:
         os.kill(child, 9)
     except BaseException:
