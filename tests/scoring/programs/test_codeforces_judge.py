@@ -162,3 +162,27 @@ def test_a_program_cannot_reach_its_judge(mode: str) -> None:
     got = judge(problem(SUM), [fence("python", hostile)])
     # it killed what it could see (its own namespace's processes), never the judge: the verdict still comes
     assert got[0]["verdict"] == "wrong_answer" and got[0]["tests_passed"] == 1
+
+
+CPP_CHECKER = r"""#include <cstdio>
+#include <vector>
+int main(int argc, char** argv) {
+    if (argc < 4) return 3;
+    FILE* in = fopen(argv[1], "r"); FILE* out = fopen(argv[2], "r");
+    int n; if (fscanf(in, "%d", &n) != 1) return 3;
+    std::vector<int> seen(n + 1, 0);
+    for (int i = 1; i <= n; i++) {
+        int p; if (fscanf(out, "%d", &p) != 1) return 2;
+        if (p < 1 || p > n || seen[p] || p == i) return 1;
+        seen[p] = 1;
+    }
+    int extra; return fscanf(out, "%d", &extra) == 1 ? 1 : 0;
+}
+"""
+
+
+def test_a_cpp_checker_is_compiled_and_decides(mode: str) -> None:
+    p = problem(DERANGEMENT_TESTS, checker={"language": "cpp", "source": CPP_CHECKER})
+    got = judge(p, [fence("python", "n = int(input())\nprint(*([n] + list(range(1, n))))\n"),
+                    fence("python", "n = int(input())\nprint(*range(1, n + 1))\n")])
+    assert [d["verdict"] for d in got] == ["passed", "wrong_answer"]
