@@ -74,3 +74,26 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
 
     html = (run_dir / "report.html").read_text()
     assert 'id="rating"' in html and "1600 (95% CI" in html
+
+
+@pytest.mark.slow
+def test_score_a_file_of_codeforces_responses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`reasoneval score FILE --task codeforces`: each row joined to its problem by id, judged, rated."""
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(FIXTURES / "codeforces.jsonl", data / "codeforces.jsonl")
+    rows = [{"id": "9001/A", "response": SCRIPT["Given two integers a and b"]},
+            {"problem_id": "9003/F", "response": SCRIPT["Count pairs i < j"]},
+            {"id": "9003/E", "response": SCRIPT["Print the largest of the n numbers"]}]
+    path = tmp_path / "gens.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["score", str(path), "--task", "codeforces", "--data-dir", str(data), "--json"]) == 0
+    run_dir = tmp_path / "gens.jsonl.reasoneval"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    cf = summary["tasks"]["codeforces"]
+    assert cf["num_problems"] == 3 and cf["mean"] == pytest.approx(2 / 3)
+    assert cf["rating"]["num_problems"] == 2 and cf["rating"]["rating"] == pytest.approx(1600, abs=1)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "1/Z", "response": "x"}) + "\n")
+    assert main(["score", str(bad), "--task", "codeforces", "--data-dir", str(data)]) == 2
+    assert "id '1/Z' matches no problem of task codeforces" in capsys.readouterr().err
