@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring.programs.codeforces import judge as judge_module
 from reasoneval.scoring.programs.codeforces.judge import extract_program
 from reasoneval.scoring.programs.scorer import sandbox_pool
 from tests.scoring.programs.test_sandbox import _sandboxed_processes
@@ -186,3 +190,9 @@ def test_a_cpp_checker_is_compiled_and_decides(mode: str) -> None:
     got = judge(p, [fence("python", "n = int(input())\nprint(*([n] + list(range(1, n))))\n"),
                     fence("python", "n = int(input())\nprint(*range(1, n + 1))\n")])
     assert [d["verdict"] for d in got] == ["passed", "wrong_answer"]
+
+
+def test_a_missing_compiler_is_a_setup_error_not_compile_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(judge_module, "GXX", "/nonexistent/g++")
+    with pytest.raises(UserError, match="install g\\+\\+"):
+        judge(problem(SUM), [fence("cpp", CPP_SUM)])

@@ -44,6 +44,7 @@ LANGUAGES = ("python", "cpp", "any")
 COMPILE_LIMITS = {"cpu_s": 60.0, "wall_s": 120.0, "memory_mb": 2048}
 VERDICT_KEYS = ("verdict", "passed", "ran", "total", "first", "cpu", "detail")
 BATCH = 8  # programs of one problem in one sandbox run at most
+GXX = "/usr/bin/g++"  # what native_driver.py runs
 
 
 def extract_program(text: str, default_language: str = "python") -> tuple[str, str] | None:
@@ -145,6 +146,14 @@ def run_jobs(context: ScoringContext, jobs: Sequence[NativeJob]) -> list[dict[st
     return [o for o in out if o is not None]
 
 
+def require_compiler() -> None:
+    """C++ is compiled with the system's g++ inside the sandbox (which sees /usr): a missing one is the setup's fault,
+    not a compile error of every program."""
+    if not Path(GXX).is_file():
+        raise UserError(f"the codeforces judge compiles C++ with {GXX}, which is missing: install g++ "
+                        "(apt-get install g++), or ask for Python programs (--task-arg language=python)")
+
+
 class CodeforcesScorer:
     """Each sample's program judged on every test of its problem (stopping at the first failure unless all_tests);
     correct = every test passed."""
@@ -184,11 +193,14 @@ class CodeforcesScorer:
                 return str(v.get("language") or "python"), str(v["source"])
             return ("python", v) if isinstance(v, str) and v.strip() else None
 
+        checker, interactor = source("checker"), source("interactor")
+        if "cpp" in (program[0], *(x[0] for x in (checker, interactor) if x)):
+            require_compiler()
         return NativeJob(language=program[0], source=program[1],
                          tests=tuple((str(t["input"]), str(t["output"])) for t in pl.get("tests") or ()),
                          cpu_s=cpu, wall_s=round(cpu * self.wall_factor + 1.0, 3),
                          memory_mb=int(pl.get("memory_mb") or self.memory_mb), all_tests=self.all_tests,
-                         checker=source("checker"), interactor=source("interactor"))
+                         checker=checker, interactor=interactor)
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
         jobs = [self.job(p, s.text or "") for p, s in zip(problems, samples)]
