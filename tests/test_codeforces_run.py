@@ -75,6 +75,13 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     html = (run_dir / "report.html").read_text()
     assert 'id="rating"' in html and "1600 (95% CI" in html
 
+    # export --correct-only: distillation rows with the prompt as sent (the language the run asked for)
+    exported = tmp_path / "sft.jsonl"
+    assert main(["export", str(run_dir), "-o", str(exported), "--correct-only"]) == 0
+    rows = [json.loads(x) for x in exported.read_text().splitlines()]
+    assert sorted(r["problem_id"] for r in rows) == ["9001/A", "9001/A", "9003/E", "9003/E"]
+    assert all("a Python 3 or C++17 program" in r["messages"][0]["content"] for r in rows)
+
 
 @pytest.mark.slow
 def test_score_a_file_of_codeforces_responses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
