@@ -16,7 +16,11 @@ Rating distributions:
 - `grid`: every Codeforces problem rating 800-3500 equally often (synthetic: a hard-inclusive benchmark).
 - `--ratings FILE`: a JSONL file's `rating` or `cf_rating` values (e.g. rows of open-r1/codeforces).
 
-    PYTHONPATH=src python scripts/rating_simulation.py --runs 1000 --seed 0
+    PYTHONPATH=src python scripts/rating_simulation.py --runs 2000 --seed 1 --dists grid
+    PYTHONPATH=src python scripts/rating_simulation.py --runs 2000 --seed 2 --dists ladder --models 1000,1400,1800
+    PYTHONPATH=src python scripts/rating_simulation.py --runs 2000 --seed 3 --dists ladder --models 2400
+
+(the figures in docs/statistics.md, "A Codeforces rating")
 """
 
 from __future__ import annotations
