@@ -65,6 +65,8 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
         hint = f"; for {a.target_se:g} points give {a.target_se / 100:g}" if 0.5 <= a.target_se < 50 else ""
         raise UserError(f"analyze --target-se is a fraction of 1 (0.01 = 1 point; `run --target-se` takes points), above "
                         f"0 and below 0.5 (the largest SE an accuracy can have): got {a.target_se:g}{hint}")
+    if a.rating:
+        return _print_rating(a)
     an = analyze_run(a.run_dir, target=a.target_se, draws=a.draws, seed=a.seed)
     if a.json:
         print(json.dumps(an.to_json_dict(), indent=2))
@@ -93,6 +95,30 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
               f"sampling noise alone (SE resample) {tg.k_for_resample} samples per problem "
               f"({tg.k_for_resample * t.num_problems} samples), `run --target-se {100 * tg.target:g}` about "
               f"{tg.adaptive_samples} samples")
+    return 0
+
+
+def _print_rating(a: argparse.Namespace) -> int:
+    from reasoneval.analysis.rating import rating_analysis, rating_json
+
+    ratings = rating_analysis(a.run_dir)
+    if a.json:
+        print(json.dumps(rating_json(ratings), indent=2))
+        return 0
+    head = ["task", "rating (95% interval)", "rated problems", "unrated", "samples right (%)"]
+    rows = [[t.task, t.estimate.describe(), str(t.estimate.num_problems), str(t.estimate.num_unrated),
+             pct(t.estimate.solve_rate)] if t.estimate else [t.task, "- (fewer than 2 rated problems)", "-", "-", "-"]
+            for t in ratings]
+    bhead = ["task", "rating band", "problems", "samples", "right (%)", "Elo curve at the rating (%)"]
+    brows = [[t.task, b.band, str(b.num_problems), str(b.num_samples), pct(b.observed), pct(b.predicted)]
+             for t in ratings for b in t.bands]
+    title = "Codeforces rating: Elo model fitted to every sample, interval over problems and samples (docs/statistics.md)"
+    if a.markdown:
+        print(f"{title}\n\n{markdown_table(head, rows)}\nby rating band: right against the curve's prediction\n\n"
+              f"{markdown_table(bhead, brows)}", end="")
+    else:
+        print_table(head, rows, title)
+        print_table(bhead, brows, "by rating band: samples right against the Elo curve's prediction at the rating")
     return 0
 
 
@@ -178,6 +204,8 @@ class AnalyzeFlags:
         "point; `run --target-se` takes points)")
     draws: int = run_option(200, group="", parse=int, help="random subsets per k for the subsampling check")
     seed: int = run_option(0, group="", parse=int, help="seed of the random subsets")
+    rating: bool = _switch("the Codeforces-style rating of each task with rated problems (codeforces, code_contests "
+                           "with cf_rating) and its 95% interval, with the fit per rating band")
     json: bool = _switch(JSON)
     markdown: bool = _switch(MARKDOWN)
 

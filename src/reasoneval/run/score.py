@@ -16,6 +16,7 @@ from reasoneval.atomic import FileSet
 from reasoneval.errors import UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
 from reasoneval.metrics.adaptive_estimates import adaptive_summary, plan_se_of, with_estimates
+from reasoneval.metrics.rating import rating_from
 from reasoneval.records import Problem
 from reasoneval.report.html_page import write_run_html
 from reasoneval.report.parquet import ResultsWriter
@@ -40,7 +41,7 @@ from reasoneval.scoring.judge.cascade import judged_by
 log = logging.getLogger("reasoneval")
 
 # Metadata fields that get an accuracy breakdown in summary.json where the data has them.
-BREAKDOWN_FIELDS = ("subject", "level", "difficulty", "platform")
+BREAKDOWN_FIELDS = ("subject", "level", "difficulty", "platform", "rating_band", "contest_year")
 # Response bytes per results.parquet batch (Arrow holds ~3x that while building and compressing it).
 PARQUET_BATCH_BYTES = 8 << 20
 
@@ -226,7 +227,8 @@ def _evaluate(run_dir: Path, config: RunConfig, scope: Scope, adaptive_settings:
         for name in (config.scoring.get(t) or TaskScoring()).extra:
             fields[f"subject [{name}]"] = breakdown(os_, meta, "subject", metric=name)
         per_task[t] = dataclasses.replace(task_metrics(os_, bound[t]), breakdown={f: b for f, b in fields.items() if b},
-                                          se_vs_k=se_vs_k(os_, bound[t]))
+                                          se_vs_k=se_vs_k(os_, bound[t]),
+                                          rating=rating_from((meta[o.problem_key].get("rating"), o.correct) for o in os_))
     for t, scorer in scorers.items():  # a scorer's figures of the whole task (the cascade's HLE calibration error)
         task_figures = getattr(scorer, "task_figures", None)
         if callable(task_figures) and t in per_task:
