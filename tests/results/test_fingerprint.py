@@ -91,7 +91,8 @@ def _copy_run(src: Path, root: Path, name: str, **fp_changes: object) -> Path:
     shutil.copytree(src, dst)
     config = load_config(dst)
     fp = {k: v for k, v in fingerprint.of_config(config).items() if k not in ("partial", "note")}
-    fp.update(engine_version="vllm 0.11.0", weights_sha256="00" * 32, accelerator="1 x NVIDIA H100", **fp_changes)
+    fp.update({"engine_version": "vllm 0.11.0", "weights_sha256": "00" * 32, "accelerator": "1 x NVIDIA H100",
+               **fp_changes})
     write_config(dst, dataclasses.replace(config, fingerprint=fp))
     summary = json.loads((dst / "summary.json").read_text())
     summary["config"]["fingerprint"] = fp

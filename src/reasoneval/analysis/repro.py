@@ -19,6 +19,11 @@ from reasoneval.serial import JsonRecord
 BITWISE = "bitwise reproducible"
 DRIFT = "texts drift but scores agree within noise"
 DIFFER = "scores differ beyond noise"
+NOTHING = "nothing to compare: no sample was generated again"
+# repro's subset by default: each task's first 30 problems, their samples 0 and 1 (60 pairs a task: enough for a
+# paired CI of a few points on a 50% task, a few minutes of generation)
+DEFAULT_PROBLEMS = 30
+DEFAULT_SAMPLES = 2
 # Two-sided 95% quantiles of Student's t by degrees of freedom (1..30); beyond, the normal's 1.96.
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
@@ -122,10 +127,10 @@ def divergence(pairs: Sequence[Pair], tokenize: Tokenize | None, unit: str) -> D
 
 def verdict(identical: int, total: int, diff: PairedDifference) -> str:
     """bitwise reproducible (every text identical), else whether the paired difference's 95% CI holds 0."""
-    if total and identical == total:
+    if total == 0 or diff.problems == 0:
+        return NOTHING
+    if identical == total:
         return BITWISE
-    if diff.problems == 0 or math.isnan(diff.difference):
-        return DRIFT if diff.problems == 0 else DIFFER
     if math.isnan(diff.stderr):  # one problem: no CI; any change of its score is beyond what can be told from noise
         return DRIFT if diff.difference == 0 else DIFFER
     return DRIFT if diff.ci_low <= 0.0 <= diff.ci_high else DIFFER

@@ -24,7 +24,7 @@ def _cmd_repro(a: argparse.Namespace) -> int:
 
 
 def add_repro_parser(p: argparse.ArgumentParser) -> None:
-    from reasoneval.run.repro import DEFAULT_PROBLEMS, DEFAULT_SAMPLES
+    from reasoneval.analysis.repro import DEFAULT_PROBLEMS, DEFAULT_SAMPLES
 
     p.epilog = ("examples:\n  reasoneval repro results/m/RUN                          # the run's own setup\n"
                 "  reasoneval repro results/m/RUN --vary concurrency=1     # one request at a time\n"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from reasoneval.analysis.repro import Pair, ReproReport, summarize
+from reasoneval.analysis.repro import DEFAULT_PROBLEMS, DEFAULT_SAMPLES, Pair, ReproReport, summarize
 from reasoneval.atomic import atomic_write_json
 from reasoneval.engines import capabilities, check_supported, create_engine, options_class
 from reasoneval.engines.base import CommonOptions
@@ -41,8 +41,6 @@ log = logging.getLogger("reasoneval")
 
 REPRO_DIR = "repro"
 REPORT_FILE = "repro.json"
-DEFAULT_PROBLEMS = 30
-DEFAULT_SAMPLES = 2
 # config.json's engine_config key -> the engine option it records, where the names differ (the local engine
 # describes what served: the kernels, threads and context it ended with).
 _DESCRIBED_AS = {"local": {"cpu_repack": "cpu_repack", "reuse_prefix": "reuse_prefix", "n_threads": "threads",
