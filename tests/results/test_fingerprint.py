@@ -116,6 +116,10 @@ def test_compare_says_before_its_numbers_whether_the_setup_is_shared(tmp_path: P
     # an old run against a new one: cannot tell
     r = cli_inprocess(["compare", str(RUNS / "pre_layout"), str(a)], capsys)
     assert "cannot tell whether they share a setup" in r.stdout.splitlines()[0]
+    d = _copy_run(RUNS / "pre_layout", tmp_path, "d", weights_sha256="11" * 32)
+    r = cli_inprocess(["compare", str(a), str(d)], capsys)
+    assert r.stdout.splitlines()[0] == ("setup: A and B differ only in the model (weights_sha256); the rest of the "
+                                        "setup is shared")
     r = cli_inprocess(["compare", str(a), str(c), "--json"], capsys)
     setup = json.loads(r.stdout)["setup"][0]
     assert setup["same_setup"] is False and ["concurrency", 4, 1] in setup["differences"]

@@ -7,7 +7,6 @@ import argparse
 import json
 
 
-
 def _cmd_repro(a: argparse.Namespace) -> int:
     from reasoneval.analysis.repro import report_lines
     from reasoneval.run.repro import ReproOptions, parse_vary, repro

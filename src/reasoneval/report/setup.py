@@ -9,6 +9,8 @@ from reasoneval.results import fingerprint
 from reasoneval.results.schema import RunResult
 
 MAX_SHOWN = 12
+# What a comparison of two models or checkpoints is about: differences here are the point, not a changed setup.
+MODEL_KEYS = frozenset({"model", "model_identity", "weights_sha256", "hub_revision", "server_model"})
 
 
 def setup_comparison(results: Sequence[RunResult]) -> list[dict[str, Any]]:
@@ -35,6 +37,10 @@ def setup_lines(results: Sequence[RunResult], letters: Sequence[str]) -> list[st
         if same:
             lines.append(f"setup: A and {letter} share fingerprint {first}: a difference below is sampling noise "
                          "or the engine's own nondeterminism, not a changed setup")
+            continue
+        if diffs and all(k in MODEL_KEYS for k, _, _ in diffs) and not entry["partial"]:
+            lines.append(f"setup: A and {letter} differ only in the model ({', '.join(k for k, _, _ in diffs)}); "
+                         "the rest of the setup is shared")
             continue
         if same is None and entry["partial"]:
             head = (f"setup: A ({first}) and {letter} ({entry['fingerprint']}): cannot tell whether they share a setup "
