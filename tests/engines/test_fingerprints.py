@@ -78,7 +78,7 @@ def test_local_run_records_weights_kernels_threads_and_batching(tmp_path: Path, 
     assert fp["engine_version"].startswith("llama-cpp-python ")
     assert fp["threads"] == 1 and fp["batch"] == 4 and fp["adapt_threads"] is False
     assert fp["kernels"] in ("cpu_repack=on", "cpu_repack=off") and fp["deterministic_mode"] == "off"
-    assert fp["accelerator"] == "none (CPU)" and fp["data_parallel"] == 1
+    assert fp["accelerator"] == "none (CPU)" and fp["data_parallel"] == 1 and fp["cpu"] == fingerprint.cpu_model()
     # the hash is cached for the next run (conftest: a per-test cache file)
     cache = json.loads(fingerprint.hash_cache_path().read_text())
     assert cache[str(weights.resolve())]["sha256"] == fp["weights_sha256"]

@@ -183,9 +183,23 @@ def _gguf(path: Any) -> dict[str, Any]:
     return {"weights_sha256": weights_sha256(str(path)), "quantisation": gguf_file_type(str(path))}
 
 
-def _cpu(d: Mapping[str, Any]) -> dict[str, Any]:
-    """The CPU kernels' features as the engine recorded them (AMX and AVX-512 pick other llama.cpp kernels)."""
-    return {"cpu_amx": _known(d.get("cpu_amx")), "cpu_avx512": _known(d.get("cpu_avx512"))}
+def cpu_model() -> str:
+    """This machine's CPU model (/proc/cpuinfo's model name); unknown where there is none."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return UNKNOWN
+
+
+def _cpu(d: Mapping[str, Any], here: bool) -> dict[str, Any]:
+    """The CPU and the kernels' features as the engine recorded them (AMX and AVX-512 pick other llama.cpp
+    kernels)."""
+    return {"cpu": cpu_model() if here else UNKNOWN, "cpu_amx": _known(d.get("cpu_amx")),
+            "cpu_avx512": _known(d.get("cpu_avx512"))}
 
 
 def _server(d: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -210,7 +224,7 @@ def _local(c: RunConfig, here: bool) -> dict[str, Any]:
             "deterministic_mode": "exact one-sequence batches" if d.get("parallel") == 1 else "off",
             "kernels": f"cpu_repack={d.get('cpu_repack', UNKNOWN)}", "threads": _known(d.get("n_threads")),
             "adapt_threads": _known(d.get("adapt_threads")), "reuse_prefix": _known(d.get("reuse_prefix")),
-            **_cpu(d), "accelerator": "none (CPU)", "driver": "none"}
+            **_cpu(d, here), "accelerator": "none (CPU)", "driver": "none"}
 
 
 def _openai(c: RunConfig, here: bool) -> dict[str, Any]:

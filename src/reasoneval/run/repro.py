@@ -189,6 +189,19 @@ def _grade(config: RunConfig, problems: Mapping[tuple[str, str], Problem], recor
     return out
 
 
+def _quiet(load: Callable[[], Any]) -> Any:
+    """`load()` with file descriptor 2 on /dev/null: llama.cpp's C code logs its context's set-up there even when
+    asked not to, and repro's report is what the terminal should show."""
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        return load()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 def gguf_tokenizer(path: str | None) -> Callable[[str], Sequence[object]] | None:
     """The model's own tokenizer where the run served a GGUF file and llama.cpp is installed (its vocabulary only:
     no weights are loaded); None otherwise (positions are then counted in words)."""
@@ -197,7 +210,7 @@ def gguf_tokenizer(path: str | None) -> Callable[[str], Sequence[object]] | None
     try:
         from llama_cpp import Llama
 
-        llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
+        llm = _quiet(lambda: Llama(model_path=str(path), vocab_only=True, verbose=False))
     except Exception as e:  # no llama.cpp, or a file it cannot read: words instead
         log.info("repro: no tokenizer for %s (%s); divergence positions are in words", path, e)
         return None
