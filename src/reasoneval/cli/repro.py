@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
+
+from reasoneval.analysis.repro import DEFAULT_PROBLEMS, DEFAULT_SAMPLES
+from reasoneval.run.flags import add_options, run_option
 
 
 def _cmd_repro(a: argparse.Namespace) -> int:
@@ -22,9 +26,26 @@ def _cmd_repro(a: argparse.Namespace) -> int:
     return 0
 
 
-def add_repro_parser(p: argparse.ArgumentParser) -> None:
-    from reasoneval.analysis.repro import DEFAULT_PROBLEMS, DEFAULT_SAMPLES
+@dataclass(frozen=True)
+class ReproFlags:
+    """repro's flags, declared once each (run.flags.run_option); --vary (one or two words a time) is the parser's."""
 
+    problems: int = run_option(DEFAULT_PROBLEMS, group="", parse=int, metavar="N",
+                               help="each task's first N problems with finished samples (default %(default)s)")
+    samples: int = run_option(DEFAULT_SAMPLES, group="", parse=int, metavar="K",
+                              help="their samples 0..K-1, with the same seeds (default %(default)s)")
+    base_url: str | None = run_option(None, group="", metavar="URL",
+                                      help="generate with this OpenAI-compatible server instead of the run's setup")
+    model: str | None = run_option(None, group="", help="with --base-url: the model name that server serves "
+                                   "(default: the run's)")
+    name: str | None = run_option(None, group="", help="the subfolder under RUN_DIR/repro/ (default: what is varied)")
+    data_dir: str | None = run_option(None, group="", metavar="DIR",
+                                      help="where few-shot pools are read from (default $REASONEVAL_DATA_DIR)")
+    timeout: float = run_option(3600.0, group="", parse=float, help="seconds per request (default %(default)s)")
+    json: bool = run_option(False, group="", action="true", help="print the report as JSON")
+
+
+def add_repro_parser(p: argparse.ArgumentParser) -> None:
     p.epilog = ("examples:\n  reasoneval repro results/m/RUN                          # the run's own setup\n"
                 "  reasoneval repro results/m/RUN --vary concurrency=1     # one request at a time\n"
                 "  reasoneval repro results/m/RUN --vary engine-arg threads=1\n"
@@ -32,18 +53,7 @@ def add_repro_parser(p: argparse.ArgumentParser) -> None:
                 "The samples go to RUN/repro/<name>/ (never the run's headline); the verdict: bitwise reproducible / "
                 "texts drift but scores agree within noise / scores differ beyond noise (docs/reproducibility.md).")
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--problems", type=int, default=DEFAULT_PROBLEMS, metavar="N",
-                   help="each task's first N problems with finished samples (default %(default)s)")
-    p.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, metavar="K",
-                   help="their samples 0..K-1, same seeds (default %(default)s)")
     p.add_argument("--vary", action="append", nargs="+", metavar="SETTING",
                    help="one thing to change: concurrency=N, or engine-arg KEY=VALUE (repeatable)")
-    p.add_argument("--base-url", help="generate with another OpenAI-compatible server instead")
-    p.add_argument("--model", help="with --base-url: the model name that server serves (default: the run's)")
-    p.add_argument("--name", help="the subfolder under RUN_DIR/repro/ (default: from what is varied)")
-    p.add_argument("--data-dir", help="where few-shot pools are read from (default $REASONEVAL_DATA_DIR)")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds per request (default %(default)s)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_options(p, ReproFlags)
     p.set_defaults(func=_cmd_repro)
-
-

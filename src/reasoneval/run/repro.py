@@ -31,7 +31,7 @@ from reasoneval.results.schema import RunConfig, load_config
 from reasoneval.results.store import SampleStore
 from reasoneval.results.store.problems import read_problems
 from reasoneval.results.store.sample_store import iter_samples
-from reasoneval.run.export import _task_spec, prompt_config
+from reasoneval.run.export import prompt_config, recorded_task_spec
 from reasoneval.run.generation import with_fewshot_pool
 from reasoneval.run.plan import LoadedTask, request_maker
 from reasoneval.run.runner import generate
@@ -163,7 +163,7 @@ def rebuild_requests(config: RunConfig, run_dir: Path, keys: Sequence[SampleKey]
     for task in config.tasks:
         order = config.problem_keys.get(task, [])
         ps = [by_key[(task, k)] for k in order if (task, k) in by_key]
-        tasks.append(with_fewshot_pool(LoadedTask(_task_spec(config, task), ps), prompt, data_dir))
+        tasks.append(with_fewshot_pool(LoadedTask(recorded_task_spec(config, task), ps), prompt, data_dir))
     s = config.settings
     make = request_maker(tasks, seed=s.seed or 0, sampling=s.sampling or SamplingParams(), api=s.api or "chat",
                          prompt=prompt)
