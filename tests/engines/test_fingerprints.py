@@ -76,7 +76,7 @@ def test_local_run_records_weights_kernels_threads_and_batching(tmp_path: Path, 
     assert fp["weights_sha256"] == hashlib.sha256(weights.read_bytes()).hexdigest()
     assert fp["quantisation"] == "Q4_1"
     assert fp["engine_version"].startswith("llama-cpp-python ")
-    assert fp["threads"] == 1 and fp["batch"] == 4 and fp["adapt_threads"] is False
+    assert fp["threads"] == 1 and fp["batch"] == 4 and fp["adapt_threads"] is False and fp["max_model_len"] == 4096
     assert fp["kernels"] in ("cpu_repack=on", "cpu_repack=off") and fp["deterministic_mode"] == "off"
     assert fp["accelerator"] == "none (CPU)" and fp["data_parallel"] == 1 and fp["cpu"] == fingerprint.cpu_model()
     # the hash is cached for the next run (conftest: a per-test cache file)

@@ -220,7 +220,7 @@ def _local(c: RunConfig, here: bool) -> dict[str, Any]:
     return {"engine_version": f"llama-cpp-python {d['llama_cpp_python']}" if d.get("llama_cpp_python") else UNKNOWN,
             **_gguf(d.get("model_path") if here else None), "dtype": "per the GGUF file (quantisation)",
             "tensor_parallel": 1, "data_parallel": _known(d.get("replicas")),
-            "batch": _known(d.get("parallel")), "concurrency": c.concurrency,
+            "batch": _known(d.get("parallel")), "concurrency": c.concurrency, "max_model_len": _known(d.get("n_ctx")),
             "deterministic_mode": "exact one-sequence batches" if d.get("parallel") == 1 else "off",
             "kernels": f"cpu_repack={d.get('cpu_repack', UNKNOWN)}", "threads": _known(d.get("n_threads")),
             "adapt_threads": _known(d.get("adapt_threads")), "reuse_prefix": _known(d.get("reuse_prefix")),
@@ -254,7 +254,7 @@ def _launch(c: RunConfig, here: bool) -> dict[str, Any]:
             "unknown)", **weights, "dtype": _known(d.get("dtype")) if server != "llamacpp" else
             "per the GGUF file (quantisation)", "tensor_parallel": _known(d.get("tensor_parallel_size")),
             "data_parallel": _known(d.get("data_parallel_size")), "batch": UNKNOWN, "concurrency": c.concurrency,
-            "deterministic_mode": deterministic, "kernels": kernels,
+            "max_model_len": _known(d.get("max_model_len")), "deterministic_mode": deterministic, "kernels": kernels,
             "prefix_caching": _known(d.get("enable_prefix_caching")), "server_command": args or UNKNOWN,
             "threads": UNKNOWN, **_accelerator(here), **_server(report)}
 
@@ -267,7 +267,8 @@ def _vllm(c: RunConfig, here: bool) -> dict[str, Any]:
             "quantisation": _known(d.get("quantization")), "dtype": d.get("dtype") or "auto (the checkpoint's)",
             "tensor_parallel": _known(d.get("tensor_parallel_size")),
             "data_parallel": _known(d.get("data_parallel_size")), "batch": _known(d.get("max_num_seqs")),
-            "concurrency": c.concurrency, "deterministic_mode": _batch_invariant() if here else UNKNOWN,
+            "concurrency": c.concurrency, "max_model_len": _known(d.get("max_model_len")),
+            "deterministic_mode": _batch_invariant() if here else UNKNOWN,
             "kernels": _known(d.get("attention_backend")), "prefix_caching": _known(d.get("enable_prefix_caching")),
             "server_args": " ".join(d.get("server_args") or []) or "none", "threads": UNKNOWN,
             **_accelerator(here)}
