@@ -30,13 +30,18 @@ def _cmd_compare(a: argparse.Namespace) -> int:
     from reasoneval.report.compare import compare_markdown, render_compare_table
 
     c = compare_runs(a.run_dirs)
+    from reasoneval.report.compare import run_letters
+    from reasoneval.report.setup import setup_comparison, setup_lines
+
+    if not a.json:  # before the numbers: whether the runs share a setup (docs/reproducibility.md)
+        print("\n".join(setup_lines(c.runs, run_letters(c))) + ("\n" if a.markdown else ""))
     if a.html:
         from reasoneval.report.html_page import write_compare_html
 
         write_compare_html(c, Path(a.html))
         print(f"comparison page: {a.html}", file=sys.stderr)
     if a.json:
-        print(json.dumps(c.to_json_dict(), indent=2))
+        print(json.dumps({**c.to_json_dict(), "setup": setup_comparison(c.runs)}, indent=2, default=str))
     elif a.markdown:
         print(compare_markdown(c), end="")
     else:
@@ -132,6 +137,18 @@ def _cmd_runs(a: argparse.Namespace) -> int:
                         "--by-checkpoint or drop --metric")
 
     rows = list_runs(Path(a.dir), model=a.model, task=a.task)
+    if a.group_by == "fingerprint":
+        if a.by_checkpoint:
+            raise UserError("--group-by fingerprint and --by-checkpoint are two layouts of the table: give one")
+        from reasoneval.report.runs import fingerprint_groups
+
+        groups = fingerprint_groups(rows)
+        rows = [row for _, _, members in groups for row in members]
+        if not (a.csv or a.markdown) and rows:
+            for fid, summary, members in groups:
+                head, cells, _ = table_rows(members)
+                print_table(head, cells, f"fingerprint {fid} ({len(members)} runs): {summary}", left=3)
+            return 0
     head, cells, records = table_rows(rows)
     left = 3
     if a.by_checkpoint:
@@ -222,6 +239,9 @@ class RunsFlags:
         "lm-eval's metric names (exact_match,strict-match, ...)")
     metric: str | None = run_option(None, group="", metavar="GLOB",
                                     help="with --by-checkpoint: only these metrics (e.g. 'exact_match*')")
+    group_by: str | None = run_option(None, group="", choices=("fingerprint",),
+                                      help="fingerprint: one table per setup (engine, weights, kernels, batching, ...: "
+                                      "docs/reproducibility.md), runs made with the same setup together")
 
 
 @dataclass(frozen=True)
