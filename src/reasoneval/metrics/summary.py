@@ -103,6 +103,10 @@ class TaskMetrics(JsonRecord):
     # (an adaptive run, a file with uneven rows, failed samples); None: each has num_samples. pass@k and maj@k are
     # defined for k <= the fewest only (`defined_k`).
     samples_per_problem: tuple[int, int] | None = json_field(default=None, omit_none=True)
+    # Which evaluation every figure of this entry comes from (issue 52.1): {"kind": "adaptive", "samples_per_problem":
+    # [fewest, most]} (run --target-se: the samples its design drew) or {"kind": "fixed", "k": K, ...} (indices < K);
+    # set by scoring (run/score.py), empty for figures computed elsewhere.
+    evaluation: dict[str, Any] = json_field(default_factory=dict, omit_empty=True)
 
     def sample_range(self) -> tuple[int, int]:
         """(fewest, most) samples a problem has (num_samples, num_samples when every problem has K)."""

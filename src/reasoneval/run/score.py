@@ -30,9 +30,19 @@ from reasoneval.results.schema import (
     load_config,
     load_run,
 )
-from reasoneval.results.scope import Scope, TaskScope, decide, describe, headline_scope, task_complete, with_scope
+from reasoneval.results.scope import (
+    Scope,
+    TaskScope,
+    decide,
+    describe,
+    evaluation_note,
+    headline_scope,
+    task_complete,
+    with_scope,
+)
 from reasoneval.results.store import read_problems
 from reasoneval.results.stream import ChunkSink, ScoredProblem, score_store
+from reasoneval.run.repair import summary_config
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 
@@ -70,7 +80,7 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
     for the tasks where its evaluation becomes the headline's, else into its view only.
     """
     run_dir = Path(run_dir)
-    config = load_config(run_dir)
+    config, restored = _readable_config(run_dir)
     all_problems = read_problems(run_dir)
     known: dict[str, list[str]] = {}
     for p in all_problems:
@@ -88,25 +98,41 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                 chosen = decision.headline
                 if decision.reorder:  # config.json keeps the headline's order: summary.json agrees with it
                     result = _in_task_order(result, own, chosen, adaptive)
+                note = evaluation_note(headline, scope, chosen)
                 top_config = _with_provenance(with_scope(config, chosen, adaptive), command,
                                               [t for t in scope if chosen.get(t) == scope[t]])
                 if decision.rescore_headline:
                     top, top_parquet = _evaluate(run_dir, top_config, chosen, top_config.adaptive, all_problems, context,
                                                  files)
                     _stage(top, top_parquet, files)
-                if top_config != config:
+                if top_config != config or restored:
                     files.write_json(run_dir / CONFIG_FILE, top_config.to_json_dict())
                 if decision.view is not None:  # narrower, or only part of a wider headline: this command's view
                     # Whether the headline changes with it is read off the files, before and after (issue 41.3).
                     changed = files.changes(run_dir / SUMMARY_FILE) or files.changes(run_dir / CONFIG_FILE)
                     result = dataclasses.replace(result, view=decision.view, headline_changed=changed,
                                                  headline_scope=describe(chosen) if changed else None)
+                if note is not None:
+                    result = dataclasses.replace(result, evaluation_note=note)
                 _stage(result, parquet, files)
     except OSError as e:
         raise disk_error(e, run_dir) from None
     if print_table:
         render_table(result)
     return result
+
+
+def _readable_config(run_dir: Path) -> tuple[RunConfig, bool]:
+    """config.json, or (when it cannot be read: empty, cut short) the copy summary.json holds, which this command then
+    writes back (True); the repair `view` and `runs` name for such a run (run/repair.py, issue 52.6)."""
+    try:
+        return load_config(run_dir), False
+    except UserError:
+        saved = summary_config(run_dir) if (run_dir / CONFIG_FILE).exists() else None
+        if saved is None:
+            raise
+        log.warning("%s cannot be read: restoring it from the copy in %s", run_dir / CONFIG_FILE, SUMMARY_FILE)
+        return saved, True
 
 
 def _with_provenance(config: RunConfig, command: RunConfig | None, tasks: Sequence[str], view: bool = False
@@ -220,16 +246,28 @@ def _evaluate(run_dir: Path, config: RunConfig, scope: Scope, adaptive_settings:
         # The lm-eval columns per subject too (lm-eval's minerva_math reports one subtask per subject).
         for name in (config.scoring.get(t) or TaskScoring()).extra:
             fields[f"subject [{name}]"] = breakdown(os_, meta, "subject", metric=name)
-        per_task[t] = dataclasses.replace(task_metrics(os_, bound[t]), breakdown={f: b for f, b in fields.items() if b},
-                                          se_vs_k=se_vs_k(os_, bound[t]))
+        m = task_metrics(os_, bound[t])
+        per_task[t] = dataclasses.replace(m, breakdown={f: b for f, b in fields.items() if b}, se_vs_k=se_vs_k(os_, bound[t]),
+                                          evaluation=_evaluation(t in adaptive, scope[t].n, m.sample_range()))
     K = max(bound.values(), default=1)
+    kinds = {(e["kind"], e.get("k")) for e in (m.evaluation for m in per_task.values())}
+    aggregate = aggregate_metrics(outcomes, K)
+    if len(kinds) == 1:  # tasks of one evaluation: the pool is of it too
+        (kind, k), = kinds
+        aggregate = dataclasses.replace(aggregate, evaluation=_evaluation(kind == "adaptive", k or K, aggregate.sample_range()))
     result = RunResult(
         model=config.model, run_id=config.run_id, run_dir=run_dir, config=with_scope(config, scope, adaptive_settings),
-        n=K, tasks=per_task, aggregate=aggregate_metrics(outcomes, K), timing=config.last_generation or GenerationTiming(),
+        n=K, tasks=per_task, aggregate=aggregate, timing=config.last_generation or GenerationTiming(),
         complete=all(o.num_missing == 0 for os_ in outcomes.values() for o in os_)
         and all(a["stopped"] is not None for a in adaptive.values()), adaptive=adaptive or None,
         scorers={s.name: s.version for s in [*scorers.values(), *(e for d in extra.values() for e in d.values())]})
     return result, parquet
+
+
+def _evaluation(adaptive: bool, k: int, samples: tuple[int, int]) -> dict[str, Any]:
+    """TaskMetrics.evaluation: which evaluation an entry's figures come from, and the samples per problem it used."""
+    head: dict[str, Any] = {"kind": "adaptive"} if adaptive else {"kind": "fixed", "k": k}
+    return {**head, "samples_per_problem": list(samples)}
 
 
 def _parquet_sink(writer: ResultsWriter) -> ChunkSink:

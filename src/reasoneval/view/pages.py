@@ -25,7 +25,7 @@ from reasoneval.view.folder import RUNNING, Run
 
 VIEW_CSS = CSS + """
 nav{margin-bottom:1em}nav a{margin-right:1em}.st-running{color:#1565c0;font-weight:600}.st-complete{color:#1a7f37}
-.st-failed{color:#c62828}.st-incomplete,.st-scoring{color:#b26a00}#runs th{cursor:pointer;user-select:none}
+.st-failed,.st-damaged{color:#c62828}.st-incomplete,.st-scoring{color:#b26a00}#runs th{cursor:pointer;user-select:none}
 .interim{border-left:4px solid #b26a00;padding-left:8px}.headline{border-left:4px solid #1a7f37;padding-left:8px}
 .eb{stroke-width:1.5}
 """
@@ -68,7 +68,8 @@ def runs_payload(runs: Sequence[Run]) -> dict[str, Any]:
         row: dict[str, Any] = {"model": run.config.model, "training_run": point.training_run, "checkpoint": point.name,
                                "step": point.step, "run_id": run.config.run_id, "status": run.status,
                                "updated": run.updated, "href": run_link(run), "pass1": {}, "cells": {},
-                               "report": None}
+                               "report": None, "problem": run.damage.problem if run.damage else None,
+                               "repair": run.damage.repair if run.damage else None}
         hit = by_dir.get(str(run.dir))
         if hit is not None:
             line, _ = hit
@@ -129,7 +130,9 @@ function render(){
       else if (k === 'training_run' && r.training_run){ const a = el('a', r.training_run);
         a.href = '/training?name=' + encodeURIComponent(r.training_run); td.appendChild(a); }
       else td.textContent = String(text(r, k));
-      if (k === 'status') td.className = 'st-' + r.status;
+      if (k === 'status'){ td.className = 'st-' + r.status;
+        if (r.problem){ const p = el('div', r.problem, 'muted problem'); const c = el('code', r.repair, 'repair');
+          td.append(p, el('span', 'repair: ', 'muted'), c); } }
       if (TEXT.includes(k)) td.classList.add('l');
       td.dataset.k = k; tr.appendChild(td); }
     tbody.appendChild(tr); }
@@ -145,7 +148,7 @@ setInterval(async function(){ try { const r = await fetch('/api/runs', {credenti
 
 
 def index_page(payload: Mapping[str, Any], root: str, nonce: str) -> str:
-    statuses = ["running", "scoring", "complete", "incomplete", "failed"]
+    statuses = ["running", "scoring", "complete", "incomplete", "failed", "damaged"]
     body = f"""<h1>Runs under <code>{esc(root)}</code></h1>
 <p class="muted">Each row is a run's headline (summary.json), the numbers of <code>reasoneval runs</code>; a running
 run's row links to its live page. Updated every 5 s.</p>
@@ -176,7 +179,8 @@ def run_payload(run: Run, progress: Mapping[str, Any] | None, interim: Mapping[s
     return {"status": run.status, "running": run.status == RUNNING, "progress": progress,
             "interim": {t: {**v, "text": pct_se(v["mean"], v["stderr"])} for t, v in (interim or {}).items()},
             "headline": headline_rows(run.result) if run.result is not None else None,
-            "complete": None if run.result is None else run.result.complete, "updated": run.updated}
+            "complete": None if run.result is None else run.result.complete, "updated": run.updated,
+            "problem": run.damage.problem if run.damage else None, "repair": run.damage.repair if run.damage else None}
 
 
 RUN_SCRIPT = r"""
@@ -194,6 +198,8 @@ function dur(s){ if (s === null || s === undefined) return '-'; s = Math.round(s
   return (h ? h + ' h ' : '') + (h || m ? m + ' min ' : '') + (s % 60) + ' s'; }
 function show(D){
   const st = document.getElementById('status'); st.textContent = D.status; st.className = 'st-' + D.status;
+  document.getElementById('damage-box').hidden = !D.problem;
+  document.getElementById('problem').textContent = D.problem || ''; document.getElementById('repair').textContent = D.repair || '';
   const P = D.progress; document.getElementById('progress-box').hidden = !P;
   if (P){
     table('progress', ['task', 'samples done', 'of wanted', 'problems with all K in', 'failed', 'retries'],
@@ -236,6 +242,7 @@ def run_page(run: Run, payload: Mapping[str, Any], nonce: str) -> str:
     body = f"""<h1 id="model">{esc(run.result.model if run.result else run.config.model)}</h1>
 <p>run <code id="run-id">{esc(run.config.run_id)}</code> · checkpoint {esc(point.name)}{training} ·
 status <span id="status"></span>{report} · page updated <span id="updated"></span></p>
+<div id="damage-box" class="interim" hidden><p><span id="problem"></span>; repair it with <code id="repair"></code></p></div>
 <div id="progress-box" hidden><h2>Progress (read from the journal)</h2>
 <p><span id="done"></span> of <span id="wanted"></span> samples · <span id="rate"></span> · ETA <span id="eta"></span> ·
 <span id="failures"></span></p><table id="progress"></table></div>
