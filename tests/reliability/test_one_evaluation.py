@@ -96,3 +96,33 @@ def test_an_adaptive_run_after_a_fixed_k_becomes_the_headline_whole(
     assert entry["mean"] == pytest.approx(sum(sum(v) / 4 for v in verdicts.values()) / 6)
     assert entry["num_samples"] == 4 and max(int(x) for x in entry["pass_at_k"]) == 4
     assert "replaces the run's headline, a fixed K = 8 evaluation" in " ".join(r.stdout.split()), r.stdout
+
+
+def test_a_narrower_command_on_an_adaptive_headline_says_it_left_it_unchanged(
+        server: OpenAIServer, tmp_path: Path, capsys: Any) -> None:
+    """Issue 52.5: `--n 2` on an adaptive headline said "which this command updated too" when only timestamps
+    changed, and narrower commands rewrote config.json's `updated` while saying "unchanged"."""
+    write_data(tmp_path / "data", {"aime24": 6})
+    assert _run(server, tmp_path, capsys, "--tasks", "aime24", "--target-se", "60").returncode == 0
+    run_dir = _run_dir(tmp_path)
+    config = json.loads((run_dir / "config.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for argv in (run_args(server.base_url, tmp_path, "--tasks", "aime24", "--n", "2"),
+                 ["report", str(run_dir), "--n", "3", "--grading-workers", "1"]):
+        r = cli_inprocess(argv, capsys)
+        assert r.returncode == 0, r.stderr
+        line = " ".join(r.stdout.split())
+        assert "updated too" not in line and "the headline is unchanged" in line, line
+        assert json.loads((run_dir / "config.json").read_text())["updated"] == config["updated"]
+        now = json.loads((run_dir / "summary.json").read_text())
+        assert now["tasks"] == summary["tasks"] and now["adaptive"] == summary["adaptive"]
+
+
+def test_compare_of_a_run_with_itself_is_an_error(server: OpenAIServer, tmp_path: Path, capsys: Any) -> None:
+    """Issue 52.5: `compare RUN RUN` exited 0 with a table of zero differences."""
+    write_data(tmp_path / "data", {"aime24": 3})
+    assert _run(server, tmp_path, capsys, "--tasks", "aime24", "--n", "2").returncode == 0
+    run_dir = _run_dir(tmp_path)
+    r = cli_inprocess(["compare", str(run_dir), str(run_dir) + "/"], capsys)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2 and "given twice" in last and "two different runs" in last, (r.returncode, r.stderr)

@@ -58,7 +58,10 @@ def test_damaged_and_unscored_runs_stay_listed_with_the_command_that_repairs_the
         assert run.status == status and run.damage is not None, (name, run.status)
         assert run.damage.problem.startswith(problem) and run.damage.repair.startswith(repair), (name, run.damage)
 
-    # `runs` lists them under its table; `view` lists them and serves each one's page with both
+    # `runs` lists them under its table (issue 52.5: a folder whose only run has no sample said "no runs"); `view`
+    # lists them and serves each one's page with both
+    r = cli_inprocess(["runs", str(dirs["no samples"])], capsys)
+    assert r.returncode == 0 and "no runs" not in r.stdout + r.stderr and "stopped before its first sample" in r.stdout
     r = cli_inprocess(["runs", str(results)], capsys)
     assert r.returncode == 0 and "no runs" not in r.stdout + r.stderr
     for name, (_, problem, repair) in want.items():

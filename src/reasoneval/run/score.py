@@ -7,7 +7,9 @@ writes the renderers of each through one atomic.FileSet. No engine is involved: 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -101,6 +103,9 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                 note = evaluation_note(headline, scope, chosen)
                 top_config = _with_provenance(with_scope(config, chosen, adaptive), command,
                                               [t for t in scope if chosen.get(t) == scope[t]])
+                if with_scope(config, chosen, adaptive) != config:  # the headline changed now
+                    top_config = dataclasses.replace(top_config, updated=command.updated if command is not None
+                                                     else time.strftime("%Y-%m-%dT%H:%M:%S%z"))
                 if decision.rescore_headline:
                     top, top_parquet = _evaluate(run_dir, top_config, chosen, top_config.adaptive, all_problems, context,
                                                  files)
@@ -109,7 +114,8 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                     files.write_json(run_dir / CONFIG_FILE, top_config.to_json_dict())
                 if decision.view is not None:  # narrower, or only part of a wider headline: this command's view
                     # Whether the headline changes with it is read off the files, before and after (issue 41.3).
-                    changed = files.changes(run_dir / SUMMARY_FILE) or files.changes(run_dir / CONFIG_FILE)
+                    # Timestamps aside: a re-scored adaptive headline of the same samples is unchanged (issue 52.5).
+                    changed = _changes(files, run_dir / SUMMARY_FILE) or _changes(files, run_dir / CONFIG_FILE)
                     result = dataclasses.replace(result, view=decision.view, headline_changed=changed,
                                                  headline_scope=describe(chosen) if changed else None)
                 if note is not None:
@@ -120,6 +126,24 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
     if print_table:
         render_table(result)
     return result
+
+
+def _changes(files: FileSet, path: Path) -> bool:
+    """Whether the commit changes the JSON file at path other than in when it was written (`updated`, its config's)."""
+    if not files.changes(path):
+        return False
+    try:
+        staged = files.staged(path)
+        assert staged is not None  # it changes: it is staged
+        old, new = json.loads(path.read_text(encoding="utf-8")), json.loads(staged.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+
+    def bare(d: Any) -> Any:
+        if isinstance(d, dict):
+            return {k: bare(v) for k, v in d.items() if k != "updated"}
+        return d
+    return bool(bare(old) != bare(new))
 
 
 def _readable_config(run_dir: Path) -> tuple[RunConfig, bool]:

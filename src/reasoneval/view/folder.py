@@ -69,7 +69,7 @@ class LockTable:
         if self.flocks is not None:
             return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in self.flocks
         try:
-            os.kill(int(path.read_text().split()[-1]), 0)
+            os.kill(int(path.read_text().splitlines()[0].split()[-1]), 0)  # "pid N", then what it draws
             return True
         except (OSError, ValueError, IndexError):
             return False

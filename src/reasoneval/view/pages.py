@@ -203,11 +203,12 @@ function show(D){
   const P = D.progress; document.getElementById('progress-box').hidden = !P;
   if (P){
     table('progress', ['task', 'samples done', 'of wanted', 'problems with all K in', 'failed', 'retries'],
-      P.tasks.map(function(t){ return [['task', t.task], ['done', t.done], ['wanted', t.wanted],
+      P.tasks.map(function(t){ return [['task', t.task], ['done', t.done], ['wanted', (t.at_most ? 'at most ' : '') + t.wanted],
         ['problems_complete', t.problems_complete + ' of ' + t.problems], ['failed', t.failed], ['retries', t.retries]]; }));
-    document.getElementById('done').textContent = P.done; document.getElementById('wanted').textContent = P.wanted;
+    document.getElementById('done').textContent = P.done;
+    document.getElementById('wanted').textContent = (P.at_most ? 'at most ' : '') + P.wanted;
     document.getElementById('rate').textContent = P.tokens_per_s.toFixed(1) + ' tokens/s, ' + P.samples_per_s.toFixed(2) + ' samples/s';
-    document.getElementById('eta').textContent = dur(P.eta_s);
+    document.getElementById('eta').textContent = (P.at_most && P.eta_s ? 'at most ' : '') + dur(P.eta_s);
     document.getElementById('failures').textContent = P.failed + ' failed samples, ' + P.retries + ' retries';
   }
   const I = Object.entries(D.interim || {}); document.getElementById('interim-box').hidden = I.length === 0;
@@ -282,8 +283,9 @@ def stderr_column(column: str) -> str:
 
 def curve_series(head: Sequence[str], records: Sequence[Mapping[str, Any]]
                  ) -> dict[str, dict[str, list[tuple[float, float, float | None, str]]]]:
-    """family ("pass@1", "pass@k", "maj@k") -> series (task, or "task pass@K" where K differs) -> points (x: the
-    step, or the checkpoint's position when its name has none; value; SE or None; the checkpoint's name)."""
+    """family ("pass@1", "pass@k", "maj@k") -> series (task, or "task pass@K" where K differs; "task [temperature=1]"
+    where a checkpoint's rows differ in settings) -> points (x: the step, or the checkpoint's position when its name
+    has none; value; SE or None; the checkpoint's name)."""
     out: dict[str, dict[str, list[tuple[float, float, float | None, str]]]] = {}
     columns = [c for c in head if "/" in c]
     for c in columns:
@@ -304,7 +306,10 @@ def curve_series(head: Sequence[str], records: Sequence[Mapping[str, Any]]
                 continue
             se = rec.get(stderr_column(c))
             x = float(rec["step"]) if rec.get("step") not in ("", None) else float(i)
-            out.setdefault(family, {}).setdefault(name, []).append(
+            # A checkpoint's rows of other settings (seed, temperature, K) are lines of their own, named by the
+            # setting, as `runs --by-checkpoint` keeps them apart (issue 52.2): never two points of one line at a step.
+            line = f"{name} [{rec['settings']}]" if rec.get("settings") else name
+            out.setdefault(family, {}).setdefault(line, []).append(
                 (x, float(v), float(se) if se not in ("", None) else None, str(rec["checkpoint"])))
     return out
 
