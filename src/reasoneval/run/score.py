@@ -103,29 +103,38 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                 note = evaluation_note(headline, scope, chosen)
                 top_config = _with_provenance(with_scope(config, chosen, adaptive), command,
                                               [t for t in scope if chosen.get(t) == scope[t]])
-                if with_scope(config, chosen, adaptive) != config:  # the headline changed now
-                    top_config = dataclasses.replace(top_config, updated=command.updated if command is not None
-                                                     else time.strftime("%Y-%m-%dT%H:%M:%S%z"))
                 if decision.rescore_headline:
                     top, top_parquet = _evaluate(run_dir, top_config, chosen, top_config.adaptive, all_problems, context,
                                                  files)
                     _stage(top, top_parquet, files)
+                if decision.view is None:
+                    _stage(result, parquet, files)
+                # Whether the headline changes is read off its files, before and after (issue 41.3), timestamps aside:
+                # a re-scored adaptive headline of the same samples is unchanged (issue 52.5).
+                changed = _changes(files, run_dir / SUMMARY_FILE) \
+                    or _bare(top_config.to_json_dict()) != _bare(config.to_json_dict())
+                if changed:  # config.json's `updated`: when the headline last changed (a view leaves it)
+                    top_config = dataclasses.replace(top_config, updated=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
                 if top_config != config or restored:
                     files.write_json(run_dir / CONFIG_FILE, top_config.to_json_dict())
-                if decision.view is not None:  # narrower, or only part of a wider headline: this command's view
-                    # Whether the headline changes with it is read off the files, before and after (issue 41.3).
-                    # Timestamps aside: a re-scored adaptive headline of the same samples is unchanged (issue 52.5).
-                    changed = _changes(files, run_dir / SUMMARY_FILE) or _changes(files, run_dir / CONFIG_FILE)
-                    result = dataclasses.replace(result, view=decision.view, headline_changed=changed,
-                                                 headline_scope=describe(chosen) if changed else None)
                 if note is not None:
                     result = dataclasses.replace(result, evaluation_note=note)
-                _stage(result, parquet, files)
+                if decision.view is not None:  # narrower, or only part of a wider headline: this command's view
+                    result = dataclasses.replace(result, view=decision.view, headline_changed=changed,
+                                                 headline_scope=describe(chosen) if changed else None)
+                    _stage(result, parquet, files)
     except OSError as e:
         raise disk_error(e, run_dir) from None
     if print_table:
         render_table(result)
     return result
+
+
+def _bare(d: Any) -> Any:
+    """A JSON value without its `updated` fields (when it was written, not what it says)."""
+    if isinstance(d, dict):
+        return {k: _bare(v) for k, v in d.items() if k != "updated"}
+    return d
 
 
 def _changes(files: FileSet, path: Path) -> bool:
@@ -138,12 +147,7 @@ def _changes(files: FileSet, path: Path) -> bool:
         old, new = json.loads(path.read_text(encoding="utf-8")), json.loads(staged.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return True
-
-    def bare(d: Any) -> Any:
-        if isinstance(d, dict):
-            return {k: bare(v) for k, v in d.items() if k != "updated"}
-        return d
-    return bool(bare(old) != bare(new))
+    return bool(_bare(old) != _bare(new))
 
 
 def _readable_config(run_dir: Path) -> tuple[RunConfig, bool]:
