@@ -40,9 +40,11 @@ def test_damaged_and_unscored_runs_stay_listed_with_the_command_that_repairs_the
         dirs[name] = _new_run(results, before)
     means = {name: json.loads((d / "summary.json").read_text())["tasks"]["aime24"]["mean"]
              for name, d in dirs.items() if name != "no samples"}
+    assert not [line for line in (dirs["no samples"] / "samples.jsonl").read_text().splitlines() if '"ok"' in line]
     (dirs["summary"] / "summary.json").write_text('{"schema_version": 2, "tasks": {"aime')  # cut short
     (dirs["config"] / "config.json").write_text("")
-    (dirs["unscored"] / "summary.json").unlink()
+    for d in (dirs["unscored"], dirs["no samples"]):  # killed before scoring (SIGKILL: nothing written after)
+        (d / "summary.json").unlink()
     old = time.time() - 3600  # its journal last changed an hour ago: it stopped before scoring
     for d in (dirs["unscored"], dirs["no samples"]):
         os.utime(d / "samples.jsonl", (old, old))

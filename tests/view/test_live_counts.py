@@ -21,6 +21,7 @@ Q = 3
 def _follow(tmp_path: Path, server: OpenAIServer, **options: Any) -> list[dict[str, Any]]:
     """Run `evaluate` (options) in a thread and poll its page's JSON while it runs: the progress records seen."""
     root = tmp_path / "results"
+    root.mkdir(exist_ok=True)
     done: dict[str, Any] = {}
 
     def go() -> None:

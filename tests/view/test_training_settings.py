@@ -51,4 +51,5 @@ def test_each_setting_is_a_line_of_its_own(root: Path) -> None:
         status, page, _ = get(base, "/training?name=" + quote("/ckpt/run7"))
         assert status == 200
         drawn = re.findall(r'data-series="([^"]*)"', page)
-        assert sorted(set(drawn)) == ["math500 [seed=42]", "math500 [seed=7]"], drawn
+        names = [f"math500{m} [seed={seed}]" for m in ("", " pass@2", " maj@2") for seed in (42, 7)]
+        assert sorted(drawn) == sorted(names), drawn  # each line once, named by its setting
