@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote
 
-from reasoneval.view.folder import COMPLETE, DAMAGED, FAILED, Folder
+from reasoneval.view.folder import COMPLETE, FAILED, Folder
 from tests.fixtures.openai_server import OpenAIServer
 from tests.reliability._helpers import arith_reply, cli_inprocess, run_args, write_data
 from tests.view.helpers import get, viewing
@@ -49,8 +49,8 @@ def test_damaged_and_unscored_runs_stay_listed_with_the_command_that_repairs_the
     for d in (dirs["unscored"], dirs["no samples"]):
         os.utime(d / "samples.jsonl", (old, old))
 
-    want = {"summary": (DAMAGED, "summary.json cannot be read", f"reasoneval report {dirs['summary']}"),
-            "config": (DAMAGED, "config.json cannot be read", f"reasoneval report {dirs['config']}"),
+    want = {"summary": ("damaged", "summary.json cannot be read", f"reasoneval report {dirs['summary']}"),
+            "config": ("damaged", "config.json cannot be read", f"reasoneval report {dirs['config']}"),
             "unscored": (FAILED, "stopped before scoring", f"reasoneval report {dirs['unscored']}"),
             "no samples": (FAILED, "stopped before its first sample", "reasoneval run --model test-model")}
     listed = {r.dir: r for r in Folder(results).runs()}
@@ -104,5 +104,5 @@ def test_damaged_and_unscored_runs_stay_listed_with_the_command_that_repairs_the
     assert r.returncode != 0 and "config.json" in last and "reasoneval report" not in last, last
     assert "`reasoneval run` command that made this run" in last, last
     run = Folder(results).run(dirs["config"])
-    assert run is not None and run.status == DAMAGED and run.damage is not None
+    assert run is not None and run.status == "damaged" and run.damage is not None
     assert "reasoneval report" not in run.damage.repair and "reasoneval run" in run.damage.repair
