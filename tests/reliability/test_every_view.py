@@ -499,7 +499,14 @@ class Views(RuleBasedStateMachine):
                                                   target_se, "--max-n", "6", "--concurrency", "4"))
         assert code == 0, err[-2000:]
         run_dir = Path(re.search(r"results: (.*)", err).group(1))  # type: ignore[union-attr]
-        scope = {t: Scope(self.keys(run_dir, t, None), 12, adaptive=True) for t in TASKS}
+        # Its sample indices: < 2 x --max-n, or 2 x the K of a fixed headline it extends (that run's history: a
+        # problem keeps what an earlier command drew), or an adaptive headline's bound (run/adaptive.py history_for)
+        prev = self.models[model].headline
+        if any(s.adaptive for s in prev.values()):
+            bound = max([12] + [s.n for s in prev.values() if s.adaptive])
+        else:
+            bound = max([12] + [2 * s.n for s in prev.values()])
+        scope = {t: Scope(self.keys(run_dir, t, None), bound, adaptive=True) for t in TASKS}
         self.models[model].logged = True
         self.record(self.models[model], scope, code, out, run_dir, before)
 

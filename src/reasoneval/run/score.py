@@ -114,7 +114,11 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                 changed = _changes(files, run_dir / SUMMARY_FILE) \
                     or _bare(top_config.to_json_dict()) != _bare(config.to_json_dict())
                 if changed:  # config.json's `updated`: when the headline last changed (a view leaves it)
-                    top_config = dataclasses.replace(top_config, updated=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                    now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                    top_config = dataclasses.replace(top_config, updated=now)
+                    for staged in ([top] if decision.rescore_headline else []) + ([result] if decision.view is None else []):
+                        write_summary(dataclasses.replace(staged, config=dataclasses.replace(staged.config, updated=now)),
+                                      files)  # its copy of the config says so too
                 if top_config != config or restored:
                     files.write_json(run_dir / CONFIG_FILE, top_config.to_json_dict())
                 if note is not None:
@@ -246,17 +250,25 @@ def _evaluate(run_dir: Path, config: RunConfig, scope: Scope, adaptive_settings:
              for t in names}
     parquet = files.scratch(run_dir / RESULTS_FILE) if files is not None else None
     writer = ResultsWriter(parquet) if parquet is not None else None
+    settings = adaptive_settings if adaptive_settings is not None else config.adaptive
+    # An adaptive task's rows wait for its estimates: results.parquet holds the samples its design drew only, not
+    # those a later fixed K added (issue 52.1; which they are depends on every problem's pilot).
+    held: list[ScoredProblem] = []
     try:
         outcomes = score_store(run_dir, problems, {t: s.n for t, s in scope.items()}, scorers,
-                               _parquet_sink(writer) if writer else None, extra)
+                               _parquet_sink(writer, {t for t, s in scope.items() if s.adaptive}, held)
+                               if writer else None, extra)
+        # No fixed K in an adaptive task: problems differ in n_i by design (metrics over k go up to the smallest
+        # n_i), and each problem's accuracy is the design's estimate (run/adaptive.py).
+        estimated = with_estimates({t: os_ for t, os_ in outcomes.items() if scope[t].adaptive}, settings or {})
+        if writer is not None:
+            drawn = {(o.task, o.problem_key): set(o.indices) for os_ in estimated.values() for o in os_ if o.indices}
+            for sp in held:
+                writer.add(_only(sp, drawn.get((sp.problem.task, sp.problem.key))))
     finally:
         if writer is not None:
             writer.close()
-    settings = adaptive_settings if adaptive_settings is not None else config.adaptive
     adaptive = {}
-    # No fixed K in an adaptive task: problems differ in n_i by design (metrics over k go up to the smallest n_i),
-    # and each problem's accuracy is the design's estimate (run/adaptive.py).
-    estimated = with_estimates({t: os_ for t, os_ in outcomes.items() if scope[t].adaptive}, settings or {})
     planned = plan_se_of(estimated, settings or {})
     for t, os_ in estimated.items():
         outcomes[t] = os_
@@ -298,7 +310,17 @@ def _evaluation(adaptive: bool, k: int, samples: tuple[int, int]) -> dict[str, A
     return {**head, "samples_per_problem": list(samples)}
 
 
-def _parquet_sink(writer: ResultsWriter) -> ChunkSink:
+def _only(sp: ScoredProblem, indices: set[int] | None) -> ScoredProblem:
+    """`sp` with only the samples of these indices (None: all of them)."""
+    if indices is None or all(r.index in indices for r in sp.samples):
+        return sp
+    pos = [i for i, r in enumerate(sp.samples) if r.index in indices]
+    return dataclasses.replace(sp, samples=[sp.samples[i] for i in pos], scores=[sp.scores[i] for i in pos],
+                               extra_scores={k: [v[i] for i in pos] for k, v in sp.extra_scores.items()})
+
+
+def _parquet_sink(writer: ResultsWriter, hold: set[str], held: list[ScoredProblem]) -> ChunkSink:
+    """Each chunk's rows to the writer; those of the tasks in `hold` to `held` instead (written later)."""
     written = {"bytes": 0, "rows": 0}
 
     def sink(scored: Sequence[ScoredProblem], size: int) -> None:
@@ -308,6 +330,9 @@ def _parquet_sink(writer: ResultsWriter) -> ChunkSink:
         written["rows"] += len(scored)
         writer.batch_rows = max(1, min(256, PARQUET_BATCH_BYTES * written["rows"] // max(1, written["bytes"])))
         for sp in scored:
-            writer.add(sp)
+            if sp.problem.task in hold:
+                held.append(sp)
+            else:
+                writer.add(sp)
 
     return sink
