@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from reasoneval.cli.main import main
-from tests.report.test_dashboards import offline_wandb, tensorboard_scalars, wandb_records  # noqa: F401  (fixture)
 from tests.reliability._helpers import arith_reply, run_args, write_data
+from tests.report.test_dashboards import offline_wandb, tensorboard_scalars, wandb_records  # noqa: F401  (fixture)
 
 
 def test_one_dashboard_run_per_run_directory_updated_in_place(make_openai_server: Any, tmp_path: Path,

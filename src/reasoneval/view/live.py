@@ -74,8 +74,7 @@ class Journal:
             self.tasks[t] = TaskProgress(len(keys), 2 * most if d.get("adaptive") else most,
                                          most=most if d.get("adaptive") else None, keys=keys)
         for t in config.tasks if not drawn else ():
-            keys = config.problem_keys.get(t) or []
-            self.tasks[t] = TaskProgress(len(keys), int(config.task_n.get(t, config.n)))
+            self.tasks[t] = TaskProgress(len(config.problem_keys.get(t) or []), int(config.task_n.get(t, config.n)))
 
     def update(self) -> None:
         with self._lock:

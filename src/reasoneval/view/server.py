@@ -25,8 +25,8 @@ from typing import Any, Awaitable, Callable
 from aiohttp import web
 
 from reasoneval.errors import UserError
-from reasoneval.view import pages
 from reasoneval.results.store.sample_store import read_drawing
+from reasoneval.view import pages
 from reasoneval.view.folder import COMPLETE, INCOMPLETE, RUNNING, Folder, Run
 from reasoneval.view.live import Interim, Journal
 

@@ -21,11 +21,12 @@ class WandbSession:
 
         # One W&B run per run directory (its default name), resumed by each command that logs its headline: its id
         # is the name's digest (issue 52.3).
-        same = {"id": hashlib.sha256(run_name.encode()).hexdigest()[:32], "resume": "allow"} \
-            if args.get("one_per_run_dir") else {}
+        own = bool(args.get("one_per_run_dir"))
         self.run = wandb.init(project=str(args.get("wandb_project") or os.environ.get("WANDB_PROJECT") or "reasoneval"),
                               entity=args.get("wandb_entity"), group=args.get("wandb_group"), name=run_name,
-                              job_type="eval", reinit="create_new", **same)
+                              job_type="eval", reinit="create_new",
+                              id=hashlib.sha256(run_name.encode()).hexdigest()[:32] if own else None,
+                              resume="allow" if own else None)
         self.run.define_metric(STEP_METRIC)
         self.run.define_metric("*", step_metric=STEP_METRIC)
 
