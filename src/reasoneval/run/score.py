@@ -113,12 +113,15 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                 # a re-scored adaptive headline of the same samples is unchanged (issue 52.5).
                 changed = _changes(files, run_dir / SUMMARY_FILE) \
                     or _bare(top_config.to_json_dict()) != _bare(config.to_json_dict())
-                if changed:  # config.json's `updated`: when the headline last changed (a view leaves it)
+                if _bare(with_scope(config, chosen, adaptive).to_json_dict()) != _bare(config.to_json_dict()):
+                    # config.json's `updated`: when what the headline covers last changed (a view leaves it)
                     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
                     top_config = dataclasses.replace(top_config, updated=now)
-                    for staged in ([top] if decision.rescore_headline else []) + ([result] if decision.view is None else []):
-                        write_summary(dataclasses.replace(staged, config=dataclasses.replace(staged.config, updated=now)),
-                                      files)  # its copy of the config says so too
+                    if decision.rescore_headline:  # its copy of the config says so too
+                        write_summary(dataclasses.replace(top, config=dataclasses.replace(top.config, updated=now)), files)
+                    if decision.view is None:
+                        result = dataclasses.replace(result, config=dataclasses.replace(result.config, updated=now))
+                        write_summary(result, files)
                 if top_config != config or restored:
                     files.write_json(run_dir / CONFIG_FILE, top_config.to_json_dict())
                 if note is not None:
