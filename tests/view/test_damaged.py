@@ -15,6 +15,7 @@ from urllib.parse import quote
 from reasoneval.view.folder import COMPLETE, FAILED, Folder
 from tests.fixtures.openai_server import OpenAIServer
 from tests.reliability._helpers import arith_reply, cli_inprocess, run_args, write_data
+from tests.report.browser import browser  # noqa: F401  (fixture)
 from tests.view.helpers import get, viewing
 
 
@@ -106,3 +107,28 @@ def test_damaged_and_unscored_runs_stay_listed_with_the_command_that_repairs_the
     run = Folder(results).run(dirs["config"])
     assert run is not None and run.status == "damaged" and run.damage is not None
     assert "reasoneval report" not in run.damage.repair and "reasoneval run" in run.damage.repair
+
+
+def test_a_damaged_run_in_chromium(make_openai_server: Callable[..., OpenAIServer], tmp_path: Path, capsys: Any,
+                                   browser: Any) -> None:  # noqa: F811
+    """The all-runs table marks a damaged run with what is wrong and its repair; its own page says both."""
+    server = make_openai_server(responder=arith_reply)
+    write_data(tmp_path / "data", {"aime24": 2})
+    assert cli_inprocess(run_args(server.base_url, tmp_path, "--tasks", "aime24", "--n", "1"), capsys).returncode == 0
+    (run_dir,) = (tmp_path / "results" / "test-model").iterdir()
+    (run_dir / "summary.json").write_text("{")
+    with viewing(tmp_path / "results") as (url, _):
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        page.wait_for_selector("#runs tbody tr td[data-k=status]")
+        cell = page.locator("#runs tbody tr td[data-k=status]")
+        assert cell.locator(".problem").text_content().startswith("summary.json cannot be read")
+        assert cell.locator("code.repair").text_content() == f"reasoneval report {run_dir}"
+        assert "damaged" in cell.text_content()
+        page.click("#runs tbody tr td[data-k=model] a")
+        page.wait_for_selector("#damage-box:not([hidden])")
+        assert page.text_content("#repair") == f"reasoneval report {run_dir}"
+        assert page.text_content("#status") == "damaged" and errors == []
+        page.close()

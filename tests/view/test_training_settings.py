@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from reasoneval.view.folder import Folder
 from reasoneval.view.pages import curve_series, training_runs, training_table
 from tests.analysis.runs import loopback_servers, make_run
+from tests.report.browser import browser  # noqa: F401  (fixture)
 from tests.view.helpers import get, viewing
 
 Q, K = 6, 2
@@ -53,3 +55,15 @@ def test_each_setting_is_a_line_of_its_own(root: Path) -> None:
         drawn = re.findall(r'data-series="([^"]*)"', page)
         names = [f"math500{m} [seed={seed}]" for m in ("", " pass@2", " maj@2") for seed in (42, 7)]
         assert sorted(drawn) == sorted(names), drawn  # each line once, named by its setting
+
+
+def test_the_lines_in_chromium(root: Path, browser: Any) -> None:  # noqa: F811
+    """The legend names each line by its setting, and each line has one point per step."""
+    with viewing(root) as (url, _):
+        page = browser.new_page()
+        page.goto(url.split("?")[0].rstrip("/") + "/training?name=" + quote("/ckpt/run7"))
+        page.wait_for_selector("#plot-pass-1 g.series")
+        lines = page.eval_on_selector_all("#plot-pass-1 g.series", "gs => gs.map(g => [g.dataset.series, "
+                                          "[...g.querySelectorAll('circle.pt')].map(c => c.dataset.x)])")
+        assert sorted(lines) == [["math500 [seed=42]", ["100", "200"]], ["math500 [seed=7]", ["100", "200"]]]
+        page.close()
