@@ -18,6 +18,7 @@ from reasoneval.atomic import FileSet
 from reasoneval.errors import UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
 from reasoneval.metrics.adaptive_estimates import adaptive_summary, plan_se_of, with_estimates
+from reasoneval.metrics.plan_adaptive import PILOT
 from reasoneval.records import Problem
 from reasoneval.report.html_page import write_run_html
 from reasoneval.report.parquet import ResultsWriter
@@ -254,8 +255,8 @@ def _evaluate(run_dir: Path, config: RunConfig, scope: Scope, adaptive_settings:
     parquet = files.scratch(run_dir / RESULTS_FILE) if files is not None else None
     writer = ResultsWriter(parquet) if parquet is not None else None
     settings = adaptive_settings if adaptive_settings is not None else config.adaptive
-    # An adaptive task's rows wait for its estimates: results.parquet holds the samples its design drew only, not
-    # those a later fixed K added (issue 52.1; which they are depends on every problem's pilot).
+    # An adaptive task's rows of more than its pilot wait for its estimates: results.parquet holds the samples its
+    # design drew only, not those a later fixed K added (issue 52.1; which they are depends on every problem's pilot).
     held: list[ScoredProblem] = []
     try:
         outcomes = score_store(run_dir, problems, {t: s.n for t, s in scope.items()}, scorers,
@@ -333,7 +334,7 @@ def _parquet_sink(writer: ResultsWriter, hold: set[str], held: list[ScoredProble
         written["rows"] += len(scored)
         writer.batch_rows = max(1, min(256, PARQUET_BATCH_BYTES * written["rows"] // max(1, written["bytes"])))
         for sp in scored:
-            if sp.problem.task in hold:
+            if sp.problem.task in hold and len(sp.samples) > PILOT:  # the design may leave some of them out
                 held.append(sp)
             else:
                 writer.add(sp)
