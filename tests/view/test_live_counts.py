@@ -18,8 +18,9 @@ from tests.view.helpers import get, viewing
 Q = 3
 
 
-def _follow(tmp_path: Path, server: OpenAIServer, **options: Any) -> list[dict[str, Any]]:
-    """Run `evaluate` (options) in a thread and poll its page's JSON while it runs: the progress records seen."""
+def _follow(tmp_path: Path, server: OpenAIServer, ks: list[str] | None = None, **options: Any) -> list[dict[str, Any]]:
+    """Run `evaluate` (options) in a thread and poll its page's JSON while it runs: the progress records seen (and
+    into `ks`, the all-runs table's K of the running run)."""
     root = tmp_path / "results"
     root.mkdir(exist_ok=True)
     done: dict[str, Any] = {}
@@ -46,6 +47,8 @@ def _follow(tmp_path: Path, server: OpenAIServer, **options: Any) -> list[dict[s
                 d = json.loads(page) if status == 200 else {}
                 if d.get("running") and d.get("progress"):
                     seen.append(d["progress"])
+                    if ks is not None:
+                        ks.append(row["k"])
             time.sleep(0.2)
         worker.join(60)
     assert "error" not in done, done.get("error")
@@ -72,8 +75,10 @@ def test_an_adaptive_run_counts_against_at_most_max_n(make_openai_server: Callab
                                                       tmp_path: Path) -> None:
     write_data(tmp_path / "data", {"aime24": Q})
     slow = make_openai_server(responder=arith_reply, delay_s=0.1, max_concurrent=2)
-    seen = _follow(tmp_path, slow, target_se=1.0, max_n=6, concurrency=2)
+    ks: list[str] = []
+    seen = _follow(tmp_path, slow, ks, target_se=1.0, max_n=6, concurrency=2)
     assert seen, "the run was never seen running"
+    assert set(ks) == {"at most 6 (adaptive)"}, ks  # the all-runs table: not config.json's n, 2 x --max-n
     for p in seen:
         assert p["wanted"] == Q * 6 and p["at_most"] and p["tasks"][0]["wanted"] == Q * 6, p  # not 2 x --max-n
     assert max(p["done"] for p in seen) <= Q * 6

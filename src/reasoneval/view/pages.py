@@ -88,8 +88,9 @@ def runs_payload(runs: Sequence[Run]) -> dict[str, Any]:
                 row["report"] = "/files/" + quote(run.rel + "/report.html" if run.rel else "report.html")
         else:
             row["tasks"] = list(run.config.tasks)
-            n = run.config.n
-            row["k"] = str(n)
+            # an adaptive run's config.json n is an index bound (2 x --max-n), not what a problem gets (issue 52.4)
+            adaptive = run.config.adaptive or {}
+            row["k"] = f"at most {adaptive['max_n']} (adaptive)" if adaptive.get("max_n") else str(run.config.n)
             row["views"] = ""
         out.append(row)
     return {"tasks": tasks, "rows": out}
