@@ -156,12 +156,20 @@ def _cmd_runs(a: argparse.Namespace) -> int:
 
         head, cells, records = checkpoint_table(checkpoint_items(rows), metric=a.metric)
         left = text_columns(head)  # training run, checkpoint, step, settings
+    from reasoneval.run.repair import unscored_runs
+
+    # Runs with no readable headline are listed under the table with what is wrong and the command that repairs it
+    # (issue 52.6); on stderr when stdout is CSV or Markdown.
+    unscored = [] if a.model or a.task else unscored_runs(Path(a.dir))
+    notes = [f"{d}: {damage.problem}; repair: {damage.repair}" for d, damage in unscored]
     if a.csv:
         print(csv_text(records), end="")
     elif a.markdown:
         print(markdown_table(head, cells, left=left), end="")
-    elif not rows:
+    elif not rows and not unscored:
         print(f"no runs under {a.dir}" + (" matching the filters" if a.model or a.task else ""), file=sys.stderr)
+    elif not rows:
+        print(f"no scored runs under {a.dir}; {len(unscored)} without a readable headline:")
     else:
         print_table(head, cells, f"runs under {a.dir}", left=left, fold=a.by_checkpoint)
         if a.by_checkpoint:
@@ -172,6 +180,12 @@ def _cmd_runs(a: argparse.Namespace) -> int:
             print("Each row is a run's headline: its widest complete evaluation (summary.json). A narrower command "
                   "(--limit, --n, --tasks) is a view beside it (`views`, in RUN_DIR/views/); docs/reporting.md.",
                   file=sys.stderr)
+    if notes:
+        out = sys.stdout if not (a.csv or a.markdown) else sys.stderr
+        if rows or a.csv or a.markdown:
+            print(f"not in the table: {len(notes)} run(s) without a readable headline:", file=out)
+        for line in notes:
+            print(f"  {line}", file=out)
     return 0
 
 

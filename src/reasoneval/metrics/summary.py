@@ -107,6 +107,10 @@ class TaskMetrics(JsonRecord):
     # A Codeforces-style rating from the problems of known rating (metadata "rating"; metrics/rating.py), None where
     # the task's problems have no ratings.
     rating: RatingEstimate | None = json_field(default=None, omit_none=True)
+    # Which evaluation every figure of this entry comes from (issue 52.1): {"kind": "adaptive", "samples_per_problem":
+    # [fewest, most]} (run --target-se: the samples its design drew) or {"kind": "fixed", "k": K, ...} (indices < K);
+    # set by scoring (run/score.py), empty for figures computed elsewhere.
+    evaluation: dict[str, Any] = json_field(default_factory=dict, omit_empty=True)
 
     def __post_init__(self) -> None:
         # Every figure under the one rounding rule, however the record was made (computed, replaced, read back).

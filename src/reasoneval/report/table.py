@@ -116,7 +116,8 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
     console = console if console is not None else console_for_tables()
     console.print(table)
     for line in [*task_options_lines(result), *rating_lines(result), k_note(result), *adaptive_lines(result),
-                 view_line(result), *ungraded_lines(result)]:
+                 view_line(result) or result.evaluation_note,  # a headline's note: which evaluation it replaced
+                 *ungraded_lines(result)]:
         if line:
             console.print(line, soft_wrap=True, markup=False)
     for name, m in result.tasks.items():

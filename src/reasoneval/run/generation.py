@@ -242,6 +242,10 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             dataclasses.replace(config, concurrency=in_flight)))
         if new_run:
             write_config(run_dir, config)
+        # What this command draws, for `view`'s live counts and ETA: K per problem, or at most --max-n (adaptive);
+        # config.json describes the headline, not the command (issue 52.4/7).
+        store.announce({"tasks": {t.name: {"problems": [p.key for p in t.problems], "adaptive": adaptive,
+                                           "per_problem": cfg.max_n if adaptive else cfg.n} for t in tasks}})
         if adaptive:
             log.info("run %s: %s, %d tasks, %d samples already in the store; a pilot of %d per problem, then one plan "
                      "per task for a re-run SE of %g points", run_dir, info.model, len(tasks), len(status.ok), PILOT,
@@ -308,6 +312,9 @@ def on_disk(run_dir: Path, command: RunConfig) -> RunConfig:
     datasets = {**old.datasets, **{t: d for t, d in command.datasets.items() if t not in old.tasks}}
     return dataclasses.replace(command, tasks=old.tasks, problem_keys=old.problem_keys, n=old.n, task_n=old.task_n,
                                adaptive=old.adaptive, limit=old.limit, created=old.created or command.created,
+                               # when the headline last changed: score_run moves it when the command's evaluation
+                               # becomes the headline's, a narrower command leaves it (issue 52.5)
+                               updated=old.updated or command.updated,
                                scoring={**old.scoring, **command.scoring}, datasets=datasets,
                                plugins={**old.plugins, **command.plugins}, last_generation=old.last_generation)
 
