@@ -30,6 +30,7 @@ from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.calibrate import machine_calibration
+from reasoneval.scoring.programs.codeforces.testlib import TestlibHeader, find_testlib_header, needs_testlib
 from reasoneval.scoring.programs.sandbox.run import SANDBOX_VERSION, Limits, ProgramResult
 from reasoneval.scoring.programs.sandbox.texts import with_prelude
 from reasoneval.scoring.programs.scorer import fenced_blocks, sandbox_pool, strip_reasoning
@@ -71,10 +72,12 @@ class NativeJob:
     all_tests: bool = False
     checker: tuple[str, str] | None = None  # (language, source)
     interactor: tuple[str, str] | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # (name, text) beside the checker and interactor: testlib.h
 
     def problem_settings(self) -> tuple[Any, ...]:
         """What the programs of one batch share: the problem and its limits."""
-        return (self.tests, self.cpu_s, self.wall_s, self.memory_mb, self.all_tests, self.checker, self.interactor)
+        return (self.tests, self.cpu_s, self.wall_s, self.memory_mb, self.all_tests, self.checker, self.interactor,
+                self.headers)
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,8 @@ class NativeBatch:
                    "wall_s": p.wall_s, "memory_mb": p.memory_mb, "all_tests": p.all_tests,
                    "compare": "tokens", "compile": COMPILE_LIMITS,
                    "checker": {"language": p.checker[0], "source": p.checker[1]} if p.checker else None,
-                   "interactor": {"language": p.interactor[0], "source": p.interactor[1]} if p.interactor else None}
+                   "interactor": {"language": p.interactor[0], "source": p.interactor[1]} if p.interactor else None,
+                   "headers": dict(p.headers)}
         return b"%012d" % len(head) + head + json.dumps(trusted, ensure_ascii=True).encode("ascii")
 
     def limits(self) -> Limits:
@@ -196,11 +200,15 @@ class CodeforcesScorer:
         checker, interactor = source("checker"), source("interactor")
         if "cpp" in (program[0], *(x[0] for x in (checker, interactor) if x)):
             require_compiler()
+        headers: tuple[tuple[str, str], ...] = ()
+        if any(x is not None and x[0] == "cpp" and needs_testlib(x[1]) for x in (checker, interactor)):
+            header: TestlibHeader = self.context.resource("testlib_h", find_testlib_header)
+            headers = (("testlib.h", header.text),)
         return NativeJob(language=program[0], source=program[1],
                          tests=tuple((str(t["input"]), str(t["output"])) for t in pl.get("tests") or ()),
                          cpu_s=cpu, wall_s=round(cpu * self.wall_factor + 1.0, 3),
                          memory_mb=int(pl.get("memory_mb") or self.memory_mb), all_tests=self.all_tests,
-                         checker=checker, interactor=interactor)
+                         checker=checker, interactor=interactor, headers=headers)
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
         jobs = [self.job(p, s.text or "") for p, s in zip(problems, samples)]
