@@ -162,13 +162,13 @@ def run_jobs(context: ScoringContext, jobs: Sequence[NativeJob]) -> list[dict[st
                                         float(v["cpu"]), v["detail"]))
     out = []
     for k in keys:
-        v = fresh.get(k)
-        if v is None:
+        got = fresh.get(k)
+        if got is None:
             o = cache.get(k)
             assert o is not None
-            v = {"verdict": o.verdict, "passed": o.tests_passed, "ran": o.tests_run, "total": o.tests_total,
-                 "first": o.first_failure, "cpu": o.cpu_s, "detail": o.detail}
-        out.append(v)
+            got = {"verdict": o.verdict, "passed": o.tests_passed, "ran": o.tests_run, "total": o.tests_total,
+                   "first": o.first_failure, "cpu": o.cpu_s, "detail": o.detail}
+        out.append(got)
     return out
 
 
