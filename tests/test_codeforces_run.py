@@ -75,6 +75,13 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     html = (run_dir / "report.html").read_text()
     assert 'id="rating"' in html and "1600 (95% CI" in html
 
+    # `report` re-scores from the run's verdict cache (codeforces_runs.jsonl): no program runs again
+    cached = (run_dir / "codeforces_runs.jsonl").read_text().splitlines()
+    assert len(cached) == 3  # one per distinct program (both samples of a problem got the same response)
+    assert main(["report", str(run_dir)]) == 0
+    assert "percentile 77 (CI" in capsys.readouterr().out  # 1600 among active Codeforces users (metrics/rating.py)
+    assert (run_dir / "codeforces_runs.jsonl").read_text().splitlines() == cached
+
     # export --correct-only: distillation rows with the prompt as sent (the language the run asked for)
     exported = tmp_path / "sft.jsonl"
     assert main(["export", str(run_dir), "-o", str(exported), "--correct-only"]) == 0

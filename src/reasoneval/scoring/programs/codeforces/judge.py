@@ -2,7 +2,8 @@
 judge"): the program's language from its fenced block, C++ compiled with g++ -O2 -std=c++17 inside the sandbox
 under compile limits, each test run in a fresh limited process, the output compared as tokens, or read by the
 problem's checker (testlib's protocol: input, output, answer files; exit 0 OK, 1 wrong answer, 2 presentation
-error, 3 the checker failed), or an interactive problem's program and interactor talking over pipes.
+error, 3 the checker failed), or an interactive problem's program and interactor talking over pipes. A C++
+checker or interactor that includes testlib.h gets it written beside it (codeforces/testlib.py says from where).
 
 The samples of one problem run together, up to BATCH in one sandbox (sandbox/run.py's Sandbox.run with the trusted
 driver native_driver.py, whose text gets prelude.py's in place of its import block, as the contest drivers do): the

@@ -7,7 +7,8 @@ comes from, first that applies:
 1. `$REASONEVAL_TESTLIB_H`: a testlib.h file you chose (used as it is; its sha256 goes with every verdict's key).
 2. The cache, `$XDG_CACHE_HOME/reasoneval/testlib/<tag>/testlib.h` (else `~/.cache/...`): checked against the
    pinned sha256 (TESTLIB_SHA256, or `$REASONEVAL_TESTLIB_SHA256`); without a pin, against the digest recorded when
-   it was downloaded (`testlib.h.sha256` beside it: trust on first use).
+   it was downloaded (`testlib.h.sha256` beside it: trust on first use); a file put there by hand with neither a
+   pin nor a record is used as it is.
 3. A download of TESTLIB_URL (the tag's file), checked the same way, then written to the cache.
 
 Offline, or a digest that does not match: a one-line error saying where to put the file or which variable to set.
