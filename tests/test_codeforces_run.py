@@ -69,6 +69,7 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     assert main(["analyze", str(run_dir), "--rating", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)["codeforces"]
     assert got["rating"]["rating"] == pytest.approx(1600, abs=1)
+    assert got["human_percentile"]["rating"] == "77" and "blog/entry/126802" in got["human_percentile"]["source"]
     assert [b["band"] for b in got["bands"]] == ["<1200 (newbie-pupil)", ">=2400 (grandmaster)"]
     assert got["bands"][0]["observed"] == 1.0 and got["bands"][0]["predicted"] == pytest.approx(0.99, abs=0.01)
 
