@@ -69,11 +69,19 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     assert main(["analyze", str(run_dir), "--rating", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)["codeforces"]
     assert got["rating"]["rating"] == pytest.approx(1600, abs=1)
+    assert got["human_percentile"]["rating"] == "77" and "blog/entry/126802" in got["human_percentile"]["source"]
     assert [b["band"] for b in got["bands"]] == ["<1200 (newbie-pupil)", ">=2400 (grandmaster)"]
     assert got["bands"][0]["observed"] == 1.0 and got["bands"][0]["predicted"] == pytest.approx(0.99, abs=0.01)
 
     html = (run_dir / "report.html").read_text()
     assert 'id="rating"' in html and "1600 (95% CI" in html
+
+    # `report` re-scores from the run's verdict cache (codeforces_runs.jsonl): no program runs again
+    cached = (run_dir / "codeforces_runs.jsonl").read_text().splitlines()
+    assert len(cached) == 3  # one per distinct program (both samples of a problem got the same response)
+    assert main(["report", str(run_dir)]) == 0
+    assert "percentile 77 (CI" in capsys.readouterr().out  # 1600 among active Codeforces users (metrics/rating.py)
+    assert (run_dir / "codeforces_runs.jsonl").read_text().splitlines() == cached
 
     # export --correct-only: distillation rows with the prompt as sent (the language the run asked for)
     exported = tmp_path / "sft.jsonl"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from reasoneval.metrics.rating import elo_probability, estimate_rating, numeric_rating, rating_from
+from reasoneval.metrics.rating import elo_probability, estimate_rating, human_percentile, numeric_rating, rating_from
 from reasoneval.tasks.contests import rating_band
 
 
@@ -92,3 +92,15 @@ def test_numeric_rating_and_bands():
 def test_bad_counts_are_refused():
     with pytest.raises(ValueError, match="between 0"):
         estimate_rating([1000, 1200], [2, 2], [3, 1])
+
+
+def test_human_percentile_reads_the_published_points_and_says_only_bounds_outside() -> None:
+    assert [human_percentile(r) for r in (1143, 1200, 1900, 2400, 3000)] == ["50", "55", "94.0", "99.2", "99.9"]
+    assert human_percentile(1550) in ("74", "75")  # halfway from 1200 (55) to 1900 (94)
+    assert human_percentile(900) == "< 50" and human_percentile(3400) == "> 99.93"
+    e = estimate_rating([1000, 1400, 1800, 2200], [4, 4, 4, 4], [4, 3, 1, 0])
+    assert e is not None and e.rating is not None
+    text = e.describe()
+    assert f"percentile {human_percentile(e.rating)} (CI " in text and "codeforces.com/blog/entry/126802" in text
+    up = estimate_rating([1000, 1400, 1800], [4, 4, 4], [4, 4, 4])
+    assert up is not None and up.low is not None and f"percentile >= {human_percentile(up.low)}" in up.describe()

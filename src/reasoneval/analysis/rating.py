@@ -12,7 +12,14 @@ import numpy as np
 
 from reasoneval.analysis.outcomes import by_task, read_problem_rows
 from reasoneval.errors import UserError
-from reasoneval.metrics.rating import RatingEstimate, elo_probability, numeric_rating, rating_from
+from reasoneval.metrics.rating import (
+    HUMAN_PERCENTILE_SOURCE,
+    RatingEstimate,
+    elo_probability,
+    human_percentile,
+    numeric_rating,
+    rating_from,
+)
 from reasoneval.results.store.problems import read_problems
 from reasoneval.serial import to_json
 from reasoneval.tasks.contests import rating_band
@@ -64,4 +71,13 @@ def rating_analysis(run_dir: Path | str) -> list[TaskRating]:
 
 
 def rating_json(ratings: list[TaskRating]) -> dict[str, Any]:
-    return {t.task: {"rating": to_json(t.estimate), "bands": to_json(t.bands)} for t in ratings}
+    return {t.task: {"rating": to_json(t.estimate), "bands": to_json(t.bands),
+                     "human_percentile": _percentiles(t.estimate)} for t in ratings}
+
+
+def _percentiles(e: RatingEstimate | None) -> dict[str, str | None] | None:
+    """The percent of active Codeforces users rated below the estimate and each end (metrics/rating.py)."""
+    if e is None:
+        return None
+    return {k: None if v is None else human_percentile(v) for k, v in
+            (("rating", e.rating), ("low", e.low), ("high", e.high))} | {"source": HUMAN_PERCENTILE_SOURCE}

@@ -45,6 +45,27 @@ ELO_SCALE = 400.0
 GRID_LOW, GRID_HIGH, GRID_STEP = -1000.0, 6000.0, 10.0
 ONE_SIDED_TAIL = 0.05
 METHOD = "elo-mle, t-inverted score interval over problems"
+# Active Codeforces users' ratings in 2024 as Codeforces blog entry 126802 (by 123gjweq2, the yearly rating histogram)
+# states them: users who took part in a contest in the last 6 months and in at least 6 contests (n = 89,352). Each
+# point: (rating, percent of those users rated below it), where the post gives one: the median 1143, 55% gray (below
+# 1200), 1900 the 94th percentile, 2400 the 99.2nd, 3000 the 99.93rd. Between points interpolated linearly (a coarse
+# reading between 1200 and 1900); outside them only a bound is said.
+HUMAN_PERCENTILE_POINTS = ((1143.0, 50.0), (1200.0, 55.0), (1900.0, 94.0), (2400.0, 99.2), (3000.0, 99.93))
+HUMAN_PERCENTILE_SOURCE = "active Codeforces users, 2024, codeforces.com/blog/entry/126802"
+
+
+def human_percentile(rating: float) -> str:
+    """The percent of active Codeforces users (HUMAN_PERCENTILE_POINTS) rated below `rating`: '74', '99.2', '< 50'
+    (below the lowest stated point), '> 99.93' (above the highest)."""
+    xs = [x for x, _ in HUMAN_PERCENTILE_POINTS]
+    ps = [p for _, p in HUMAN_PERCENTILE_POINTS]
+    if rating < xs[0]:
+        return f"< {ps[0]:g}"
+    if rating > xs[-1]:
+        return f"> {ps[-1]:g}"
+    p = float(np.interp(rating, xs, ps))
+    return f"{p:.1f}" if p >= 90 else f"{p:.0f}"
+
 
 @dataclass(frozen=True)
 class RatingEstimate(JsonRecord):
@@ -67,8 +88,15 @@ class RatingEstimate(JsonRecord):
         hi = "+inf" if self.high is None else f"{self.high:.0f}"
         if self.rating is None:
             bound = f">= {lo}" if self.high is None else f"<= {hi}"
-            return f"{bound} (one-sided 95%; {self.note})"
-        return f"{self.rating:.0f} (95% CI {lo} to {hi})" + (f"; {self.note}" if self.note else "")
+            end = self.low if self.high is None else self.high
+            among = "" if end is None else (f"; percentile {bound[:2]} {human_percentile(end)} among "
+                                            f"{HUMAN_PERCENTILE_SOURCE}")
+            return f"{bound} (one-sided 95%; {self.note}){among}"
+        plo = "open" if self.low is None else human_percentile(self.low)
+        phi = "open" if self.high is None else human_percentile(self.high)
+        among = (f"; percentile {human_percentile(self.rating)} (CI {plo} to {phi}) among "
+                 f"{HUMAN_PERCENTILE_SOURCE}")
+        return f"{self.rating:.0f} (95% CI {lo} to {hi})" + (f"; {self.note}" if self.note else "") + among
 
 
 def elo_probability(player: np.ndarray | float, problem: np.ndarray | float) -> np.ndarray:

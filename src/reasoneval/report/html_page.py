@@ -217,7 +217,8 @@ def _ratings(result: RunResult) -> str:
             "<th>rated problems</th><th>unrated, left out</th><th>samples right (%)</th></tr></thead>"
             f"<tbody>{rows_}</tbody></table><p class=muted>Elo model P(solve) = 1/(1+10^((r-R)/400)) fitted to every "
             "sample; the interval counts both the problems drawn and the samples per problem (docs/statistics.md). "
-            "No percentile against human players: no sourced rating distribution of Codeforces users is used.</p>")
+            "The percentile is among active Codeforces users in 2024 (Codeforces blog entry 126802), interpolated between "
+            "the points that post states.</p>")
 
 
 def _breakdowns(result: RunResult) -> str:

@@ -2,11 +2,13 @@
 judge"): the program's language from its fenced block, C++ compiled with g++ -O2 -std=c++17 inside the sandbox
 under compile limits, each test run in a fresh limited process, the output compared as tokens, or read by the
 problem's checker (testlib's protocol: input, output, answer files; exit 0 OK, 1 wrong answer, 2 presentation
-error, 3 the checker failed), or an interactive problem's program and interactor talking over pipes.
+error, 3 the checker failed), or an interactive problem's program and interactor talking over pipes. A C++
+checker or interactor that includes testlib.h gets it written beside it (codeforces/testlib.py says from where).
 
 The samples of one problem run together, up to BATCH in one sandbox (sandbox/run.py's Sandbox.run with the trusted
 driver native_driver.py, whose text gets prelude.py's in place of its import block, as the contest drivers do): the
-problem's checker and interactor are built once per batch. The verdicts: passed,
+problem's checker and interactor are built once per batch. Verdicts are cached in the run directory
+(codeforces_runs.jsonl, the contest scorer's ContestRunCache; NativeJob.key says what they depend on). The verdicts: passed,
 wrong_answer, time_limit, memory_limit, runtime_error, compile_error, idleness_limit (interactive: no progress
 before the wall clock ran out), judge_error (a problem's checker or interactor that does not build or fails),
 no_code, sandbox_error.
@@ -18,6 +20,7 @@ fenced block is read: python, cpp, or any = python).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import threading
@@ -30,6 +33,8 @@ from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.calibrate import machine_calibration
+from reasoneval.scoring.programs.codeforces.testlib import TestlibHeader, find_testlib_header, needs_testlib
+from reasoneval.scoring.programs.contest import ContestOutcome, ContestRunCache
 from reasoneval.scoring.programs.sandbox.run import SANDBOX_VERSION, Limits, ProgramResult
 from reasoneval.scoring.programs.sandbox.texts import with_prelude
 from reasoneval.scoring.programs.scorer import fenced_blocks, sandbox_pool, strip_reasoning
@@ -37,6 +42,8 @@ from reasoneval.scoring.programs.scorer import fenced_blocks, sandbox_pool, stri
 CODEFORCES_SCORER_VERSION = "1"
 NATIVE_DRIVER_SOURCE = with_prelude((Path(__file__).parent / "native_driver.py").read_text(encoding="utf-8"),
                                     "native_driver.py")
+DRIVER_SHA256 = hashlib.sha256(NATIVE_DRIVER_SOURCE.encode("utf-8")).hexdigest()
+CODEFORCES_RUNS_FILE = "codeforces_runs.jsonl"  # the run's verdict cache, as the contest scorer's contest_runs.jsonl
 LANGUAGE_TAGS = {"cpp": "cpp", "c++": "cpp", "cc": "cpp", "cxx": "cpp", "c++17": "cpp", "c++20": "cpp",
                  "python": "python", "python3": "python", "py": "python"}
 LANGUAGES = ("python", "cpp", "any")
@@ -45,6 +52,10 @@ COMPILE_LIMITS = {"cpu_s": 60.0, "wall_s": 120.0, "memory_mb": 2048}
 VERDICT_KEYS = ("verdict", "passed", "ran", "total", "first", "cpu", "detail")
 BATCH = 8  # programs of one problem in one sandbox run at most
 GXX = "/usr/bin/g++"  # what native_driver.py runs
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def extract_program(text: str, default_language: str = "python") -> tuple[str, str] | None:
@@ -71,10 +82,21 @@ class NativeJob:
     all_tests: bool = False
     checker: tuple[str, str] | None = None  # (language, source)
     interactor: tuple[str, str] | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # (name, text) beside the checker and interactor: testlib.h
+
+    def key(self) -> str:
+        """The verdict's cache key: the judge (its version, the driver's text, the sandbox's), the program, the
+        problem's tests, limits, checker, interactor and the headers beside them (testlib.h)."""
+        blob = json.dumps([CODEFORCES_SCORER_VERSION, SANDBOX_VERSION, DRIVER_SHA256, self.language, self.source,
+                           [list(t) for t in self.tests], self.cpu_s, self.wall_s, self.memory_mb, self.all_tests,
+                           self.checker, self.interactor, [[n, _sha256(t)] for n, t in self.headers],
+                           COMPILE_LIMITS])
+        return _sha256(blob)
 
     def problem_settings(self) -> tuple[Any, ...]:
         """What the programs of one batch share: the problem and its limits."""
-        return (self.tests, self.cpu_s, self.wall_s, self.memory_mb, self.all_tests, self.checker, self.interactor)
+        return (self.tests, self.cpu_s, self.wall_s, self.memory_mb, self.all_tests, self.checker, self.interactor,
+                self.headers)
 
 
 @dataclass(frozen=True)
@@ -91,7 +113,8 @@ class NativeBatch:
                    "wall_s": p.wall_s, "memory_mb": p.memory_mb, "all_tests": p.all_tests,
                    "compare": "tokens", "compile": COMPILE_LIMITS,
                    "checker": {"language": p.checker[0], "source": p.checker[1]} if p.checker else None,
-                   "interactor": {"language": p.interactor[0], "source": p.interactor[1]} if p.interactor else None}
+                   "interactor": {"language": p.interactor[0], "source": p.interactor[1]} if p.interactor else None,
+                   "headers": dict(p.headers)}
         return b"%012d" % len(head) + head + json.dumps(trusted, ensure_ascii=True).encode("ascii")
 
     def limits(self) -> Limits:
@@ -123,8 +146,36 @@ def read_verdicts(r: ProgramResult, total: int, count: int) -> list[dict[str, An
 
 
 def run_jobs(context: ScoringContext, jobs: Sequence[NativeJob]) -> list[dict[str, Any]]:
-    """The jobs' verdicts, in order: the programs of one problem in batches of at most BATCH, one sandbox run each,
-    as many at once as the pool has sandboxes."""
+    """The jobs' verdicts, in order: those in the run's cache (codeforces_runs.jsonl, the contest scorer's
+    ContestRunCache) as they were, the others run once each, the programs of one problem in batches of at most BATCH,
+    one sandbox run each, as many at once as the pool has sandboxes. A sandbox error is not cached: it runs again."""
+    cache: ContestRunCache = context.resource("codeforces_run_cache", lambda: ContestRunCache(
+        context.cache_dir / CODEFORCES_RUNS_FILE if context.cache_dir is not None else None))
+    keys = [job.key() for job in jobs]
+    todo: dict[str, NativeJob] = {}
+    for k, job in zip(keys, jobs):
+        if cache.get(k) is None:
+            todo.setdefault(k, job)
+    fresh = dict(zip(todo, _run_fresh(context, list(todo.values()))))
+    for k, v in fresh.items():
+        if v["verdict"] != "sandbox_error":
+            cache.put(k, ContestOutcome(v["verdict"], v["passed"], v["ran"], v["total"], v["first"],
+                                        float(v["cpu"]), v["detail"]))
+    out = []
+    for k in keys:
+        got = fresh.get(k)
+        if got is None:
+            o = cache.get(k)
+            assert o is not None
+            got = {"verdict": o.verdict, "passed": o.tests_passed, "ran": o.tests_run, "total": o.tests_total,
+                   "first": o.first_failure, "cpu": o.cpu_s, "detail": o.detail}
+        out.append(got)
+    return out
+
+
+def _run_fresh(context: ScoringContext, jobs: Sequence[NativeJob]) -> list[dict[str, Any]]:
+    if not jobs:
+        return []
     pool = sandbox_pool(context)
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i, job in enumerate(jobs):
@@ -196,11 +247,15 @@ class CodeforcesScorer:
         checker, interactor = source("checker"), source("interactor")
         if "cpp" in (program[0], *(x[0] for x in (checker, interactor) if x)):
             require_compiler()
+        headers: tuple[tuple[str, str], ...] = ()
+        if any(x is not None and x[0] == "cpp" and needs_testlib(x[1]) for x in (checker, interactor)):
+            header: TestlibHeader = self.context.resource("testlib_h", find_testlib_header)
+            headers = (("testlib.h", header.text),)
         return NativeJob(language=program[0], source=program[1],
                          tests=tuple((str(t["input"]), str(t["output"])) for t in pl.get("tests") or ()),
                          cpu_s=cpu, wall_s=round(cpu * self.wall_factor + 1.0, 3),
                          memory_mb=int(pl.get("memory_mb") or self.memory_mb), all_tests=self.all_tests,
-                         checker=checker, interactor=interactor)
+                         checker=checker, interactor=interactor, headers=headers)
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
         jobs = [self.job(p, s.text or "") for p, s in zip(problems, samples)]

@@ -5,7 +5,8 @@ IN holds a 12-digit ASCII length, that many bytes of JSON with the candidates' p
 "source"}]}: the samples of one problem),
 then, up to EOF, JSON with the trusted part ({"tests": [{"input", "output"}], "cpu_s", "wall_s", "memory_mb",
 "compare": "tokens"|"exact", "all_tests", "checker": {"language", "source"} | null, "interactor": ... | null,
-"compile": {"cpu_s", "wall_s", "memory_mb"}}). OUT is the verdict channel: one JSON line, {"verdicts": [...]}
+"compile": {"cpu_s", "wall_s", "memory_mb"}, "headers": {name: text} (testlib.h, written beside the checker and
+the interactor before they are built)}). OUT is the verdict channel: one JSON line, {"verdicts": [...]}
 (the checker and the interactor are built once, for every program of the batch).
 
 As the contest driver (sandbox/stdio_driver.py, docs/sandbox.md): the driver ignores signals, makes itself
@@ -42,7 +43,7 @@ TICK = 0.002
 WORK = "/tmp/judge"
 DETAIL = 300
 CAP = 1 << 26  # bytes of a program's output read back at most
-COMPILERS = {"cpp": ["/usr/bin/g++", "-O2", "-std=c++17", "-pipe", "-o", WORK + "/{name}", WORK + "/{name}.cpp"]}
+COMPILERS = {"cpp": ["/usr/bin/g++", "-O2", "-std=c++17", "-pipe", "-I", WORK, "-o", WORK + "/{name}", WORK + "/{name}.cpp"]}
 PASSED, WRONG, TIME, MEMORY, RUNTIME = "passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error"
 COMPILE, IDLE, JUDGE_FAIL = "compile_error", "idleness_limit", "judge_error"
 
@@ -354,6 +355,8 @@ class Judge:
         tests = self.trusted["tests"]
         base = {"passed": 0, "ran": 0, "total": len(tests), "first": -1, "cpu": 0.0, "detail": ""}
         programs = self.part["programs"]
+        for header, text in (self.trusted.get("headers") or {}).items():  # testlib.h, for <> and "" includes
+            self.ask({"op": "write", "path": WORK + "/" + header, "data": text})
         for name, prog in (("checker", self.trusted.get("checker")), ("interactor", self.trusted.get("interactor"))):
             if prog:
                 failed = self.build(prog, name)
