@@ -94,6 +94,8 @@ def _kernel_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
         if machine.is_file():
             shutil.copyfile(machine, path)
     monkeypatch.setenv("REASONEVAL_KERNEL_CACHE", str(path))
+    # and its own cache of weights files' sha256 (results/fingerprint.py), never the user's
+    monkeypatch.setenv("REASONEVAL_HASH_CACHE", str(path.parent / "weights_sha256.json"))
 
 
 @pytest.fixture

@@ -92,6 +92,10 @@ class FileSet:
     def write_json(self, target: Path | str, obj: Any) -> None:
         self.write_text(target, json_text(obj))
 
+    def staged(self, target: Path | str) -> Path | None:
+        """The temporary that replaces `target` at the commit (None: not staged)."""
+        return self._files.get(Path(target))
+
     def changes(self, target: Path | str) -> bool:
         """Whether the commit would change `target`: it is staged, and absent now or with other bytes."""
         tmp = self._files.get(Path(target))

@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import re
+import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -197,14 +198,24 @@ def reference(run_dir: Path, scope: dict[str, Scope]) -> dict[str, Any]:
             # tests/metrics/test_plan_adaptive.py, here it is recomputed from samples.jsonl.
             est = task_estimates([dict(zip(p.indices, p.correct)) for p in per_task[task]],
                                  adaptive.get("history") or [adaptive], task)
+            full = all(all(i in p.indices for i in range(4)) for p in per_task[task])
+            two_stage = full and max((int(t) for t in est.totals), default=0) > 4
             for p, e, total in zip(per_task[task], est.estimate, est.totals):
                 p.two_stage = float(e)
                 if all(i in p.indices for i in range(4)):  # its pilot, then the first T - 4 after it (T: planned)
                     keep = set(range(4)) | set(sorted(i for i in p.indices if i >= 4)[:max(0, int(total) - 4)])
                     pos = [k for k, i in enumerate(p.indices) if i in keep]
                     p.indices, p.correct, p.said = ([xs[k] for k in pos] for xs in (p.indices, p.correct, p.said))
+                    # Where the two-stage estimator does not apply (the plan gave no problem more than its pilot, or
+                    # this one fewer than 2 after it), the plain fraction of the samples the design drew, not of
+                    # every sample a later fixed K added (issue 52.1: a pilot of 4, then --n 8, estimated from 8)
+                    if not (two_stage and sum(i >= 4 for i in p.indices) >= 2) and p.correct:
+                        p.two_stage = sum(p.correct) / len(p.correct)
     out = {"tasks": {t: figures(ps, missing[t]) for t, ps in per_task.items()},
-           "problems": {(p.task, p.key): p for ps in per_task.values() for p in ps}}
+           "problems": {(p.task, p.key): p for ps in per_task.values() for p in ps},
+           # which evaluation each entry is (issue 52.1): adaptive, or a fixed K (an imported file: its widest row)
+           "evaluation": {t: {"kind": "adaptive"} if s.adaptive else {"kind": "fixed", "k": s.n}
+                          for t, s in scope.items()}}
     out["all"] = figures([p for ps in per_task.values() for p in ps], sum(missing.values()))
     out["complete"] = not sum(missing.values())
     return out
@@ -233,6 +244,8 @@ def check_summary(summary: dict[str, Any], ref: dict[str, Any], where: str) -> N
             assert close(got["maj_at_k"][str(k)], v, 1e-6), (w, k)  # maj@k's exact count differs from ours in float
         lo, hi = want["range"] or (0, 0)
         assert (got.get("samples_per_problem") or [got["num_samples"]] * 2) == [lo, hi], (w, got, want["range"])
+        if name != "all":  # the entry says which evaluation its figures are of, and the samples it used
+            assert got["evaluation"] == {**ref["evaluation"][name], "samples_per_problem": [lo, hi]}, (w, got)
     assert summary["complete"] == ref["complete"], where
 
 
@@ -342,6 +355,7 @@ class Views(RuleBasedStateMachine):
         self.last_out = ""
         self.last_scope: dict[str, Scope] = {}
         self.last_run: Path | None = None
+        self.last_note: str | None = None  # what the last command must say of adaptive beside fixed K
 
     def teardown(self) -> None:
         for s in [*self.servers.values(), self.broken]:
@@ -396,7 +410,14 @@ class Views(RuleBasedStateMachine):
     def record(self, model: Model, scope: dict[str, Scope], code: int, out: str, run_dir: Path,
                before: Any = None) -> None:
         model.run_dir = run_dir
+        old = dict(model.headline)
         is_headline = model.asked(scope, code == 0)
+        self.last_note = None
+        for t, c in scope.items():  # a command of the other kind than the headline's task: what it must say
+            o = old.get(t)
+            if o is not None and o.adaptive != c.adaptive and not c.imported:
+                self.last_note = ("replaces the run's headline" if model.headline[t] == c else
+                                  "is a view beside the run's headline")
         self.last_out, self.last_scope, self.last_run = out, scope, run_dir
         assert ("it is also in " in out) != is_headline, (out[-2000:], scope, model.headline)
         if not is_headline:  # a view: "unchanged" exactly when the headline's files are as they were (issue 41.3)
@@ -432,20 +453,22 @@ class Views(RuleBasedStateMachine):
         self.record(m, {"aime24": Scope(self.keys(run_dir, "aime24", None), n)}, code, out, run_dir, before)
 
     @precondition(lambda self: any(s.adaptive for m in self.models.values() for s in m.headline.values()))
-    @rule(model=st.sampled_from(MODELS))
-    def fixed_k_after_adaptive(self, model: str) -> None:
-        """A uniform K of the adaptive headline's n (2 x --max-n) holds every sample the adaptive run drew: it becomes
-        the headline, and no table of it says "adaptive" (issue 41.4)."""
+    @rule(model=st.sampled_from(MODELS), n=st.sampled_from([8, 12]))  # 16: test_adaptive_and_fixed_k_in_both_orders
+    def fixed_k_after_adaptive(self, model: str, n: int) -> None:
+        """A uniform K below, at and above the adaptive headline's n (2 x --max-n = 12). At or above it, it holds every
+        sample the adaptive run drew: it becomes the headline, and no table of it says "adaptive" (issue 41.4). Below,
+        it is a view whole, and the adaptive headline keeps its own figures, not ones over the samples K added
+        (issue 52.1)."""
         m = self.models[model]
         if not any(s.adaptive for s in m.headline.values()):
             return
         before = self.headline_state(m.run_dir)
-        code, out, err = self.main(*self.run_args(self.servers[model], "--tasks", "aime24,math500", "--n", "12",
+        code, out, err = self.main(*self.run_args(self.servers[model], "--tasks", "aime24,math500", "--n", str(n),
                                                   "--concurrency", "4"))
         assert code == 0, err[-2000:]
         run_dir = Path(re.search(r"results: (.*)", err).group(1))  # type: ignore[union-attr]
         m.logged = True
-        self.record(m, {t: Scope(self.keys(run_dir, t, None), 12) for t in TASKS}, code, out, run_dir, before)
+        self.record(m, {t: Scope(self.keys(run_dir, t, None), n) for t in TASKS}, code, out, run_dir, before)
 
     @rule(model=st.sampled_from(MODELS), n=st.sampled_from([3, 5]))
     def k_extension_that_partly_fails(self, model: str, n: int) -> None:
@@ -469,14 +492,22 @@ class Views(RuleBasedStateMachine):
         self.models[model].logged = True  # a run logs its headline, complete or not
         self.record(self.models[model], scope, code, out, run_dir, before)
 
-    @rule(model=st.sampled_from(MODELS), target_se=st.sampled_from(["6", "9"]))
+    # "20": met by the pilot alone (4 samples a problem), the case a later fixed K mixed into the entry (issue 52.1)
+    @rule(model=st.sampled_from(MODELS), target_se=st.sampled_from(["6", "9", "20"]))
     def adaptive(self, model: str, target_se: str) -> None:
         before = self.headline_state(self.models[model].run_dir)
         code, out, err = self.main(*self.run_args(self.servers[model], "--tasks", "aime24,math500", "--target-se",
                                                   target_se, "--max-n", "6", "--concurrency", "4"))
         assert code == 0, err[-2000:]
         run_dir = Path(re.search(r"results: (.*)", err).group(1))  # type: ignore[union-attr]
-        scope = {t: Scope(self.keys(run_dir, t, None), 12, adaptive=True) for t in TASKS}
+        # Its sample indices: < 2 x --max-n, or 2 x the K of a fixed headline it extends (that run's history: a
+        # problem keeps what an earlier command drew), or an adaptive headline's bound (run/adaptive.py history_for)
+        prev = self.models[model].headline
+        if any(s.adaptive for s in prev.values()):
+            bound = max([12] + [s.n for s in prev.values() if s.adaptive])
+        else:
+            bound = max([12] + [2 * s.n for s in prev.values()])
+        scope = {t: Scope(self.keys(run_dir, t, None), bound, adaptive=True) for t in TASKS}
         self.models[model].logged = True
         self.record(self.models[model], scope, code, out, run_dir, before)
 
@@ -498,6 +529,30 @@ class Views(RuleBasedStateMachine):
         self.record(m, scope, code if ref["complete"] else 3, out, m.run_dir, before)
 
     @precondition(lambda self: any(m.run_dir for m in self.models.values()))
+    @rule(model=st.sampled_from(MODELS), damage=st.sampled_from(["summary.json", "config.json"]))
+    def damage_and_repair(self, model: str, damage: str) -> None:
+        """A run whose summary.json or config.json is cut short stays listed by `runs` and `view`, marked with what is
+        wrong and the command that repairs it; that command, as printed, repairs it (issue 52.6)."""
+        from reasoneval.view.folder import Folder
+
+        m = self.models[model]
+        if m.run_dir is None or not (m.run_dir / "summary.json").exists():
+            return
+        before = self.headline_state(m.run_dir)
+        (m.run_dir / damage).write_text((m.run_dir / damage).read_text()[:40])
+        code, out, err = self.main("runs", str(self.results))
+        line = next(ln for ln in out.splitlines() if f"{m.run_dir}:" in ln)
+        assert code == 0 and f"{damage} cannot be read" in line and f"repair: reasoneval report {m.run_dir}" in line
+        run = Folder(self.results).run(m.run_dir)
+        assert run is not None and run.status == "damaged" and run.damage is not None
+        code, out, err = self.main(*shlex.split(run.damage.repair)[1:], "--grading-workers", "1")
+        assert code in (0, 3), err[-2000:]  # 3: the headline was incomplete before, and is still
+        assert self.headline_state(m.run_dir) is not None
+        assert Folder(self.results).run(m.run_dir).status != "damaged"  # type: ignore[union-attr]
+        self.last_out, self.last_scope, self.last_run, self.last_note = out, dict(m.headline), m.run_dir, None
+        assert before is not None
+
+    @precondition(lambda self: any(m.run_dir for m in self.models.values()))
     @rule(model=st.sampled_from(MODELS))
     def rescore(self, model: str) -> None:
         m = self.models[model]
@@ -506,7 +561,7 @@ class Views(RuleBasedStateMachine):
         code, out, err = self.main("score", str(m.run_dir), "--grading-workers", "1")
         ref = reference(m.run_dir, m.headline)
         assert code == (0 if ref["complete"] else 3), err[-2000:]
-        self.last_out, self.last_scope, self.last_run = out, dict(m.headline), m.run_dir
+        self.last_out, self.last_scope, self.last_run, self.last_note = out, dict(m.headline), m.run_dir, None
 
     @rule(rows=st.lists(st.integers(1, 4), min_size=2, max_size=4), seed=st.integers(0, 99), then_renamed=st.booleans())
     def score_file(self, rows: list[int], seed: int, then_renamed: bool) -> None:
@@ -558,6 +613,9 @@ class Views(RuleBasedStateMachine):
         adaptive = any(s.adaptive for s in self.last_scope.values())
         assert ("adaptive" in title.split("(run ", 1)[1]) == adaptive, (title, self.last_scope)
         assert ("target re-run SE" in self.last_out) == adaptive, self.last_out[-2000:]
+        line = " ".join(self.last_out.split())
+        if self.last_note is not None:  # adaptive beside fixed K: which one the headline is, and why (issue 52.1)
+            assert self.last_note in line and "covers less than" not in line, (self.last_note, line[-2000:])
         view = re.search(r"it is also in (\S+)", self.last_out)
         if view:  # the command covered less than the headline: its own view, beside it
             d = Path(view.group(1))
@@ -637,6 +695,8 @@ class Views(RuleBasedStateMachine):
         acc.Reload()
         for t, want in ref["tasks"].items():
             events = acc.Scalars(f"{t}/pass@1")
+            # one dashboard run per run directory, updated in place; a view logs nothing (issue 52.3)
+            assert len(events) == 1, (t, [(e.step, e.value) for e in events])
             last = max(events, key=lambda e: e.wall_time)
             assert last.step == 100, last  # the step of the checkpoint the server served (no --model given)
             assert abs(last.value - want["mean"]) < 1e-6, (t, last.value, want["mean"])
@@ -656,6 +716,29 @@ class Views(RuleBasedStateMachine):
             assert hp["target_se"].number_value > 0
         else:
             assert hp["n"].number_value == summary["n"]
+
+
+def invariants(machine: Views) -> None:
+    machine.the_printed_table_is_the_commands_scope()
+    machine.every_headline_view_is_the_widest_complete_evaluation()
+
+
+@pytest.mark.parametrize("k", [8, 12, 16])
+def test_adaptive_and_fixed_k_in_both_orders(k: int) -> None:
+    """Issue 52.1, the sequences the drawn ones may miss, at every relation of K to the adaptive headline's n (2 x
+    --max-n = 12: smaller, equal, larger): adaptive (met by its pilot), then --n K on one run; --n K, then adaptive on
+    another; then one of them damaged and repaired; every view checked after each command, as in the drawn
+    sequences."""
+    machine = Views()
+    try:
+        for step in (lambda: machine.adaptive(MODELS[0], "20"), lambda: machine.fixed_k_after_adaptive(MODELS[0], k),
+                     lambda: machine.run(MODELS[1], ("aime24", "math500"), None, k),
+                     lambda: machine.adaptive(MODELS[1], "20"),
+                     lambda: machine.damage_and_repair(MODELS[k % 2], "summary.json" if k == 12 else "config.json")):
+            step()
+            invariants(machine)
+    finally:
+        machine.teardown()
 
 
 # derandomize: the same sequences on every run (a seeded generator), so a failure is reproducible and CI's time

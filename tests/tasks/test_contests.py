@@ -101,7 +101,8 @@ def test_code_contests_rows_in_the_hub_schema(tmp_path: Path) -> None:
     first, second = problems
     assert [t["kind"] for t in first.payload["tests"]] == ["public", "private", "generated", "generated"]
     assert first.payload["time_limit_s"] == 2.5 and first.payload["memory_mb"] == 256
-    assert first.metadata == {"difficulty": "A", "platform": "codeforces", "rating": 800, "source_id": "1000_A. Double"}
+    assert first.metadata == {"difficulty": "A", "platform": "codeforces", "rating": 800,
+                              "rating_band": "<1200 (newbie-pupil)", "source_id": "1000_A. Double"}
     assert "time_limit_s" not in second.payload and second.payload["memory_mb"] == 128
     assert second.metadata["platform"] == "aizu" and second.metadata["difficulty"] == "unknown"
 

@@ -95,6 +95,9 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
     "hle": [{"id": "66fixture0000000000000a1", "answer": "B", "answer_type": "multipleChoice", "category": "Math"},
             {"id": "66fixture0000000000000b2", "answer": "6"}, {"answer": "1848"}],
     "smt25": [{"answer": "2", "subject": "Number Theory"}, {"answer": "20", "source_id": "2"}],
+    "codeforces": [{"id": "9001/A", "rating": 800, "contest_start": 1609804800}, {"id": "9001/B"}, {"id": "9002/C"},
+                   {"id": "9002/D", "official_tests_complete": False}, {"id": "9003/E", "rating": None},
+                   {"id": "9003/F"}, {"id": "9004/G", "input_mode": "file"}],
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -148,6 +149,11 @@ def compare_runs(run_dirs: Sequence[Any]) -> Comparison:
     """Compare every run with the first, task by task, on the problems each pair shares."""
     if len(run_dirs) < 2:
         raise UserError("compare needs at least two run directories (RUN_A RUN_B [...])")
+    seen: dict[Path, Any] = {}
+    for d in run_dirs:  # a run against itself differs by 0 on every problem: nothing to compare (issue 52.5)
+        if Path(d).resolve() in seen:
+            raise UserError(f"{d} is given twice (as {seen[Path(d).resolve()]} too): compare needs two different runs")
+        seen[Path(d).resolve()] = d
     results = [load_run(d) for d in run_dirs]
     rows = [by_task(read_problem_rows(d)) for d in run_dirs]
     tasks = [t for t in results[0].tasks if all(t in r.tasks for r in results[1:])]

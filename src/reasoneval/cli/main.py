@@ -106,6 +106,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("SE against samples per problem, samples for a target SE, spread of reruns",
                 "reasoneval.cli.analysis:add_analyze_parser"),
     "runs": ("one table of every run under a results folder", "reasoneval.cli.analysis:add_runs_parser"),
+    "repro": ("generate a subset of a run again: bitwise reproducible, numerics drift, or a real change",
+              "reasoneval.cli.repro:add_repro_parser"),
     "export": ("samples as chat-message training data (JSONL or Parquet)", "reasoneval.cli.analysis:add_export_parser"),
     "view": ("every run of a results folder in the browser, live while it runs", "reasoneval.cli.view:add_view_parser"),
 }

@@ -80,7 +80,10 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
         page = write_run_html(summary, Path(a.html)) if a.html else summary.run_dir / REPORT_FILE
         print(f"HTML report: {page}", file=sys.stderr)
-    if log_to:
+    if log_to and summary.view and not summary.headline_changed:
+        print("--log-to: nothing logged; this command's result is a view and the run's headline is unchanged",
+              file=sys.stderr)
+    elif log_to:
         from pathlib import Path
 
         from reasoneval.results.schema import load_run

@@ -414,9 +414,8 @@ def task_estimates(outcomes: Sequence[Mapping[int, bool]], history: Sequence[Map
     unbiased over the samples the plan's count rule chose."""
     q = len(outcomes)
     ca, cb, full = pilot_counts(outcomes)
-    est = np.array([sum(map(bool, x.values())) / len(x) if len(x) else math.nan for x in outcomes], dtype=np.float64)
-    var = np.array([_plain_var(list(x.values())) for x in outcomes], dtype=np.float64)
     if not full.any():
+        est, var = _plain(outcomes)
         return TaskEstimate(est, var, np.zeros(q, dtype=np.int64), math.inf, None)
     hist = np.bincount((ca + cb)[full], minlength=PILOT + 1).astype(np.float64)
     adaptive_entries = [e for e in history if e.get("target_se") is not None
@@ -424,6 +423,9 @@ def task_estimates(outcomes: Sequence[Mapping[int, bool]], history: Sequence[Map
 
     table = count_tables(hist, history, task)[0]
     totals = np.where(full, own_totals(ca + cb, table), np.array([len(x) for x in outcomes]))
+    # The plain fractions too over the design's samples only (its pilot, then the first T - PILOT): a run stopped at
+    # its pilot, then `--n 8` on the same folder, must not estimate from 8 samples what it counts as 4 (issue 52.1).
+    est, var = _plain([_design_samples(x, int(t)) if f else x for x, t, f in zip(outcomes, totals, full)])
     last = adaptive_entries[-1] if adaptive_entries else None
     plan = None
     if last is not None:
@@ -451,6 +453,19 @@ def entry_budget(entry: Mapping[str, Any], task: str | None) -> int | None:
     budget = tasks[task].get("budget") if task is not None and tasks is not None and task in tasks \
         else entry.get("budget_samples")
     return None if budget is None else int(budget)
+
+
+def _plain(outcomes: Sequence[Mapping[int, bool]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each problem's plain fraction right (nan without samples) and its unbiased variance."""
+    est = np.array([sum(map(bool, x.values())) / len(x) if len(x) else math.nan for x in outcomes], dtype=np.float64)
+    return est, np.array([_plain_var(list(x.values())) for x in outcomes], dtype=np.float64)
+
+
+def _design_samples(x: Mapping[int, bool], total: int) -> dict[int, bool]:
+    """A problem's verdicts the two-stage design drew for it: its pilot (indices < PILOT), then the first
+    total - PILOT indices after it."""
+    after = sorted(j for j in x if j >= PILOT)[:max(0, total - PILOT)]
+    return {j: x[j] for j in [*range(PILOT), *after]}
 
 
 def _plain_var(x: Sequence[bool]) -> float:

@@ -13,6 +13,7 @@ from scipy import optimize, special, stats
 from reasoneval.errors import UserError
 from reasoneval.metrics.majority import maj_at_k, maj_ks
 from reasoneval.metrics.passk import pass_at_k_matrix
+from reasoneval.metrics.rating import RatingEstimate
 from reasoneval.serial import JsonRecord, json_field
 
 
@@ -107,6 +108,13 @@ class TaskMetrics(JsonRecord):
     # (an adaptive run, a file with uneven rows, failed samples); None: each has num_samples. pass@k and maj@k are
     # defined for k <= the fewest only (`defined_k`).
     samples_per_problem: tuple[int, int] | None = json_field(default=None, omit_none=True)
+    # A Codeforces-style rating from the problems of known rating (metadata "rating"; metrics/rating.py), None where
+    # the task's problems have no ratings.
+    rating: RatingEstimate | None = json_field(default=None, omit_none=True)
+    # Which evaluation every figure of this entry comes from (issue 52.1): {"kind": "adaptive", "samples_per_problem":
+    # [fewest, most]} (run --target-se: the samples its design drew) or {"kind": "fixed", "k": K, ...} (indices < K);
+    # set by scoring (run/score.py), empty for figures computed elsewhere.
+    evaluation: dict[str, Any] = json_field(default_factory=dict, omit_empty=True)
 
     def __post_init__(self) -> None:
         # Every figure under the one rounding rule, however the record was made (computed, replaced, read back).

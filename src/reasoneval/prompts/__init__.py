@@ -203,6 +203,7 @@ PROMPTS.add_lazy("humaneval", "reasoneval.prompts.programs:HUMANEVAL")
 PROMPTS.add_lazy("mbpp", "reasoneval.prompts.programs:MBPP")
 PROMPTS.add_lazy("livecodebench", "reasoneval.prompts.contests:LIVECODEBENCH")
 PROMPTS.add("hle", PromptStyle(hle_chat, hle_completion))  # Humanity's Last Exam's answer format
+PROMPTS.add_lazy("codeforces", "reasoneval.prompts.codeforces:CODEFORCES")
 
 
 def build_messages(problem: Problem, cfg: PromptConfig,

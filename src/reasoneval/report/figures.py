@@ -86,6 +86,11 @@ def view_line(result: RunResult) -> str | None:
     ("unchanged" only when the command left the headline's files as they were: RunResult.headline_changed)."""
     if not result.view:
         return None
+    if result.evaluation_note:  # a fixed K beside an adaptive headline (or the reverse): not "less", another kind
+        now = f": it now covers {result.headline_scope}" if result.headline_changed and result.headline_scope else ""
+        state = f"this command updated too{now}" if result.headline_changed else "is unchanged"
+        return (f"{result.evaluation_note}; the run's headline is what summary.json, report.html and `runs` show, "
+                f"which {state}; it is also in {result.files_dir}")
     if result.headline_changed:
         now = f": it now covers {result.headline_scope}" if result.headline_scope else ""
         return (f"this table covers less than the run's headline (summary.json, report.html, `runs`), which this "

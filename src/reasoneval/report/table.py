@@ -60,8 +60,8 @@ def judge_stage_lines(result: RunResult) -> list[str]:
     return out
 
 
-# the breakdowns shown as rows under their task (competition programming's difficulty and platform)
-ROW_BREAKDOWNS = ("difficulty", "platform")
+# the breakdowns shown as rows under their task (competition programming's difficulty, platform and rating band)
+ROW_BREAKDOWNS = ("difficulty", "platform", "rating_band")
 
 
 def _breakdown_rows(name: str, m: TaskMetrics, width: int) -> list[list[str]]:
@@ -97,6 +97,13 @@ def ungraded_lines(result: RunResult) -> list[str]:
             out.append(f"{name}: {pct(g.mean)}% of samples ungraded (the judge failed or answered out of format, or no "
                        "judge was given), counted wrong: re-score (`reasoneval report`) to ask the judge again")
     return out
+
+
+def rating_lines(result: RunResult) -> list[str]:
+    """A line per task with rated problems: its Codeforces-style rating and interval (metrics/rating.py)."""
+    return [f"{name}: Codeforces rating {m.rating.describe()}, from {m.rating.num_problems} rated problems"
+            + (f" ({m.rating.num_unrated} unrated left out)" if m.rating.num_unrated else "")
+            for name, m in result.tasks.items() if m.rating is not None]
 
 
 def _greedy(result: RunResult) -> bool:
@@ -138,7 +145,8 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
             table.add_row("all (macro)", "", pct(agg.macro_mean), *([""] * (len(ks) + len(majs) + 2)))
     console = console if console is not None else console_for_tables()
     console.print(table)
-    for line in [*task_options_lines(result), k_note(result), *adaptive_lines(result), view_line(result),
+    for line in [*task_options_lines(result), *rating_lines(result), k_note(result), *adaptive_lines(result),
+                 view_line(result) or result.evaluation_note,  # a headline's note: which evaluation it replaced
                  *judge_stage_lines(result), *ungraded_lines(result)]:
         if line:
             console.print(line, soft_wrap=True, markup=False)

@@ -120,6 +120,10 @@ class RunConfig(JsonRecord):
     # calibrate.py: factor, the reference workload's CPU time here and on the reference machine), measured once per
     # run; absent for runs without such a task
     calibration: dict[str, Any] = json_field(default_factory=dict, omit_empty=True)
+    # Everything about the setup that can change the generated tokens (results/fingerprint.py: engine and version,
+    # weights' sha256, dtype, parallelism, batching, kernels, threads, accelerator, sampling, seeds, grader); absent in
+    # runs made before it was recorded (fingerprint.of_config derives a partial one)
+    fingerprint: dict[str, Any] = json_field(default_factory=dict, omit_empty=True)
 
     @property
     def model(self) -> str:
@@ -172,6 +176,9 @@ class RunResult(JsonRecord):
     # a wider scope, a re-score), and the headline's scope then (results.scope.describe). Not written.
     headline_changed: bool = json_field(default=False, skip=True)
     headline_scope: str | None = json_field(default=None, skip=True)
+    # Where the command's evaluation of a task is adaptive and the headline's a fixed K (or the reverse): which one
+    # the headline is now, and why (results.scope.evaluation_note). Not written.
+    evaluation_note: str | None = json_field(default=None, skip=True)
 
     @property
     def files_dir(self) -> Path:
@@ -206,13 +213,18 @@ def _check_version(d: Mapping[str, Any], where: str) -> None:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    # What re-creates it: summary.json is scored again by `report`; config.json is restored by `report` from the copy
+    # summary.json holds, so when `report` is what fails on it, by the command that made it (issue 52.6).
+    fix = (f"re-create it with `reasoneval report {path.parent}`" if path.name != CONFIG_FILE else
+           "re-run the `reasoneval run` command that made this run, with the same flags: it writes config.json again "
+           "and keeps every sample")
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except ValueError as e:
-        raise UserError(f"{path} is not valid JSON ({e}); re-create it with `reasoneval report`") from None
+        raise UserError(f"{path} is not valid JSON ({e}); {fix}") from None
     if not isinstance(data, dict):
-        raise UserError(f"{path} is not a JSON object; re-create it with `reasoneval report`")
+        raise UserError(f"{path} is not a JSON object; {fix}")
     return data
 
 

@@ -132,6 +132,29 @@ def decide(old: Scope, old_complete: Mapping[str, bool], new: Scope, new_complet
     return Decision(chosen, view_name(new, chosen), False, chosen != old or stale)
 
 
+def evaluation_note(old: Scope, new: Scope, chosen: Scope) -> str | None:
+    """Where a command's evaluation of a task is of another kind than the headline's (adaptive beside fixed K), one
+    line saying which of the two the headline is now and why: the two are never mixed in one entry (issue 52.1)."""
+    notes = []
+    for t, c in new.items():
+        o, h = old.get(t), chosen.get(t)
+        if o is None or h is None or o.adaptive == c.adaptive:
+            continue
+        kind = "the adaptive evaluation (--target-se)" if c.adaptive else f"a fixed K = {c.n} evaluation"
+        other = "the adaptive evaluation (--target-se)" if o.adaptive else f"a fixed K = {o.n} evaluation"
+        if h == c:
+            notes.append(f"{kind} of {t} replaces the run's headline, {other}: it holds every sample index that one "
+                         "may use")
+        elif o.adaptive:
+            notes.append(f"{kind} of {t} is a view beside the run's headline, {other} it does not replace: that one "
+                         f"may draw up to {o.n} samples a problem (2 x --max-n), and its figures stay those of the "
+                         "samples its design drew")
+        else:
+            notes.append(f"{kind} of {t} is a view beside the run's headline, {other} it does not replace: that one "
+                         f"holds indices < {o.n}, and this one at most {c.n} (2 x --max-n)")
+    return "; ".join(notes) or None
+
+
 def describe(scope: Scope) -> str:
     """One line: `aime24 (30 problems, K = 4), math500 (500 problems, adaptive)`."""
     return ", ".join(f"{t} ({len(s.problems)} problems, {'adaptive' if s.adaptive else f'K = {s.n}'})"

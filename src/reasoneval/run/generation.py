@@ -23,6 +23,7 @@ from reasoneval.metrics.plan_adaptive import PILOT
 from reasoneval.prompts import PROMPTS, Exemplar, PromptConfig
 from reasoneval.records import Problem
 from reasoneval.registry import Registry
+from reasoneval.results import fingerprint
 from reasoneval.results.identity import RunSettings, run_dir_for
 from reasoneval.results.schema import (
     CONFIG_FILE,
@@ -235,8 +236,16 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             created=now, updated=now, plugins=used_plugins(cfg, tasks), calibration=run_calibration(run_dir, tasks),
             adaptive={"design": DESIGN, "target_se": cfg.target_se, "max_n": cfg.max_n,
                       "budget_samples": cfg.budget_samples, "history": history, "stopped": {}} if adaptive else None)
+        # the requests in flight the engine takes (the local engine: replicas x parallel), not the flag's
+        in_flight = min(cfg.concurrency, info.max_concurrency or cfg.concurrency)
+        config = dataclasses.replace(config, fingerprint=fingerprint.collect(
+            dataclasses.replace(config, concurrency=in_flight)))
         if new_run:
             write_config(run_dir, config)
+        # What this command draws, for `view`'s live counts and ETA: K per problem, or at most --max-n (adaptive);
+        # config.json describes the headline, not the command (issue 52.4/7).
+        store.announce({"tasks": {t.name: {"problems": [p.key for p in t.problems], "adaptive": adaptive,
+                                           "per_problem": cfg.max_n if adaptive else cfg.n} for t in tasks}})
         if adaptive:
             log.info("run %s: %s, %d tasks, %d samples already in the store; a pilot of %d per problem, then one plan "
                      "per task for a re-run SE of %g points", run_dir, info.model, len(tasks), len(status.ok), PILOT,
@@ -250,7 +259,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
                      run_dir, info.model, len(tasks), the_plan.total, the_plan.total - len(the_plan.requests),
                      len(the_plan.requests))
-        concurrency = min(cfg.concurrency, info.max_concurrency or cfg.concurrency)
+        concurrency = in_flight
         stats = GenerationStats()
         sampler = None
         try:
@@ -279,7 +288,10 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                 with contextlib.suppress(OSError, UserError):
                     write_config(run_dir, dataclasses.replace(config, last_generation=stats.timing()))
             raise
-        config = dataclasses.replace(config, last_generation=stats.timing())
+        # The engine as it ended (a kernel fallback, the server's system_fingerprints seen while generating).
+        config = dataclasses.replace(config, last_generation=stats.timing(), engine_config=engine.describe())
+        config = dataclasses.replace(config, fingerprint=fingerprint.collect(
+            dataclasses.replace(config, concurrency=in_flight)))
         write_config(run_dir, on_disk(run_dir, config))
         if stats.requests:
             log.info("generation: %d samples generated, %d failed after their retries; %d requests, %d errors, %d "
@@ -300,6 +312,9 @@ def on_disk(run_dir: Path, command: RunConfig) -> RunConfig:
     datasets = {**old.datasets, **{t: d for t, d in command.datasets.items() if t not in old.tasks}}
     return dataclasses.replace(command, tasks=old.tasks, problem_keys=old.problem_keys, n=old.n, task_n=old.task_n,
                                adaptive=old.adaptive, limit=old.limit, created=old.created or command.created,
+                               # when the headline last changed: score_run moves it when the command's evaluation
+                               # becomes the headline's, a narrower command leaves it (issue 52.5)
+                               updated=old.updated or command.updated,
                                scoring={**old.scoring, **command.scoring}, datasets=datasets,
                                plugins={**old.plugins, **command.plugins}, last_generation=old.last_generation)
 

@@ -44,7 +44,7 @@ ANSWER_FIELDS = ("answer", "gt", "ground_truth", "reference", "target", "expecte
 RESPONSE_FIELDS = ("responses", "gen", "generations", "response", "output", "outputs", "completion",
                    "completions", "generation", "model_output")
 # Tasks whose files are joined to the task's own problems (their rows carry no tests / instructions).
-JOINED_TASKS = ("humaneval", "mbpp", "mbpp_sanitized", "ifeval")
+JOINED_TASKS = ("humaneval", "mbpp", "mbpp_sanitized", "ifeval", "codeforces")
 JOINED_RESPONSE_FIELDS = (*RESPONSE_FIELDS, "solution")  # EvalPlus: the whole program
 
 
@@ -177,6 +177,9 @@ def _join_id(task: str, row: Mapping[str, Any]) -> tuple[str, str] | None:
         if isinstance(row.get("prompt"), str):
             return "prompt", row["prompt"]
         return None
+    if task == "codeforces":  # open-r1/codeforces' problem id ("1623/C"), as `id` or `problem_id`
+        value = row.get("problem_id", row.get("id"))
+        return ("id", str(value)) if value is not None else None
     if row.get("task_id") is not None:
         return "task_id", str(row["task_id"])
     return None
@@ -195,6 +198,8 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_fi
         if task == "ifeval":
             by_id[("key", str(p.payload.get("key")))] = p
             by_id[("prompt", p.problem)] = p
+        elif task == "codeforces":
+            by_id[("id", p.id)] = p
         else:
             by_id[("task_id", str(p.payload.get("task_id")))] = p
     texts: dict[str, list[str]] = {}  # problem key -> its responses, in file order
@@ -204,7 +209,7 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_fi
         doc = row["doc"] if lm_eval else row
         jid = _join_id(task, doc)
         if jid is None:
-            names = "key or prompt" if task == "ifeval" else "task_id"
+            names = {"ifeval": "key or prompt", "codeforces": "id or problem_id"}.get(task, "task_id")
             raise UserError(f"{where}: no {names} field naming a {task} problem; fields: {', '.join(doc)}")
         problem = by_id.get(jid)
         if problem is None:

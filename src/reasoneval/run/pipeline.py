@@ -67,7 +67,10 @@ async def evaluate_async(config: EvalConfig | None = None, **options: Any) -> Ru
     result = await asyncio.get_running_loop().run_in_executor(None, lambda: score_run(
         run_dir, scope=headline_scope(command, {}), adaptive=command.adaptive, command=command, workers=cfg.grading_workers,
         grading_timeout=cfg.grading_timeout, print_table=cfg.print_table))
-    if cfg.log_to:
+    if cfg.log_to and result.view and not result.headline_changed:
+        # A view (a smoke test, a narrower --n) left the headline as it was: nothing new to log under its name.
+        log.info("--log-to: nothing logged; this command's result is a view and the run's headline is unchanged")
+    elif cfg.log_to:
         from reasoneval.report.dashboards import log_once, model_checkpoint
 
         # The dashboards show the run's headline (this result, or the wider one a narrower command left in place),

@@ -4,17 +4,23 @@ print when a command asked for samples the run does not have (they only read sam
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Sequence
 
 from reasoneval.records import SamplingParams
-from reasoneval.results.schema import RunResult
+from reasoneval.results.schema import RunConfig, RunResult
 
 
 def rerun_command(result: RunResult, tasks: Sequence[str] | None = None) -> str:
     """`reasoneval run ...` with the run's model, engine or server, sampling, seed and prompt (the settings its run
     id hashes, so it resumes this run directory and generates only what is missing), the result's tasks, --limit
     and K."""
-    cfg = result.config
+    return run_command(result.config, tasks or list(result.tasks), result.n, result.run_dir)
+
+
+def run_command(cfg: RunConfig, tasks: Sequence[str], n: int, run_dir: Path) -> str:
+    """`reasoneval run ...` with config `cfg`'s settings (rerun_command), these tasks and K = n, into run_dir's
+    results folder."""
     s = cfg.settings
     args = ["reasoneval", "run", "--model", s.model]
     if cfg.engine == "openai" and cfg.base_url:
@@ -23,10 +29,10 @@ def rerun_command(result: RunResult, tasks: Sequence[str] | None = None) -> str:
         args += ["--engine", cfg.engine]
     if s.api:
         args += ["--api", s.api]
-    args += ["--tasks", ",".join(tasks or list(result.tasks))]
+    args += ["--tasks", ",".join(tasks)]
     if cfg.limit is not None:  # the run's problems are each task's first N
-        args += ["--limit", str(max(len(cfg.problem_keys.get(t) or ()) for t in (tasks or result.tasks)))]
-    args += ["--n", str(result.n)]
+        args += ["--limit", str(max(len(cfg.problem_keys.get(t) or ()) for t in tasks))]
+    args += ["--n", str(n)]
     if s.seed is not None:
         args += ["--seed", str(s.seed)]
     if s.sampling is not None:
@@ -44,7 +50,7 @@ def rerun_command(result: RunResult, tasks: Sequence[str] | None = None) -> str:
         args += ["--prompt-style", str(style["style"])]
     if style.get("num_fewshot") is not None:
         args += ["--num-fewshot", str(style["num_fewshot"])]
-    args += ["--output-dir", str(result.run_dir.parent.parent)]
+    args += ["--output-dir", str(Path(run_dir).parent.parent)]
     return shlex.join(args)
 
 

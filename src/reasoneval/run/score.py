@@ -7,7 +7,9 @@ writes the renderers of each through one atomic.FileSet. No engine is involved: 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -16,6 +18,8 @@ from reasoneval.atomic import FileSet
 from reasoneval.errors import UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
 from reasoneval.metrics.adaptive_estimates import adaptive_summary, plan_se_of, with_estimates
+from reasoneval.metrics.plan_adaptive import PILOT
+from reasoneval.metrics.rating import rating_from
 from reasoneval.records import Problem
 from reasoneval.report.html_page import write_run_html
 from reasoneval.report.parquet import ResultsWriter
@@ -30,9 +34,19 @@ from reasoneval.results.schema import (
     load_config,
     load_run,
 )
-from reasoneval.results.scope import Scope, TaskScope, decide, describe, headline_scope, task_complete, with_scope
+from reasoneval.results.scope import (
+    Scope,
+    TaskScope,
+    decide,
+    describe,
+    evaluation_note,
+    headline_scope,
+    task_complete,
+    with_scope,
+)
 from reasoneval.results.store import read_problems
 from reasoneval.results.stream import ChunkSink, ScoredProblem, score_store
+from reasoneval.run.repair import summary_config
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.scoring.judge.cascade import judged_by
@@ -40,7 +54,7 @@ from reasoneval.scoring.judge.cascade import judged_by
 log = logging.getLogger("reasoneval")
 
 # Metadata fields that get an accuracy breakdown in summary.json where the data has them.
-BREAKDOWN_FIELDS = ("subject", "level", "difficulty", "platform")
+BREAKDOWN_FIELDS = ("subject", "level", "difficulty", "platform", "rating_band", "contest_year")
 # Response bytes per results.parquet batch (Arrow holds ~3x that while building and compressing it).
 PARQUET_BATCH_BYTES = 8 << 20
 
@@ -72,7 +86,8 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
     for the tasks where its evaluation becomes the headline's, else into its view only.
     """
     run_dir = Path(run_dir)
-    on_disk = config = load_config(run_dir)
+    on_disk, restored = _readable_config(run_dir)
+    config = on_disk
     if judge_base_url is not None:  # report --judge-base-url (--judge-model): the judge, recorded with the headline
         config = dataclasses.replace(config, scoring={t: judged_by(s, judge_model, judge_base_url)
                                                       for t, s in config.scoring.items()})
@@ -93,25 +108,74 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                 chosen = decision.headline
                 if decision.reorder:  # config.json keeps the headline's order: summary.json agrees with it
                     result = _in_task_order(result, own, chosen, adaptive)
+                note = evaluation_note(headline, scope, chosen)
                 top_config = _with_provenance(with_scope(config, chosen, adaptive), command,
                                               [t for t in scope if chosen.get(t) == scope[t]])
                 if decision.rescore_headline:
                     top, top_parquet = _evaluate(run_dir, top_config, chosen, top_config.adaptive, all_problems, context,
                                                  files)
                     _stage(top, top_parquet, files)
-                if top_config != on_disk:
+                if decision.view is None:
+                    _stage(result, parquet, files)
+                # Whether the headline changes is read off its files, before and after (issue 41.3), timestamps aside:
+                # a re-scored adaptive headline of the same samples is unchanged (issue 52.5).
+                changed = _changes(files, run_dir / SUMMARY_FILE) \
+                    or _bare(top_config.to_json_dict()) != _bare(on_disk.to_json_dict())
+                if _bare(with_scope(config, chosen, adaptive).to_json_dict()) != _bare(config.to_json_dict()):
+                    # config.json's `updated`: when what the headline covers last changed (a view leaves it)
+                    now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                    top_config = dataclasses.replace(top_config, updated=now)
+                    if decision.rescore_headline:  # its copy of the config says so too
+                        write_summary(dataclasses.replace(top, config=dataclasses.replace(top.config, updated=now)), files)
+                    if decision.view is None:
+                        result = dataclasses.replace(result, config=dataclasses.replace(result.config, updated=now))
+                        write_summary(result, files)
+                if top_config != on_disk or restored:
                     files.write_json(run_dir / CONFIG_FILE, top_config.to_json_dict())
+                if note is not None:
+                    result = dataclasses.replace(result, evaluation_note=note)
                 if decision.view is not None:  # narrower, or only part of a wider headline: this command's view
-                    # Whether the headline changes with it is read off the files, before and after (issue 41.3).
-                    changed = files.changes(run_dir / SUMMARY_FILE) or files.changes(run_dir / CONFIG_FILE)
                     result = dataclasses.replace(result, view=decision.view, headline_changed=changed,
                                                  headline_scope=describe(chosen) if changed else None)
-                _stage(result, parquet, files)
+                    _stage(result, parquet, files)
     except OSError as e:
         raise disk_error(e, run_dir) from None
     if print_table:
         render_table(result)
     return result
+
+
+def _bare(d: Any) -> Any:
+    """A JSON value without its `updated` fields (when it was written, not what it says)."""
+    if isinstance(d, dict):
+        return {k: _bare(v) for k, v in d.items() if k != "updated"}
+    return d
+
+
+def _changes(files: FileSet, path: Path) -> bool:
+    """Whether the commit changes the JSON file at path other than in when it was written (`updated`, its config's)."""
+    if not files.changes(path):
+        return False
+    try:
+        staged = files.staged(path)
+        assert staged is not None  # it changes: it is staged
+        old, new = json.loads(path.read_text(encoding="utf-8")), json.loads(staged.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    return bool(_bare(old) != _bare(new))
+
+
+def _readable_config(run_dir: Path) -> tuple[RunConfig, bool]:
+    """config.json, or (when it cannot be read: empty, cut short) the copy summary.json holds, which this command then
+    writes back (True); the repair `view` and `runs` name for such a run (run/repair.py, issue 52.6)."""
+    try:
+        return load_config(run_dir), False
+    except UserError:
+        saved = summary_config(run_dir) if (run_dir / CONFIG_FILE).exists() else None
+        if saved is None:
+            raise
+        log.warning("%s cannot be read: restoring it from the copy in %s", run_dir / CONFIG_FILE, SUMMARY_FILE)
+        return saved, True
 
 
 def _with_provenance(config: RunConfig, command: RunConfig | None, tasks: Sequence[str], view: bool = False
@@ -197,17 +261,25 @@ def _evaluate(run_dir: Path, config: RunConfig, scope: Scope, adaptive_settings:
              for t in names}
     parquet = files.scratch(run_dir / RESULTS_FILE) if files is not None else None
     writer = ResultsWriter(parquet) if parquet is not None else None
+    settings = adaptive_settings if adaptive_settings is not None else config.adaptive
+    # An adaptive task's rows of more than its pilot wait for its estimates: results.parquet holds the samples its
+    # design drew only, not those a later fixed K added (issue 52.1; which they are depends on every problem's pilot).
+    held: list[ScoredProblem] = []
     try:
         outcomes = score_store(run_dir, problems, {t: s.n for t, s in scope.items()}, scorers,
-                               _parquet_sink(writer) if writer else None, extra)
+                               _parquet_sink(writer, {t for t, s in scope.items() if s.adaptive}, held)
+                               if writer else None, extra)
+        # No fixed K in an adaptive task: problems differ in n_i by design (metrics over k go up to the smallest
+        # n_i), and each problem's accuracy is the design's estimate (run/adaptive.py).
+        estimated = with_estimates({t: os_ for t, os_ in outcomes.items() if scope[t].adaptive}, settings or {})
+        if writer is not None:
+            drawn = {(o.task, o.problem_key): set(o.indices) for os_ in estimated.values() for o in os_ if o.indices}
+            for sp in held:
+                writer.add(_only(sp, drawn.get((sp.problem.task, sp.problem.key))))
     finally:
         if writer is not None:
             writer.close()
-    settings = adaptive_settings if adaptive_settings is not None else config.adaptive
     adaptive = {}
-    # No fixed K in an adaptive task: problems differ in n_i by design (metrics over k go up to the smallest n_i),
-    # and each problem's accuracy is the design's estimate (run/adaptive.py).
-    estimated = with_estimates({t: os_ for t, os_ in outcomes.items() if scope[t].adaptive}, settings or {})
     planned = plan_se_of(estimated, settings or {})
     for t, os_ in estimated.items():
         outcomes[t] = os_
@@ -225,23 +297,46 @@ def _evaluate(run_dir: Path, config: RunConfig, scope: Scope, adaptive_settings:
         # The lm-eval columns per subject too (lm-eval's minerva_math reports one subtask per subject).
         for name in (config.scoring.get(t) or TaskScoring()).extra:
             fields[f"subject [{name}]"] = breakdown(os_, meta, "subject", metric=name)
-        per_task[t] = dataclasses.replace(task_metrics(os_, bound[t]), breakdown={f: b for f, b in fields.items() if b},
-                                          se_vs_k=se_vs_k(os_, bound[t]))
+        m = task_metrics(os_, bound[t])
+        per_task[t] = dataclasses.replace(m, breakdown={f: b for f, b in fields.items() if b}, se_vs_k=se_vs_k(os_, bound[t]),
+                                          evaluation=_evaluation(t in adaptive, scope[t].n, m.sample_range()),
+                                          rating=rating_from((meta[o.problem_key].get("rating"), o.correct) for o in os_))
     for t, scorer in scorers.items():  # a scorer's figures of the whole task (the cascade's HLE calibration error)
         task_figures = getattr(scorer, "task_figures", None)
         if callable(task_figures) and t in per_task:
             per_task[t] = dataclasses.replace(per_task[t], extra={**per_task[t].extra, **task_figures()})
     K = max(bound.values(), default=1)
+    kinds = {(e["kind"], e.get("k")) for e in (m.evaluation for m in per_task.values())}
+    aggregate = aggregate_metrics(outcomes, K)
+    if len(kinds) == 1:  # tasks of one evaluation: the pool is of it too
+        (kind, k), = kinds
+        aggregate = dataclasses.replace(aggregate, evaluation=_evaluation(kind == "adaptive", k or K, aggregate.sample_range()))
     result = RunResult(
         model=config.model, run_id=config.run_id, run_dir=run_dir, config=with_scope(config, scope, adaptive_settings),
-        n=K, tasks=per_task, aggregate=aggregate_metrics(outcomes, K), timing=config.last_generation or GenerationTiming(),
+        n=K, tasks=per_task, aggregate=aggregate, timing=config.last_generation or GenerationTiming(),
         complete=all(o.num_missing == 0 for os_ in outcomes.values() for o in os_)
         and all(a["stopped"] is not None for a in adaptive.values()), adaptive=adaptive or None,
         scorers={s.name: s.version for s in [*scorers.values(), *(e for d in extra.values() for e in d.values())]})
     return result, parquet
 
 
-def _parquet_sink(writer: ResultsWriter) -> ChunkSink:
+def _evaluation(adaptive: bool, k: int, samples: tuple[int, int]) -> dict[str, Any]:
+    """TaskMetrics.evaluation: which evaluation an entry's figures come from, and the samples per problem it used."""
+    head: dict[str, Any] = {"kind": "adaptive"} if adaptive else {"kind": "fixed", "k": k}
+    return {**head, "samples_per_problem": list(samples)}
+
+
+def _only(sp: ScoredProblem, indices: set[int] | None) -> ScoredProblem:
+    """`sp` with only the samples of these indices (None: all of them)."""
+    if indices is None or all(r.index in indices for r in sp.samples):
+        return sp
+    pos = [i for i, r in enumerate(sp.samples) if r.index in indices]
+    return dataclasses.replace(sp, samples=[sp.samples[i] for i in pos], scores=[sp.scores[i] for i in pos],
+                               extra_scores={k: [v[i] for i in pos] for k, v in sp.extra_scores.items()})
+
+
+def _parquet_sink(writer: ResultsWriter, hold: set[str], held: list[ScoredProblem]) -> ChunkSink:
+    """Each chunk's rows to the writer; those of the tasks in `hold` to `held` instead (written later)."""
     written = {"bytes": 0, "rows": 0}
 
     def sink(scored: Sequence[ScoredProblem], size: int) -> None:
@@ -251,6 +346,9 @@ def _parquet_sink(writer: ResultsWriter) -> ChunkSink:
         written["rows"] += len(scored)
         writer.batch_rows = max(1, min(256, PARQUET_BATCH_BYTES * written["rows"] // max(1, written["bytes"])))
         for sp in scored:
-            writer.add(sp)
+            if sp.problem.task in hold and len(sp.samples) > PILOT:  # the design may leave some of them out
+                held.append(sp)
+            else:
+                writer.add(sp)
 
     return sink

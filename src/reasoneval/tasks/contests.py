@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import pickle
 import re
 import zlib
@@ -59,6 +60,25 @@ _CC_TIME = re.compile(r"Time Limit: \{'seconds': (\d+), 'nanos': (\d+)\}")
 _CC_MEMORY = re.compile(r"Memory Limit: (\d+) Bytes")
 _FUNC = re.compile(r"def\s+(\w+)\s*\(\s*self")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+# Rating bands at Codeforces' title boundaries (problem ratings, not players': a problem rated 1900 is about a Div. 2 D;
+# the bands only group the breakdown). Here, not in metrics: loading a task
+# imports no numpy (`reasoneval tasks`).
+RATING_BANDS = ((1200, "<1200 (newbie-pupil)"), (1600, "1200-1599 (pupil-specialist)"),
+                (1900, "1600-1899 (expert)"), (2100, "1900-2099 (candidate master)"),
+                (2400, "2100-2399 (master)"), (math.inf, ">=2400 (grandmaster)"))
+
+
+def rating_band(rating: float) -> str:
+    return next(name for upper, name in RATING_BANDS if rating < upper)
+
+
+def row_rating(value: Any) -> int | None:
+    """A row's rating: a positive number (open-r1/codeforces writes null for unrated problems, CodeContests 0)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        return None
+    return int(value)
 
 
 def _str(where: str, row: Row, *names: str) -> str:
@@ -253,6 +273,7 @@ def code_contests_problem(task: str, where: str, row: Row, default_id: str) -> P
         "difficulty": CC_DIFFICULTIES.get(diff, str(diff)) if isinstance(diff, int) else (diff or None),
         "platform": CC_SOURCES.get(src, str(src)) if isinstance(src, int) else (src or None),
         "rating": row.get("cf_rating") or None,
+        "rating_band": rating_band(row["cf_rating"]) if row_rating(row.get("cf_rating")) else None,
         "source_id": row.get("name") or None,
     }.items() if v is not None}
     payload = {"tests": tests, "mode": "stdin", "time_limit_s": time_s, "memory_mb": _megabytes(int(memory)) if memory else None}

@@ -8,7 +8,6 @@ milliseconds after the first scan.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from dataclasses import dataclass
@@ -17,16 +16,18 @@ from pathlib import Path
 from reasoneval.errors import UserError
 from reasoneval.report.dashboards import Checkpoint, model_checkpoint
 from reasoneval.report.runs import RunRow
+from reasoneval.results.identity import RunSettings
 from reasoneval.results.schema import CONFIG_FILE, SUMMARY_FILE, RunConfig, RunResult, load_config, load_run
 from reasoneval.results.store.sample_store import LOCK_FILE, SAMPLES_FILE
-
-log = logging.getLogger("reasoneval")
+from reasoneval.run.repair import Damage, diagnose, summary_config
 
 # A run with no summary.json whose journal changed within this many seconds, and whose store lock is free, is being
 # scored (generation ended, `run` grades before it writes summary.json); older, it stopped before scoring: "failed".
 SCORING_GRACE_S = 120.0
 
 RUNNING, SCORING, COMPLETE, INCOMPLETE, FAILED = "running", "scoring", "complete", "incomplete", "failed"
+# config.json or summary.json cannot be read: listed still, with what is wrong and the command that repairs it
+DAMAGED = "damaged"
 
 
 def _signature(path: Path) -> tuple[int, int] | None:
@@ -68,7 +69,7 @@ class LockTable:
         if self.flocks is not None:
             return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in self.flocks
         try:
-            os.kill(int(path.read_text().split()[-1]), 0)
+            os.kill(int(path.read_text().splitlines()[0].split()[-1]), 0)  # "pid N", then what it draws
             return True
         except (OSError, ValueError, IndexError):
             return False
@@ -84,6 +85,8 @@ class Run:
     result: RunResult | None
     status: str
     updated: float  # the newest modification time of its config, summary and journal (seconds since the epoch)
+    # A damaged run, or one stopped before scoring: what is wrong and the command that repairs it (run/repair.py)
+    damage: Damage | None = None
 
     @property
     def checkpoint(self) -> Checkpoint:
@@ -102,7 +105,7 @@ class Folder:
         if not root.is_dir():
             raise UserError(f"{root} is not a directory; pass the results folder (default: results)")
         self.root = root.resolve()
-        self._cache: dict[Path, tuple[tuple[object, ...], RunConfig, RunResult | None]] = {}
+        self._cache: dict[Path, tuple[tuple[object, ...], RunConfig, RunResult | None, bool]] = {}
 
     def run_dirs(self) -> list[Path]:
         """Directories holding a config.json (a run, scored or not), the root itself included; a run's own folders
@@ -115,39 +118,46 @@ class Folder:
             dirs.sort()
         return sorted(found)
 
-    def _load(self, d: Path) -> tuple[RunConfig, RunResult | None] | None:
+    def _load(self, d: Path) -> tuple[RunConfig, RunResult | None, bool]:
+        """The run's config, its headline, and whether a file of them cannot be read (the run is listed still: its
+        config then is summary.json's copy, or one naming only its folder)."""
         sig = (_signature(d / CONFIG_FILE), _signature(d / SUMMARY_FILE))
         hit = self._cache.get(d)
         if hit is not None and hit[0] == sig:
-            return hit[1], hit[2]
+            return hit[1], hit[2], hit[3]
+        damaged = False
         try:
             config = load_config(d)
-            result = load_run(d) if sig[1] is not None else None
-        except (UserError, OSError, ValueError, TypeError, KeyError) as e:
-            log.warning("view: skipping %s: %s", d, e)
-            return None
-        self._cache[d] = (sig, config, result)
-        return config, result
+        except (UserError, OSError, ValueError, TypeError, KeyError):
+            config = summary_config(d) or RunConfig(run_id=d.name, settings=RunSettings(model=d.parent.name))
+            result, damaged = None, True
+        else:
+            try:
+                result = load_run(d) if sig[1] is not None else None
+            except (UserError, OSError, ValueError, TypeError, KeyError):
+                result, damaged = None, True
+        self._cache[d] = (sig, config, result, damaged)
+        return config, result, damaged
 
     def run(self, d: Path, locks: LockTable | None = None) -> Run | None:
         """The run at directory d (inside the folder), or None when it is not one (or cannot be read). locks: the
         table to read its status from (one for a whole scan); None: read it now."""
-        loaded = self._load(d)
-        if loaded is None:
-            return None
-        config, result = loaded
+        config, result, damaged = self._load(d)
         journal, summary = _signature(d / SAMPLES_FILE), _signature(d / SUMMARY_FILE)
         times = [s[0] / 1e9 for s in (_signature(d / CONFIG_FILE), summary, journal) if s]
         updated = max(times, default=0.0)
         recent = journal is not None and time.time() - journal[0] / 1e9 <= SCORING_GRACE_S
         if (locks or LockTable()).held(d):
             status = RUNNING
+        elif damaged:
+            status = DAMAGED
         elif result is not None and (journal is None or summary is None or summary[0] >= journal[0] or not recent):
             status = COMPLETE if result.complete else INCOMPLETE
         else:  # no summary.json newer than the journal: being scored when the journal is recent, else stopped
             status = SCORING if recent else FAILED
+        damage = diagnose(d, stopped=status == FAILED) if status in (DAMAGED, FAILED) else None
         rel = d.relative_to(self.root).as_posix()
-        return Run(d, "" if rel == "." else rel, config, result, status, updated)
+        return Run(d, "" if rel == "." else rel, config, result, status, updated, damage)
 
     def runs(self) -> list[Run]:
         """Every run, ordered as `reasoneval runs` orders its rows (model, date, run id)."""

@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from reasoneval.results.schema import RunConfig
 from reasoneval.results.store.sample_store import SAMPLES_FILE
@@ -32,10 +32,15 @@ class TaskProgress:
     done: dict[str, dict[int, int]] = field(default_factory=dict)  # key -> {finished index (< K): its line's offset}
     failed: int = 0
     retries: int = 0
+    # Samples per problem the running command draws at most (an adaptive one: --max-n, of indices < k = 2 x --max-n);
+    # None: k
+    most: int | None = None
+    # The problems the running command draws (None: any the journal has of the task)
+    keys: frozenset[str] | None = None
 
     @property
     def wanted(self) -> int:
-        return self.wanted_problems * self.k
+        return self.wanted_problems * (self.most if self.most is not None else self.k)
 
     @property
     def done_count(self) -> int:
@@ -48,9 +53,12 @@ class TaskProgress:
 class Journal:
     """The state of one run's journal, brought up to date by `update()` (appended bytes only)."""
 
-    def __init__(self, run_dir: Path, config: RunConfig) -> None:
+    def __init__(self, run_dir: Path, config: RunConfig, drawing: Mapping[str, Any] | None = None) -> None:
         self.path = Path(run_dir) / SAMPLES_FILE
         self.config = config
+        # What the running command said it draws (results.store.sample_store.read_drawing); None: config.json's
+        # headline (an older writer)
+        self.drawing = drawing
         self.offset = 0
         self.bad_lines = 0
         self.tasks: dict[str, TaskProgress] = {}
@@ -60,9 +68,13 @@ class Journal:
         self._init_tasks(config)
 
     def _init_tasks(self, config: RunConfig) -> None:
-        for t in config.tasks:
-            keys = config.problem_keys.get(t) or []
-            self.tasks[t] = TaskProgress(len(keys), int(config.task_n.get(t, config.n)))
+        drawn = (self.drawing or {}).get("tasks") or {}
+        for t, d in drawn.items():  # the running command's tasks: its problems, K or at most --max-n each
+            most, keys = int(d["per_problem"]), frozenset(map(str, d["problems"]))
+            self.tasks[t] = TaskProgress(len(keys), 2 * most if d.get("adaptive") else most,
+                                         most=most if d.get("adaptive") else None, keys=keys)
+        for t in config.tasks if not drawn else ():
+            self.tasks[t] = TaskProgress(len(config.problem_keys.get(t) or []), int(config.task_n.get(t, config.n)))
 
     def update(self) -> None:
         with self._lock:
@@ -101,8 +113,12 @@ class Journal:
             return
         task = str(d.get("task"))
         tp = self.tasks.get(task)
+        if tp is None and self.drawing is not None:
+            return  # a task the running command does not draw
         if tp is None:  # a task config.json does not list yet (a command adding one): wanted unknown
             tp = self.tasks[task] = TaskProgress(0, int(self.config.n))
+        if tp.keys is not None and str(d.get("problem_key")) not in tp.keys:
+            return  # a problem the running command does not draw
         attempts = d.get("attempts")
         if isinstance(attempts, int) and attempts > 1:
             tp.retries += attempts - 1
@@ -126,7 +142,7 @@ class Journal:
             tasks: list[dict[str, Any]] = [
                 {"task": name, "done": tp.done_count, "wanted": max(tp.wanted, tp.done_count), "k": tp.k,
                  "problems": tp.wanted_problems, "problems_complete": len(tp.complete_problems()), "failed": tp.failed,
-                 "retries": tp.retries} for name, tp in self.tasks.items()]
+                 "retries": tp.retries, "at_most": tp.most is not None} for name, tp in self.tasks.items()]
             span = now - min((t for t, _ in self.recent), default=now)
             span = max(span, 1.0)
             samples_s = len(self.recent) / span if self.recent else 0.0
@@ -136,7 +152,9 @@ class Journal:
                 "failed": sum(t["failed"] for t in tasks), "retries": sum(t["retries"] for t in tasks),
                 "tokens_per_s": tokens_s, "samples_per_s": samples_s,
                 "eta_s": left / samples_s if samples_s > 0 and left > 0 else (0.0 if left == 0 else None),
-                "last_sample": self.last_time, "bad_lines": self.bad_lines}
+                "last_sample": self.last_time, "bad_lines": self.bad_lines,
+                # an adaptive command draws at most `wanted` (--max-n a problem): its ETA is an upper bound
+                "at_most": any(t["at_most"] for t in tasks)}
 
     def complete_problems(self) -> dict[str, dict[str, dict[int, int]]]:
         """Per task, the problems whose K samples are all in: key -> {sample index: byte offset of its line}."""

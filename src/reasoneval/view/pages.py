@@ -25,7 +25,7 @@ from reasoneval.view.folder import RUNNING, Run
 
 VIEW_CSS = CSS + """
 nav{margin-bottom:1em}nav a{margin-right:1em}.st-running{color:#1565c0;font-weight:600}.st-complete{color:#1a7f37}
-.st-failed{color:#c62828}.st-incomplete,.st-scoring{color:#b26a00}#runs th{cursor:pointer;user-select:none}
+.st-failed,.st-damaged{color:#c62828}.st-incomplete,.st-scoring{color:#b26a00}#runs th{cursor:pointer;user-select:none}
 .interim{border-left:4px solid #b26a00;padding-left:8px}.headline{border-left:4px solid #1a7f37;padding-left:8px}
 .eb{stroke-width:1.5}
 """
@@ -68,7 +68,8 @@ def runs_payload(runs: Sequence[Run]) -> dict[str, Any]:
         row: dict[str, Any] = {"model": run.config.model, "training_run": point.training_run, "checkpoint": point.name,
                                "step": point.step, "run_id": run.config.run_id, "status": run.status,
                                "updated": run.updated, "href": run_link(run), "pass1": {}, "cells": {},
-                               "report": None}
+                               "report": None, "problem": run.damage.problem if run.damage else None,
+                               "repair": run.damage.repair if run.damage else None}
         hit = by_dir.get(str(run.dir))
         if hit is not None:
             line, _ = hit
@@ -87,8 +88,9 @@ def runs_payload(runs: Sequence[Run]) -> dict[str, Any]:
                 row["report"] = "/files/" + quote(run.rel + "/report.html" if run.rel else "report.html")
         else:
             row["tasks"] = list(run.config.tasks)
-            n = run.config.n
-            row["k"] = str(n)
+            # an adaptive run's config.json n is an index bound (2 x --max-n), not what a problem gets (issue 52.4)
+            adaptive = run.config.adaptive or {}
+            row["k"] = f"at most {adaptive['max_n']} (adaptive)" if adaptive.get("max_n") else str(run.config.n)
             row["views"] = ""
         out.append(row)
     return {"tasks": tasks, "rows": out}
@@ -129,7 +131,9 @@ function render(){
       else if (k === 'training_run' && r.training_run){ const a = el('a', r.training_run);
         a.href = '/training?name=' + encodeURIComponent(r.training_run); td.appendChild(a); }
       else td.textContent = String(text(r, k));
-      if (k === 'status') td.className = 'st-' + r.status;
+      if (k === 'status'){ td.className = 'st-' + r.status;
+        if (r.problem){ const p = el('div', r.problem, 'muted problem'); const c = el('code', r.repair, 'repair');
+          td.append(p, el('span', 'repair: ', 'muted'), c); } }
       if (TEXT.includes(k)) td.classList.add('l');
       td.dataset.k = k; tr.appendChild(td); }
     tbody.appendChild(tr); }
@@ -145,7 +149,7 @@ setInterval(async function(){ try { const r = await fetch('/api/runs', {credenti
 
 
 def index_page(payload: Mapping[str, Any], root: str, nonce: str) -> str:
-    statuses = ["running", "scoring", "complete", "incomplete", "failed"]
+    statuses = ["running", "scoring", "complete", "incomplete", "failed", "damaged"]
     body = f"""<h1>Runs under <code>{esc(root)}</code></h1>
 <p class="muted">Each row is a run's headline (summary.json), the numbers of <code>reasoneval runs</code>; a running
 run's row links to its live page. Updated every 5 s.</p>
@@ -176,7 +180,8 @@ def run_payload(run: Run, progress: Mapping[str, Any] | None, interim: Mapping[s
     return {"status": run.status, "running": run.status == RUNNING, "progress": progress,
             "interim": {t: {**v, "text": pct_se(v["mean"], v["stderr"])} for t, v in (interim or {}).items()},
             "headline": headline_rows(run.result) if run.result is not None else None,
-            "complete": None if run.result is None else run.result.complete, "updated": run.updated}
+            "complete": None if run.result is None else run.result.complete, "updated": run.updated,
+            "problem": run.damage.problem if run.damage else None, "repair": run.damage.repair if run.damage else None}
 
 
 RUN_SCRIPT = r"""
@@ -194,14 +199,17 @@ function dur(s){ if (s === null || s === undefined) return '-'; s = Math.round(s
   return (h ? h + ' h ' : '') + (h || m ? m + ' min ' : '') + (s % 60) + ' s'; }
 function show(D){
   const st = document.getElementById('status'); st.textContent = D.status; st.className = 'st-' + D.status;
+  document.getElementById('damage-box').hidden = !D.problem;
+  document.getElementById('problem').textContent = D.problem || ''; document.getElementById('repair').textContent = D.repair || '';
   const P = D.progress; document.getElementById('progress-box').hidden = !P;
   if (P){
     table('progress', ['task', 'samples done', 'of wanted', 'problems with all K in', 'failed', 'retries'],
-      P.tasks.map(function(t){ return [['task', t.task], ['done', t.done], ['wanted', t.wanted],
+      P.tasks.map(function(t){ return [['task', t.task], ['done', t.done], ['wanted', (t.at_most ? 'at most ' : '') + t.wanted],
         ['problems_complete', t.problems_complete + ' of ' + t.problems], ['failed', t.failed], ['retries', t.retries]]; }));
-    document.getElementById('done').textContent = P.done; document.getElementById('wanted').textContent = P.wanted;
+    document.getElementById('done').textContent = P.done;
+    document.getElementById('wanted').textContent = (P.at_most ? 'at most ' : '') + P.wanted;
     document.getElementById('rate').textContent = P.tokens_per_s.toFixed(1) + ' tokens/s, ' + P.samples_per_s.toFixed(2) + ' samples/s';
-    document.getElementById('eta').textContent = dur(P.eta_s);
+    document.getElementById('eta').textContent = (P.at_most && P.eta_s ? 'at most ' : '') + dur(P.eta_s);
     document.getElementById('failures').textContent = P.failed + ' failed samples, ' + P.retries + ' retries';
   }
   const I = Object.entries(D.interim || {}); document.getElementById('interim-box').hidden = I.length === 0;
@@ -236,6 +244,7 @@ def run_page(run: Run, payload: Mapping[str, Any], nonce: str) -> str:
     body = f"""<h1 id="model">{esc(run.result.model if run.result else run.config.model)}</h1>
 <p>run <code id="run-id">{esc(run.config.run_id)}</code> · checkpoint {esc(point.name)}{training} ·
 status <span id="status"></span>{report} · page updated <span id="updated"></span></p>
+<div id="damage-box" class="interim" hidden><p><span id="problem"></span>; repair it with <code id="repair"></code></p></div>
 <div id="progress-box" hidden><h2>Progress (read from the journal)</h2>
 <p><span id="done"></span> of <span id="wanted"></span> samples · <span id="rate"></span> · ETA <span id="eta"></span> ·
 <span id="failures"></span></p><table id="progress"></table></div>
@@ -275,8 +284,9 @@ def stderr_column(column: str) -> str:
 
 def curve_series(head: Sequence[str], records: Sequence[Mapping[str, Any]]
                  ) -> dict[str, dict[str, list[tuple[float, float, float | None, str]]]]:
-    """family ("pass@1", "pass@k", "maj@k") -> series (task, or "task pass@K" where K differs) -> points (x: the
-    step, or the checkpoint's position when its name has none; value; SE or None; the checkpoint's name)."""
+    """family ("pass@1", "pass@k", "maj@k") -> series (task, or "task pass@K" where K differs; "task [temperature=1]"
+    where a checkpoint's rows differ in settings) -> points (x: the step, or the checkpoint's position when its name
+    has none; value; SE or None; the checkpoint's name)."""
     out: dict[str, dict[str, list[tuple[float, float, float | None, str]]]] = {}
     columns = [c for c in head if "/" in c]
     for c in columns:
@@ -297,7 +307,10 @@ def curve_series(head: Sequence[str], records: Sequence[Mapping[str, Any]]
                 continue
             se = rec.get(stderr_column(c))
             x = float(rec["step"]) if rec.get("step") not in ("", None) else float(i)
-            out.setdefault(family, {}).setdefault(name, []).append(
+            # A checkpoint's rows of other settings (seed, temperature, K) are lines of their own, named by the
+            # setting, as `runs --by-checkpoint` keeps them apart (issue 52.2): never two points of one line at a step.
+            line = f"{name} [{rec['settings']}]" if rec.get("settings") else name
+            out.setdefault(family, {}).setdefault(line, []).append(
                 (x, float(v), float(se) if se not in ("", None) else None, str(rec["checkpoint"])))
     return out
 

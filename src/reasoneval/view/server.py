@@ -25,8 +25,9 @@ from typing import Any, Awaitable, Callable
 from aiohttp import web
 
 from reasoneval.errors import UserError
+from reasoneval.results.store.sample_store import read_drawing
 from reasoneval.view import pages
-from reasoneval.view.folder import COMPLETE, INCOMPLETE, Folder, Run
+from reasoneval.view.folder import COMPLETE, INCOMPLETE, RUNNING, Folder, Run
 from reasoneval.view.live import Interim, Journal
 
 log = logging.getLogger("reasoneval")
@@ -76,10 +77,11 @@ class Viewer:
         if run.status in (COMPLETE, INCOMPLETE) and run.result is not None:
             self._live.pop(run.dir, None)
             return pages.run_payload(run, None, None)
+        drawing = read_drawing(run.dir) if run.status == RUNNING else None  # what the running command draws
         with self._lock:
             live = self._live.get(run.dir)
-            if live is None or live.journal.config != run.config:
-                live = self._live[run.dir] = _Live(Journal(run.dir, run.config), Interim(run.dir, run.config))
+            if live is None or live.journal.config != run.config or live.journal.drawing != drawing:
+                live = self._live[run.dir] = _Live(Journal(run.dir, run.config, drawing), Interim(run.dir, run.config))
         live.journal.update()
         progress = live.journal.progress()
         # An adaptive run (--target-se) has no fixed K: "all its samples in" is known only at its end, so no interim.

@@ -289,7 +289,10 @@ class Dashboards:
                 session = self._sessions.get(key)
                 if session is None:
                     module = importlib.import_module(f"{__name__}.{backend.module}")
-                    session = module.open_session(args, run_name, Path(cfg.output_dir))
+                    # The default name is the run directory's own (model, run id): one dashboard run for it, found
+                    # again and updated in place by every command that logs its headline (issue 52.3).
+                    own = not (args.get("run_name") or self.run_name)
+                    session = module.open_session({**args, "one_per_run_dir": own}, run_name, Path(cfg.output_dir))
                     self._sessions[key] = session
                 session.log(metrics, step, info)
                 session.log_params(self._new_params(key, settings, step), step)

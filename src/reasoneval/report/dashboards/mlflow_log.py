@@ -17,15 +17,28 @@ def mlflow_key(name: str) -> str:
     return re.sub(r"[^\w\-./: ]", "_", name.replace("@", "_at_"))
 
 
+# The tag naming the reasoneval run a dashboard run is of (its default name: model and run id), to find it again.
+RUN_TAG = "reasoneval.dashboard_run"
+
+
 class MLflowSession:
-    def __init__(self, tracking_uri: str | None, experiment: str, run_name: str) -> None:
+    def __init__(self, tracking_uri: str | None, experiment: str, run_name: str, reuse: bool = False) -> None:
+        """reuse: the MLflow run tagged with this run name, when there is one (one MLflow run per run directory,
+        updated in place by each command that logs its headline), else a new one."""
         from mlflow.tracking import MlflowClient
 
         self.client = MlflowClient(tracking_uri=tracking_uri)
         found = self.client.get_experiment_by_name(experiment)
         experiment_id = found.experiment_id if found is not None else self.client.create_experiment(experiment)
-        self.run_id = self.client.create_run(experiment_id, run_name=run_name,
-                                             tags={"reasoneval": "eval"}).info.run_id
+        quoted = run_name.replace("\\", "\\\\").replace("'", "\\'")
+        earlier = self.client.search_runs([experiment_id], filter_string=f"tags.`{RUN_TAG}` = '{quoted}'",
+                                          order_by=["attributes.start_time DESC"], max_results=1) if reuse else []
+        if earlier:
+            self.run_id = earlier[0].info.run_id
+            self.client.update_run(self.run_id, status="RUNNING")
+        else:
+            self.run_id = self.client.create_run(experiment_id, run_name=run_name,
+                                                 tags={"reasoneval": "eval", RUN_TAG: run_name}).info.run_id
 
     def log(self, metrics: Mapping[str, float], step: int | None, info: Mapping[str, str]) -> None:
         from mlflow.entities import Metric, RunTag
@@ -58,4 +71,4 @@ def open_session(args: Mapping[str, Any], run_name: str, output_dir: Path) -> ML
         os.environ.setdefault(key, value)
     experiment = str(args.get("mlflow_experiment") or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "reasoneval")
     uri = args.get("mlflow_tracking_uri")
-    return MLflowSession(str(uri) if uri else None, experiment, run_name)
+    return MLflowSession(str(uri) if uri else None, experiment, run_name, reuse=bool(args.get("one_per_run_dir")))

@@ -13,10 +13,15 @@ from typing import Any, Mapping
 
 
 class TensorBoardSession:
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, replace: bool = False) -> None:
+        """replace: the folder is one run directory's dashboard run (its default name), which each command logs
+        whole: its earlier event files go, so TensorBoard shows each scalar once, updated in place (issue 52.3)."""
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
         log_dir.mkdir(parents=True, exist_ok=True)
+        if replace:
+            for old in log_dir.glob("events.out.tfevents.*"):
+                old.unlink(missing_ok=True)
         self.log_dir = log_dir
         self.writer = EventFileWriter(str(log_dir))
         self.params: dict[str, str | float | int] = {}
@@ -48,4 +53,4 @@ class TensorBoardSession:
 def open_session(args: Mapping[str, Any], run_name: str, output_dir: Path) -> TensorBoardSession:
     base = Path(str(args["tensorboard_dir"])) if args.get("tensorboard_dir") else output_dir / "tensorboard"
     # One sub-folder per run name: TensorBoard shows each as its own run beside the training's.
-    return TensorBoardSession(base / run_name.replace("/", "_"))
+    return TensorBoardSession(base / run_name.replace("/", "_"), replace=bool(args.get("one_per_run_dir")))

@@ -7,6 +7,7 @@ WANDB_MODE (offline), WANDB_DIR, WANDB_API_KEY and the other WANDB_* variables w
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -18,9 +19,14 @@ class WandbSession:
     def __init__(self, args: Mapping[str, Any], run_name: str) -> None:
         import wandb
 
+        # One W&B run per run directory (its default name), resumed by each command that logs its headline: its id
+        # is the name's digest (issue 52.3).
+        own = bool(args.get("one_per_run_dir"))
         self.run = wandb.init(project=str(args.get("wandb_project") or os.environ.get("WANDB_PROJECT") or "reasoneval"),
                               entity=args.get("wandb_entity"), group=args.get("wandb_group"), name=run_name,
-                              job_type="eval", reinit="create_new")
+                              job_type="eval", reinit="create_new",
+                              id=hashlib.sha256(run_name.encode()).hexdigest()[:32] if own else None,
+                              resume="allow" if own else None)
         self.run.define_metric(STEP_METRIC)
         self.run.define_metric("*", step_metric=STEP_METRIC)
 

@@ -124,7 +124,7 @@ class SampleStore:
             fcntl.flock(lock_f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             lock_f.seek(0)
-            holder = lock_f.read().strip()
+            holder = lock_f.readline().strip()
             lock_f.close()
             raise UserError(f"another reasoneval process{f' ({holder})' if holder else ''} is writing "
                             f"{self.run_dir}; wait for it to finish or stop it first") from None
@@ -139,6 +139,16 @@ class SampleStore:
         self._f = open(self.path, "ab", buffering=0)
         self._size = os.fstat(self._f.fileno()).st_size
         return self
+
+    def announce(self, drawing: dict[str, Any]) -> None:
+        """Say what this command will draw, as a line of JSON after `pid N` in the lock file it holds (read_drawing):
+        `view`'s live page counts against it, not against config.json, which describes the headline (issue 52.4/7)."""
+        if self._lock_f is None:
+            return
+        self._lock_f.seek(0)
+        self._lock_f.truncate()
+        self._lock_f.write(f"pid {os.getpid()}\n{json.dumps(drawing, sort_keys=True)}\n")
+        self._lock_f.flush()
 
     def _cut_torn_tail(self) -> None:
         if not self.path.exists():
@@ -263,3 +273,14 @@ class SampleStore:
     def records(self) -> Iterator[SampleRecord]:
         for d in iter_samples(self.path):
             yield SampleRecord.from_json_dict(d)
+
+
+def read_drawing(run_dir: Path) -> dict[str, Any] | None:
+    """What the command writing run_dir said it will draw (SampleStore.announce): {"tasks": {task: {"problems": [its problem
+    keys], "per_problem": K or --max-n, "adaptive": bool}}}; None when none said (an older writer, or no command)."""
+    try:
+        lines = (Path(run_dir) / LOCK_FILE).read_text(encoding="utf-8").splitlines()
+        d = json.loads(lines[1]) if len(lines) > 1 else None
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) and isinstance(d.get("tasks"), dict) else None

@@ -33,7 +33,9 @@ from reasoneval.serial import JsonRecord
 
 CONTEST_SCORER_VERSION = "1"
 CONTEST_RUNS_FILE = "contest_runs.jsonl"
-VERDICTS = ("passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "no_code", "sandbox_error")
+# compile_error, idleness_limit, judge_error: the codeforces scorer's (scoring/programs/codeforces/judge.py)
+VERDICTS = ("passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "no_code", "sandbox_error",
+            "compile_error", "idleness_limit", "judge_error")
 COMPARES = ("lcb", "tokens")
 BATCH = 8  # samples of one problem in one sandbox at most (the verdict line stays under 4 KiB)
 
