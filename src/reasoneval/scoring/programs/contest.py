@@ -150,7 +150,7 @@ class Batch:
         n = max(1, len(p.tests)) * len(self.programs)
         data_mb = sum(len(i) + len(o) for i, o in p.tests) >> 20
         return Limits(timeout_s=10.0 + n * (p.wall_s + 0.5), memory_mb=max(1024, p.memory_mb + 256) + 4 * data_mb,
-                      cpu_s=int(math.ceil(10 + n * (p.cpu_s + 1))), nproc=32)
+                      cpu_s=int(math.ceil(10 + n * (p.cpu_s + 1))), nproc=32, isolate_tests=True)
 
     def stdin(self) -> bytes:
         p = self.first

@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 # 3: the candidate in a PID namespace of its own, run as a module other than __main__; sets keep their order,
 # built-in subclasses cross; no re-run the program can cause; the fallback's read-only file system.
 # 4: the driver's `started` line (no re-run after it), control-flow exceptions cross as CandidateError.
-SANDBOX_VERSION = "4"
+# 5: contest programs: fresh PID/IPC/network namespaces per test, the CPU of every process counted, no /proc.
+SANDBOX_VERSION = "5"
 NOBODY = 65534
 # As root, sandbox slot i runs as uid/gid base + i (no account needed): RLIMIT_NPROC counts per uid, so a fork
 # bomb in one sandbox cannot starve the sandboxes running beside it. Each reasoneval process reserves a block of
@@ -72,6 +73,10 @@ class Limits:
     nofile: int = 128  # open files
     tmp_mb: int = 64  # size of the private writable tmpfs (bwrap mode)
     cpu_s: int | None = None
+    # the contest driver (keeper.py): it keeps CAP_SYS_ADMIN of the sandbox's user namespace out of the program's
+    # reach to make fresh PID, IPC and network namespaces for each test, and the sandbox has no /proc (through
+    # the sandbox's /proc a program would see the PIDs that earlier tests and samples took)
+    isolate_tests: bool = False
 
     def __post_init__(self) -> None:
         for name in ("timeout_s", "memory_mb", "file_size_mb", "nproc", "nofile", "tmp_mb"):
@@ -145,8 +150,9 @@ def _default_python(as_root: bool) -> str:
 # forks (the candidate's: driver.py), then it drops to the slot's uid, with the parent-death signal set again (a
 # change of uid clears it). A mount point it cannot make read-only is named on stderr ("sandbox: read-only
 # remount of"). argv after -c: the size of /tmp in bytes, the directories to hide and the world-writable ones
-# (":"-separated), 1 for the driver (0: a plain program, whose children stay in its namespace), the uid to
-# become (-1: stay).
+# (":"-separated), 1 for the driver (0: a plain program, whose children stay in its namespace; 2: the contest
+# driver, which makes namespaces for each test itself: as root it gets a user namespace of its own after the uid
+# drop, whose capabilities allow that, and /proc is covered by an empty tmpfs), the uid to become (-1: stay).
 _FALLBACK_BOOT = """import ctypes as _c, os as _o, sys as _s
 def _reasoneval_boot(size, hide, empty, driver, uid):
     libc = _c.CDLL(None, use_errno=True)
@@ -162,6 +168,8 @@ def _reasoneval_boot(size, hide, empty, driver, uid):
         point = fields[4]
         for code, char in (("\\\\040", " "), ("\\\\011", "\\t"), ("\\\\012", "\\n"), ("\\\\134", "\\\\")):
             point = point.replace(code, char)
+        if driver == "2" and uid >= 0 and point == "/proc":
+            continue  # its maps are written below; then an empty tmpfs covers it
         flags = 32 | 4096 | 1  # MS_REMOUNT | MS_BIND | MS_RDONLY, and the flags the mount already has
         for opt in fields[5].split(","):
             flags |= carried.get(opt, 0)
@@ -180,11 +188,26 @@ def _reasoneval_boot(size, hide, empty, driver, uid):
     _o.environ["HOME"] = _o.environ["TMPDIR"] = "/tmp"
     if driver == "1":
         libc.unshare(0x20000000)  # CLONE_NEWPID: the driver's children (the candidate's side) get their own
+    if driver == "2" and uid < 0:
+        mount("/proc", "size=4096,mode=555", 1)
     if uid >= 0:
         _o.setgroups([])
         _o.setgid(uid)
         _o.setuid(uid)
         libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    if driver == "2" and uid >= 0:
+        # CLONE_NEWUSER | CLONE_NEWNS: capabilities in a user namespace of the slot uid's (the host's uid stays);
+        # dumpable for a moment (the uid change cleared it) so that its /proc/self maps are its own to write; the
+        # driver makes itself non-dumpable again before it forks anything
+        libc.prctl(4, 1, 0, 0, 0)
+        if libc.unshare(0x10000000 | 0x20000) != 0:
+            _s.stderr.write("sandbox: user namespace refused (errno %d)\\n" % _c.get_errno())
+            _s.exit(125)
+        for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1" % (uid, uid)),
+                           ("gid_map", "%d %d 1" % (uid, uid))):
+            with open("/proc/self/" + name, "w") as f:
+                f.write(text)
+        mount("/proc", "size=4096,mode=555", 1)
 _reasoneval_boot(_s.argv.pop(1), _s.argv.pop(1), _s.argv.pop(1), _s.argv.pop(1), int(_s.argv.pop(1)))
 del _reasoneval_boot, _c, _o, _s
 """.replace("SHM_BYTES", str(SHM_BYTES)).replace("VAR_TMP_BYTES", str(VAR_TMP_BYTES))
@@ -406,6 +429,7 @@ class Sandbox:
         # dumpable, and the candidate could open its /proc/1/mem for writing), non-dumpable from its first line,
         # as in the fallback; its own children are the candidate's namespace's init, which reaps for it
         caps += ["--as-pid-1"] if driver else []
+        proc = [] if limits.isolate_tests else ["--proc", "/proc"]
         args = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
                 *caps, "--ro-bind", "/usr", "/usr",
                 # a private /var/tmp (as in the fallback; before an interpreter's binds, which may be under it)
@@ -427,7 +451,7 @@ class Sandbox:
             hidden += _third_party_dirs(prefix)
         for d in hidden:
             args += ["--size", "4096", "--tmpfs", d, "--remount-ro", d]
-        args += ["--proc", "/proc", "--dev", "/dev",
+        args += [*proc, "--dev", "/dev",
                  # /dev is a tmpfs of bwrap's, writable and unbounded: a small /dev/shm, then /dev read-only
                  "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
                  "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
@@ -466,7 +490,7 @@ class Sandbox:
             code, extra = (program[1], list(program[2:])) if driver else (seccomp.STDIN_PROGRAM, [])
             boot = _FALLBACK_BOOT + (seccomp.BOOT if seccomp.supported() else "")
             args = [str(limits.tmp_mb << 20), ":".join(self._hidden_dirs()), ":".join(self.empty_dirs),
-                    "1" if driver else "0", str(uid if self.as_root else -1)]
+                    ("2" if limits.isolate_tests else "1") if driver else "0", str(uid if self.as_root else -1)]
             args += [seccomp.filter_program().hex()] if seccomp.supported() else []
             py = [self.python, "-I", "-c", boot + code, *args, *extra]
             return die + rl + ["unshare", *([] if self.as_root else ["-r"]), *spaces] + py
