@@ -199,9 +199,9 @@ def _empty(top):
                 except OSError:
                     pass
                 continue
-            try:
-                os.chmod(name, 0o700, dir_fd=top, follow_symlinks=False)
-            except (OSError, NotImplementedError):
+            try:  # (a directory, not a link, as lstat said: nothing of the test runs any more to swap it)
+                os.chmod(name, 0o700, dir_fd=top)
+            except OSError:
                 pass
             try:
                 os.rmdir(name, dir_fd=top)
