@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.scoring.programs.test_contest import SUM, SUM_TESTS, problem, score, verdicts
+from tests.scoring.programs.test_sandbox import _sandboxed_processes
 
 MARK = "right-program-7f3a"
 RIGHT = f"# {MARK}\n" + SUM
@@ -94,6 +95,7 @@ def test_cpu_offloaded_to_unreaped_children_counts() -> None:
     light = OFFLOAD_STDIN.format(children=2, share=0.1)  # the same shape within the limit passes
     got = score(problem(SUM_TESTS), [slow, light, SUM], calibrate=False)
     assert verdicts(got) == ["time_limit", "passed", "passed"]
+    assert _sandboxed_processes() == []  # no child outlived its test
     assert got[0].details["cpu_s"] > 1.0 and "CPU" in got[0].details["detail"]
     take = problem([{"input": "[1, 2, 3]\n2", "output": "[1, 2]", "kind": "public"}], mode="call", func="takeK")
     honest = "class Solution:\n    def takeK(self, nums, k):\n        return nums[:k]"
@@ -116,6 +118,7 @@ def test_fork_bombs_end_at_their_cpu_limit_not_the_wall_guard() -> None:
     for s in got[:4]:
         assert s.details["detail"] == "over the CPU time limit"  # not the wall-clock guard
         assert limit <= s.details["cpu_s"] < 4 * limit  # the CPU of all its processes, ended near the limit
+    assert _sandboxed_processes() == []
     wall_guard = limit * 10 + 1
     assert elapsed < 4 * wall_guard / 2  # the four wall guards, on two workers
 
