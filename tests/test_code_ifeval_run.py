@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reasoneval.cli.main import main
-from reasoneval.scoring.programs.sandbox.run import SANDBOX_UIDS, UID_BLOCK, uid_base
+from reasoneval.scoring.programs.sandbox.processes import SANDBOX_UIDS, UID_BLOCK, uid_base
 
 DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
 

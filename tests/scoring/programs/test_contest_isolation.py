@@ -5,7 +5,6 @@ batch as each hostile one keeps its verdict."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time

@@ -26,7 +26,7 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.calibrate import machine_calibration
 from reasoneval.scoring.programs.sandbox import SANDBOX_VERSION, Limits, ProgramResult
-from reasoneval.scoring.programs.sandbox.run import SHM_BYTES, VAR_TMP_BYTES
+from reasoneval.scoring.programs.sandbox.fallback import SHM_BYTES, VAR_TMP_BYTES
 from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_SOURCE
 from reasoneval.scoring.programs.scorer import sandbox_pool, strip_reasoning
 from reasoneval.serial import JsonRecord

@@ -51,7 +51,7 @@ PROBE = 256  # PIDs above the highest seen that the test's init looks at every t
 CLEAN_ENTRIES = 1 << 20  # entries the keeper removes from the scratch directories after one test, at most
 
 
-def _write_all(fd, data):
+def _write_all(fd, data):  # (the stdio driver's frames: both sides use these)
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
@@ -93,7 +93,7 @@ def dumps(x):
 # --- the keeper: one per sandbox, a fresh test's init per test ---
 
 def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
-    """The keeper's loop: a setup frame ({"preload", "scratch"}), then one `test` frame per test."""
+    """The keeper's loop: a setup frame ({"preload", "scratch"}), then a frame per test."""
     try:
         os.setsid()
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the test's init is reparented here when the helper exits
@@ -219,7 +219,7 @@ def _empty(top):
                 for inner in os.listdir(sub):
                     serial += 1
                     try:
-                        os.rename(inner, ".reasoneval-clean-%d" % serial, src_dir_fd=sub, dst_dir_fd=top)
+                        os.rename(inner, f".reasoneval-clean-{serial}", src_dir_fd=sub, dst_dir_fd=top)
                         progress = True
                     except OSError:
                         pass
@@ -275,8 +275,7 @@ def _cpu_of(pid):
 
 
 def _children_cpu():
-    import resource
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ru = __import__("resource").getrusage(-1)  # RUSAGE_CHILDREN
     return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
 
@@ -354,7 +353,7 @@ class Test:
         out, err = [], []
         out_len = 0
         max_output = lim.get("max_output", 1 << 26)
-        end, status, usage = None, None, None
+        end, status = None, None
         open_fds = [out_r, err_r]
         writing = in_w if view else None
         if writing is None:
@@ -435,10 +434,7 @@ class Test:
         if status is None:
             status = st
         for fd in (out_r, err_r) + ((writing,) if writing is not None else ()) + tuple(exited):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+            os.close(fd)
         total, rss = _children_cpu()
         total = max(total, sum(self.seen.values()))
         own = total - (loaded_cpu or 0.0)

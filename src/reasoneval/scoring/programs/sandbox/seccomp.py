@@ -12,7 +12,8 @@ namespace); socket() of any family but AF_INET/AF_INET6 (EAFNOSUPPORT: no unix, 
 sockets); clone3 answers ENOSYS (its flags cannot be inspected; libc falls back to clone); the x32 ABI and any
 other architecture are denied. rt_sigaction() that sets a disposition for SIGCHLD is denied (EPERM): ignoring
 SIGCHLD (or SA_NOCLDWAIT) makes children reaped by the kernel, whose CPU time then counts for no process, and the
-contest judge counts every process's CPU through the reaping (keeper.py); asking for the disposition is allowed. Elsewhere than x86-64 there is no filter (docs/sandbox.md).
+contest judge counts every process's CPU through the reaping (keeper.py); asking for the disposition is allowed.
+Elsewhere than x86-64 there is no filter (docs/sandbox.md).
 """
 
 from __future__ import annotations

@@ -27,6 +27,10 @@ EOF, JSON with the trusted part ({"tests": [{"input", "output"}], "programs", "c
 import os
 import sys
 
+# <keeper>: in the sandbox this import block is keeper.py's text (without its own prelude import block)
+from reasoneval.scoring.programs.sandbox.keeper import dumps, keeper_side, recv, send
+
+# </keeper>
 # <prelude>: in the sandbox this import block is prelude.py's own text (a driver runs as the text of `python -I -c`,
 # where no package can be imported: sandbox/texts.py); the harness and the tests import the names from there.
 from reasoneval.scoring.programs.sandbox.prelude import (
@@ -38,10 +42,6 @@ from reasoneval.scoring.programs.sandbox.prelude import (
 )
 
 # </prelude>
-# <keeper>: in the sandbox this import block is keeper.py's text (without its own prelude import block)
-from reasoneval.scoring.programs.sandbox.keeper import dumps, keeper_side, recv, send
-
-# </keeper>
 
 # verdict classes, in the order a sample's failure is named
 PASSED, WRONG, TIME, MEMORY, RUNTIME = "passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error"
