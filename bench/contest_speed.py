@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from contest_agreement import PROGRAMS, problems, response, run_lcb, run_ours  # noqa: E402
+from contest_agreement import PROGRAMS, problems, response, run_lcb, run_ours
 
 IMPORTS = ("import sys\nfrom collections import defaultdict, deque, Counter\nimport heapq, bisect, math, itertools\n"
            "input = sys.stdin.readline\n")

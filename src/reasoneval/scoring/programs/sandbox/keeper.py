@@ -9,9 +9,9 @@ Per test (docs/sandbox.md, "Contest programs"):
 1. The keeper (forked by the driver before the driver read any program, input or expected output, so its memory
    never holds one; in the driver's PID namespace, non-dumpable, out of every program's reach) keeps
    CAP_SYS_ADMIN of the sandbox's user namespace for one thing: it forks a helper that calls
-   `unshare(CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET)` and forks the test's init, then exits. So every test
-   starts in a PID namespace (its program is PID 2, whatever ran before), an IPC namespace (no System V object or
-   POSIX queue of an earlier test) and a network namespace (no socket state, no loopback up) of its own.
+   `unshare(CLONE_NEWPID | CLONE_NEWIPC)` and forks the test's init, then exits. So every test starts in a PID
+   namespace (its program is PID 2, whatever ran before) and an IPC namespace (no System V object or POSIX queue
+   of an earlier test) of its own, in the keeper's network namespace (no loopback up: no socket state).
 2. The test's init drops every capability, reads the test's settings, program and input from the driver (the
    keeper never reads them), compiles the program and forks it with its limits. Every tick it adds up the CPU of
    every process of its namespace (each PID's own CPU clock, the most seen of each, and what it has reaped:
@@ -27,19 +27,17 @@ import _json
 import os
 import select
 import struct
-import sys
 import time
 
 # <prelude>: in the sandbox this import block is dropped (the driver's text already holds prelude.py's text, and
 # this file's text follows it: sandbox/texts.py); the harness and the tests import the names from there.
-from reasoneval.scoring.programs.sandbox.prelude import (
-    _drop_capabilities,
-    _read_exact,
-    _restore_signals,
-    loads,
-)
+from reasoneval.scoring.programs.sandbox.prelude import _drop_capabilities, _read_exact, loads
 
 # </prelude>
+# <program>: in the sandbox this import block is program.py's text (without its own prelude import block)
+from reasoneval.scoring.programs.sandbox.program import _limits_in_child, run_script, serve_call
+
+# </program>
 
 MAX_FRAME = 1 << 30
 TICK = 0.01
@@ -97,6 +95,9 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
     try:
         os.setsid()
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the test's init is reparented here when the helper exits
+        # a network namespace of the keeper's own, its loopback down: no test can connect anywhere, so none leaves
+        # a socket state (a port in TIME_WAIT) for a later one (once here: a network namespace per test costs ms)
+        libc.unshare(CLONE_NEWNET)
         setup = loads(recv(ctl_r).decode("ascii"))
         scratch = [(d, int(n)) for d, n in setup.get("scratch", ()) if d in PRIVATE_DIRS]
         for name in setup.get("preload", ()):
@@ -127,7 +128,7 @@ def _one_test(saved, libc, ctl_r, cmd_r, res_w):
     helper = os.fork()
     if helper == 0:
         try:
-            isolated = libc.unshare(CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET) == 0
+            isolated = libc.unshare(CLONE_NEWPID | CLONE_NEWIPC) == 0
             if os.fork() == 0:
                 os.close(ctl_r)
                 test_init(saved, libc, isolated, cmd_r, res_w)
@@ -235,21 +236,29 @@ def _empty(top):
 # --- the test's init: PID 1 of the test's namespaces ---
 
 def test_init(saved, libc, isolated, cmd_r, res_w):
-    """Run one program on one test's input and report {"end", "cpu", "wall", "rss_kb", "err", ...} and its output
-    (stdin mode: what it wrote on stdout; call mode: the JSON reply of its one call)."""
+    """Run one program on one test's input and report {"end", "cpu", "wall", "rss_kb", "err", ...}, its output
+    (stdin mode: what it wrote on stdout; call mode: the JSON reply of its one call) and, when it compiled the
+    program's source, the compiled code (marshal: the driver sends that for the sample's next tests, never to
+    another sample's, and this init's own code made it before any of the program's ran)."""
     try:
+        lim = loads(recv(cmd_r).decode("ascii"))
+        code = recv(cmd_r)
+        data = recv(cmd_r)
         _drop_capabilities(libc)
         os.setsid()
-        lim = loads(recv(cmd_r).decode("ascii"))
-        code = recv(cmd_r).decode("utf-8", "surrogatepass")
-        data = recv(cmd_r)
     except BaseException:
         os._exit(1)
+    blob = b""
     try:
         if not isolated or os.getpid() != 1:
             raise OSError("no namespaces of its own for the test")
+        import marshal
         try:
-            compiled = compile(code, "<solution>", "exec")
+            if lim.get("marshal"):
+                compiled = marshal.loads(code)
+            else:
+                compiled = compile(code.decode("utf-8", "surrogatepass"), "<solution>", "exec")
+                blob = marshal.dumps(compiled)
         except BaseException as e:
             head, out = {"end": "compile", "err": type(e).__name__ + ": " + str(e)[:200]}, b""
         else:
@@ -260,6 +269,7 @@ def test_init(saved, libc, isolated, cmd_r, res_w):
     try:
         send(res_w, dumps(head).encode("ascii"))
         send(res_w, out)
+        send(res_w, blob)
     except BaseException:
         pass
     os._exit(0)
@@ -478,121 +488,3 @@ class Test:
                 continue
             if got == pid:
                 status = st
-
-
-def _limits_in_child(cpu_s, memory_mb):
-    import resource
-    soft = int(cpu_s) + 1
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
-    except (ValueError, OSError):
-        pass
-    if memory_mb:
-        try:
-            hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-            want = memory_mb << 20
-            if hard == resource.RLIM_INFINITY or want < hard:
-                resource.setrlimit(resource.RLIMIT_AS, (want, want))
-        except (ValueError, OSError):
-            pass
-
-
-# --- the program's process ---
-
-def _finish_script():
-    """What the interpreter does at the end of a script: wait for its threads, run atexit, flush."""
-    try:
-        threading = sys.modules.get("threading")
-        if threading is not None:
-            threading._shutdown()
-    except BaseException:
-        pass
-    try:
-        import atexit
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-
-
-def _print_traceback():
-    try:
-        import traceback
-        traceback.print_exc()
-    except BaseException:
-        pass
-
-
-def run_script(compiled, saved):
-    """The test's program (stdin mode): a real script."""
-    _restore_signals(saved)
-    module = type(sys)("__main__")
-    module.__dict__["__builtins__"] = __builtins__
-    sys.modules["__main__"] = module
-    sys.argv = ["solution.py"]
-    code = 0
-    try:
-        exec(compiled, module.__dict__)
-    except SystemExit as e:
-        # lcb_runner's wrapper catches SystemExit: the output so far is judged (docs/contests.md)
-        if e.code is not None and not isinstance(e.code, int):
-            try:
-                sys.stderr.write(str(e.code) + "\n")
-            except BaseException:
-                pass
-    except BaseException:
-        _print_traceback()
-        code = 1
-    _finish_script()
-    os._exit(code)
-
-
-_NOT_JSON = {"\u0000not-json": True}  # a marker that equals no value json.loads gives
-
-
-def _plain(x, top):
-    """The call's result as JSON-able data: a top-level tuple as a list (lcb_runner's rule), nested values as they
-    are (a nested tuple or a set, which no JSON value equals, becomes the marker)."""
-    t = type(x)
-    if x is None or t is bool or t is int or t is str:
-        return x
-    if t is float:
-        return x if x == x and x not in (float("inf"), float("-inf")) else _NOT_JSON
-    if t is list or (top and t is tuple):
-        return [_plain(v, False) for v in x]
-    if t is dict and all(type(k) is str for k in x):
-        return {k: _plain(v, False) for k, v in x.items()}
-    return _NOT_JSON
-
-
-def serve_call(compiled, func_name, saved, data, reply_w):
-    """The test's program (call mode): load the module (named `__solution__`, so a `__main__` block does not run),
-    say `L`, make the one call, `Solution().<func_name>(*args)` (or a top-level function), and write its reply."""
-    _restore_signals(saved)
-    import json
-    module = type(sys)("__solution__")
-    module.__dict__["__builtins__"] = __builtins__
-    sys.modules["__solution__"] = module
-    try:
-        exec(compiled, module.__dict__)
-        holder = module.__dict__["Solution"]() if "Solution" in module.__dict__ else None
-        method = getattr(holder, func_name) if holder is not None else module.__dict__[func_name]
-        _write_all(reply_w, b"L")
-        args = [json.loads(line) for line in data.decode("utf-8", "surrogatepass").split("\n")]
-        reply = json.dumps({"value": _plain(method(*args), True)}, ensure_ascii=True)
-    except BaseException as e:  # SystemExit inside the call too: a failed call
-        _print_traceback()
-        reply = json.dumps({"error": type(e).__name__, "message": str(e)[:300]}, ensure_ascii=True)
-    try:
-        sys.stdout.flush()
-    except BaseException:
-        pass
-    try:
-        _write_all(reply_w, reply.encode("ascii"))
-    except BaseException:
-        pass
-    os._exit(0)

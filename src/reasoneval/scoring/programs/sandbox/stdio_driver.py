@@ -136,17 +136,21 @@ def classify(head, lim):
 
 
 
-def run_test(code, data, lim, ctl_w, cmd_w, res_r):
+def run_test(program, data, lim, ctl_w, cmd_w, res_r):
     """One test of one program in fresh namespaces: the init's record, the program's output, the keeper's
-    `clean` record."""
+    `clean` record. `program`: [source, compiled code or None]; the first test's init compiles the source and
+    sends the code back (marshal), which the sample's next tests get instead (a compile paid once per sample)."""
     send(ctl_w, b"t")
-    send(cmd_w, dumps(lim).encode("ascii"))
-    send(cmd_w, code)
+    send(cmd_w, dumps(dict(lim, marshal=program[1] is not None)).encode("ascii"))
+    send(cmd_w, program[0] if program[1] is None else program[1])
     send(cmd_w, data)
     head = loads(recv(res_r).decode("ascii"))
     if "clean" in head:  # the test's init ended without a record
         return {"end": "error", "err": "the test's init ended without a record"}, b"", head
     out = recv(res_r)
+    blob = recv(res_r)
+    if blob:
+        program[1] = blob
     return head, out, loads(recv(res_r).decode("ascii"))
 
 
@@ -177,8 +181,9 @@ def judge_program(code, tests, part, lim, ctl_w, cmd_w, res_r):
     """Run one program's tests, each in fresh namespaces; its verdict record."""
     passed, ran, first, verdict, detail, cpu_max = 0, 0, -1, PASSED, "", 0.0
     style, mode = part.get("compare", "lcb"), part.get("mode")
+    program = [code, None]
     for i, test in enumerate(tests):
-        head, out, clean = run_test(code, test["input"].encode("utf-8", "surrogatepass"), lim, ctl_w, cmd_w, res_r)
+        head, out, clean = run_test(program, test["input"].encode("utf-8", "surrogatepass"), lim, ctl_w, cmd_w, res_r)
         if head.get("end") == "compile":
             return {"verdict": RUNTIME, "passed": 0, "ran": 0, "total": len(tests), "first": 0, "cpu": 0.0,
                     "detail": _printable(str(head.get("err", "")))}

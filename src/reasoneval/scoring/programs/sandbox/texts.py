@@ -1,7 +1,7 @@
 """The trusted drivers' texts, as they run inside the sandbox with `python -I -c` (never imported there): each
 driver file with its `# <prelude>` ... `# </prelude>` import block replaced by prelude.py's own text, and each
 `# <NAME>` ... `# </NAME>` import block by NAME.py's text (itself without its own prelude import block: the prelude
-is in the text once)."""
+is in the text once; its own such blocks taken in likewise)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,16 @@ HERE = Path(__file__).parent
 _BLOCK = re.compile(r"^# <(\w+)>.*?^# </\1>\n", re.DOTALL | re.MULTILINE)
 _PRELUDE_BLOCK = re.compile(r"^# <prelude>.*?^# </prelude>\n", re.DOTALL | re.MULTILINE)
 _PACKAGE_IMPORT = re.compile(r"^\s*(from|import)\s+reasoneval\b", re.MULTILINE)
-PARTS = ("prelude", "keeper", "values")  # the files a driver's text may take in
+PARTS = ("prelude", "keeper", "program", "values")  # the files a driver's text may take in
 
 
 def _part(name: str) -> str:
     if name not in PARTS:
         raise RuntimeError(f"`# <{name}>`: not a part a driver takes in ({', '.join(PARTS)})")
     text = (HERE / f"{name}.py").read_text(encoding="utf-8")
-    return text if name == "prelude" else _PRELUDE_BLOCK.sub("", text)
+    if name == "prelude":
+        return text
+    return _BLOCK.sub(lambda m: _part(m.group(1)), _PRELUDE_BLOCK.sub("", text))
 
 
 def with_prelude(text: str, name: str = "driver") -> str:
