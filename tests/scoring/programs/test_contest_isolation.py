@@ -115,11 +115,13 @@ def test_fork_bombs_end_at_their_cpu_limit_not_the_wall_guard() -> None:
     elapsed = time.monotonic() - start
     assert verdicts(got) == ["time_limit"] * 4 + ["passed"]
     for s in got[:4]:
-        assert s.details["detail"] == "over the CPU time limit"  # not the wall-clock guard
-        assert limit <= s.details["cpu_s"] < 4 * limit  # the CPU of all its processes, ended near the limit
+        # the CPU of all its processes, ended near the limit (a tick or two past it, on a loaded machine a few), not
+        # by the wall-clock guard (10 x the limit + 1 s)
+        assert s.details["detail"] == "over the CPU time limit", s.details
+        assert limit <= s.details["cpu_s"] < 5 * limit, s.details
     assert _sandboxed_processes() == []
     wall_guard = limit * 10 + 1
-    assert elapsed < 4 * wall_guard / 2  # the four wall guards, on two workers
+    assert elapsed < 4 * wall_guard  # the four samples run one after the other in one sandbox
 
 
 # A yes/no problem whose first answer is NO: a program that always answers YES fails every sample. The learner

@@ -93,6 +93,7 @@ def dumps(x):
 def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
     """The keeper's loop: a setup frame ({"preload", "scratch"}), then a frame per test."""
     try:
+        _only_sys_admin(libc)
         os.setsid()
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the test's init is reparented here when the helper exits
         # a network namespace of the keeper's own, its loopback down: no test can connect anywhere, so none leaves
@@ -123,28 +124,55 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
     os._exit(0)
 
 
+def _only_sys_admin(libc):
+    """Of every capability the keeper may have (the fallback's user namespace gives it all), CAP_SYS_ADMIN alone:
+    what its helpers need to make each test's namespaces."""
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    data = (ctypes.c_uint32 * 6)(1 << 21, 1 << 21, 0, 0, 0, 0)  # effective, permitted: CAP_SYS_ADMIN (21)
+    if libc.capset(ctypes.byref(Header(0x20080522, 0)), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def _fork_into_namespaces(flags):
+    """fork(), the child in new namespaces (`flags`): clone(2) with them, wrapped as os.fork wraps its fork (the
+    interpreter's before- and after-fork steps), with the GIL held throughout. -1 where the kernel refuses."""
+    import ctypes
+    api = ctypes.pythonapi
+    api.PyOS_BeforeFork()
+    pid = ctypes.PyDLL(None).syscall(56, flags | 17, None, None, None, None)  # clone(flags | SIGCHLD), as fork
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+    else:
+        api.PyOS_AfterFork_Parent()
+    return pid
+
+
 def _one_test(saved, libc, ctl_r, cmd_r, res_w):
-    """Fork the helper that makes the test's namespaces and forks its init; wait until every child is gone."""
-    helper = os.fork()
-    if helper == 0:
+    """Fork the test's init into fresh PID and IPC namespaces; wait until it is gone (with it every process of
+    the test)."""
+    init = _fork_into_namespaces(CLONE_NEWPID | CLONE_NEWIPC)
+    isolated = init != -1
+    if init == -1:
+        init = os.fork()  # refused (no capability): the init says it has no namespaces, and the test is an error
+    if init == 0:
         try:
-            isolated = libc.unshare(CLONE_NEWPID | CLONE_NEWIPC) == 0
-            if os.fork() == 0:
-                os.close(ctl_r)
-                test_init(saved, libc, isolated, cmd_r, res_w)
+            os.close(ctl_r)
+            test_init(saved, libc, isolated, cmd_r, res_w)
         except BaseException:
             pass
-        os._exit(0)
-    status = 0
-    while True:  # the helper, then the test's init (reparented here): their exit statuses
+        os._exit(1)
+    while True:
         try:
-            pid, st = os.waitpid(-1, WALL)
+            pid, st = os.waitpid(init, WALL)
         except ChildProcessError:
-            return status
+            return 0
         except InterruptedError:
             continue
-        if pid != helper:
-            status = st
+        return st
 
 
 def empty_private_dirs(dirs):
@@ -369,6 +397,7 @@ class Test:
         if writing is None:
             os.close(in_w)
         cpu = 0.0
+        next_look = time.monotonic() + TICK
         loaded_cpu = None  # call mode: the CPU the module's load took (its limit is 3x; the call's own, 1x)
         limit = lim["cpu_s"] * (3 if call else 1)
         try:
@@ -417,10 +446,13 @@ class Test:
                     status = st
                     end = "exit"
                 else:
-                    cpu = self.cpu()
+                    now = time.monotonic()
+                    if now >= next_look:  # (a look is a few hundred syscalls: once a tick)
+                        next_look = now + TICK
+                        cpu = self.cpu()
                     if cpu > limit:
                         end = "cpu"
-                    elif time.monotonic() - start > lim["wall_s"] * (3 if call and loaded_cpu is None else 1):
+                    elif now - start > lim["wall_s"] * (3 if call and loaded_cpu is None else 1):
                         end = "wall"
         wall = time.monotonic() - start
         for fd in list(open_fds):  # what is left in the pipes (a child of the program may hold them open)
