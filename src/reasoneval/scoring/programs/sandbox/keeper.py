@@ -8,8 +8,8 @@ Per test (docs/sandbox.md, "Contest programs"):
 
 1. The keeper (forked by the driver before the driver read any program, input or expected output, so its memory
    never holds one; in the driver's PID namespace, non-dumpable, out of every program's reach) keeps
-   CAP_SYS_ADMIN of the sandbox's user namespace for one thing: it forks a helper that calls
-   `unshare(CLONE_NEWPID | CLONE_NEWIPC)` and forks the test's init, then exits. So every test starts in a PID
+   CAP_SYS_ADMIN of the sandbox's user namespace (and no other capability) for one thing: it forks each test's
+   init straight into new namespaces (`clone(CLONE_NEWPID | CLONE_NEWIPC)`). So every test starts in a PID
    namespace (its program is PID 2, whatever ran before) and an IPC namespace (no System V object or POSIX queue
    of an earlier test) of its own, in the keeper's network namespace (no loopback up: no socket state).
 2. The test's init drops every capability, reads the test's settings, program and input from the driver (the
@@ -43,7 +43,6 @@ MAX_FRAME = 1 << 30
 TICK = 0.01
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
-PR_SET_CHILD_SUBREAPER = 36
 WALL = 0x40000000  # __WALL: wait for every child, whatever signal it was cloned to send at its exit
 PROBE = 256  # PIDs above the highest seen that the test's init looks at every tick (new ones are numbered upwards)
 CLEAN_ENTRIES = 1 << 20  # entries the keeper removes from the scratch directories after one test, at most
@@ -95,7 +94,6 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
     try:
         _only_sys_admin(libc)
         os.setsid()
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the test's init is reparented here when the helper exits
         # a network namespace of the keeper's own, its loopback down: no test can connect anywhere, so none leaves
         # a socket state (a port in TIME_WAIT) for a later one (once here: a network namespace per test costs ms)
         libc.unshare(CLONE_NEWNET)
@@ -126,7 +124,7 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
 
 def _only_sys_admin(libc):
     """Of every capability the keeper may have (the fallback's user namespace gives it all), CAP_SYS_ADMIN alone:
-    what its helpers need to make each test's namespaces."""
+    what it needs to make each test's namespaces."""
     import ctypes
 
     class Header(ctypes.Structure):
