@@ -35,17 +35,19 @@ from reasoneval.scoring.programs.sandbox.prelude import _drop_capabilities, _rea
 
 # </prelude>
 # <program>: in the sandbox this import block is program.py's text (without its own prelude import block)
-from reasoneval.scoring.programs.sandbox.program import _limits_in_child, run_script, serve_call
+from reasoneval.scoring.programs.sandbox.program import _limits_in_child, run_script, serve_calls
 
 # </program>
+# <scratch>: in the sandbox this import block is scratch.py's text
+from reasoneval.scoring.programs.sandbox.scratch import PRIVATE_DIRS, empty_private_dirs
+
+# </scratch>
 
 MAX_FRAME = 1 << 30
 TICK = 0.01
-PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
 WALL = 0x40000000  # __WALL: wait for every child, whatever signal it was cloned to send at its exit
 PROBE = 256  # PIDs above the highest seen that the test's init looks at every tick (new ones are numbered upwards)
-CLEAN_ENTRIES = 1 << 20  # entries the keeper removes from the scratch directories after one test, at most
 
 
 def _write_all(fd, data):  # (the stdio driver's frames: both sides use these)
@@ -173,108 +175,25 @@ def _one_test(saved, libc, ctl_r, cmd_r, res_w):
         return st
 
 
-def empty_private_dirs(dirs):
-    """Empty the sandbox's private scratch directories (the harness names each with the size of the tmpfs the
-    sandbox mounts there; one of another size, never a host directory, is left alone). No recursion: each
-    directory is made 0700, its entries moved up to the top, then it is removed, so no depth, mode, name or
-    number of entries can stop or crash this (past CLEAN_ENTRIES it stops and the test still ran). Returns the
-    number of entries removed, or -1 where one could not be."""
-    removed, failed = 0, False
-    for top, size in dirs:
-        if top not in PRIVATE_DIRS:
-            continue
-        try:
-            st = os.statvfs(top)
-            if st.f_blocks * st.f_frsize != size:
-                continue
-            fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except OSError:
-            failed = True
-            continue
-        try:
-            n, ok = _empty(fd)
-            removed += n
-            failed = failed or not ok
-        except BaseException:
-            failed = True
-        finally:
-            os.close(fd)
-    return -1 if failed else removed
-
-
-def _empty(top):
-    serial = 0
-    removed = 0
-    while removed < CLEAN_ENTRIES:
-        try:
-            names = os.listdir(top)
-        except OSError:
-            return removed, False
-        if not names:
-            return removed, True
-        progress = False
-        for name in names:
-            try:
-                st = os.stat(name, dir_fd=top, follow_symlinks=False)
-            except OSError:
-                continue
-            if (st.st_mode & 0o170000) != 0o040000:
-                try:
-                    os.unlink(name, dir_fd=top)
-                    removed += 1
-                    progress = True
-                except OSError:
-                    pass
-                continue
-            try:  # (a directory, not a link, as lstat said: nothing of the test runs any more to swap it)
-                os.chmod(name, 0o700, dir_fd=top)
-            except OSError:
-                pass
-            try:
-                os.rmdir(name, dir_fd=top)
-                removed += 1
-                progress = True
-                continue
-            except OSError:
-                pass
-            # not empty: move each entry up to the top (a fresh name), so the next pass finds it there
-            try:
-                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
-            except OSError:
-                continue
-            try:
-                for inner in os.listdir(sub):
-                    serial += 1
-                    try:
-                        os.rename(inner, f".reasoneval-clean-{serial}", src_dir_fd=sub, dst_dir_fd=top)
-                        progress = True
-                    except OSError:
-                        pass
-            except OSError:
-                pass
-            finally:
-                os.close(sub)
-        if not progress:
-            return removed, False
-    return removed, False
-
-
 # --- the test's init: PID 1 of the test's namespaces ---
 
 def test_init(saved, libc, isolated, cmd_r, res_w):
-    """Run one program on one test's input and report {"end", "cpu", "wall", "rss_kb", "err", ...}, its output
-    (stdin mode: what it wrote on stdout; call mode: the JSON reply of its one call) and, when it compiled the
-    program's source, the compiled code (marshal: the driver sends that for the sample's next tests, never to
-    another sample's, and this init's own code made it before any of the program's ran)."""
+    """stdin mode: run one program on one test's input and report {"end", "cpu", "wall", "rss_kb", "err", ...},
+    what it wrote on stdout and, when it compiled the program's source, the compiled code (marshal: the driver
+    sends that for the sample's next tests, never to another sample's; this init's own code made it before any of
+    the program's ran). Call mode: serve the sample's calls (CallServer)."""
     try:
-        lim = loads(recv(cmd_r).decode("ascii"))
+        first = recv(cmd_r)
+        while first[:1] in (b"c", b"e"):  # a call mode sample's frames its init did not live to read
+            first = recv(cmd_r)
+        lim = loads(first.decode("ascii"))
         code = recv(cmd_r)
-        data = recv(cmd_r)
+        data = b"" if lim.get("mode") == "call" else recv(cmd_r)
         _drop_capabilities(libc)
         os.setsid()
     except BaseException:
         os._exit(1)
-    blob = b""
+    blob, head, out = b"", None, b""
     try:
         if not isolated or os.getpid() != 1:
             raise OSError("no namespaces of its own for the test")
@@ -286,8 +205,11 @@ def test_init(saved, libc, isolated, cmd_r, res_w):
                 compiled = compile(code.decode("utf-8", "surrogatepass"), "<solution>", "exec")
                 blob = marshal.dumps(compiled)
         except BaseException as e:
-            head, out = {"end": "compile", "err": type(e).__name__ + ": " + str(e)[:200]}, b""
-        else:
+            compiled, head, out = None, {"end": "compile", "err": type(e).__name__ + ": " + str(e)[:200]}, b""
+        if lim.get("mode") == "call":
+            CallServer(compiled, lim, saved, (cmd_r, res_w)).serve(cmd_r, res_w, head)
+            os._exit(0)
+        if compiled is not None:
             del code
             head, out = Test(compiled, lim, saved, (cmd_r, res_w)).run(data)
     except BaseException as e:
@@ -313,6 +235,13 @@ def _cpu_of(pid):
 def _children_cpu():
     ru = __import__("resource").getrusage(-1)  # RUSAGE_CHILDREN
     return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def _status(head, status):
+    if status is not None and os.WIFSIGNALED(status):
+        head["sig"] = os.WTERMSIG(status)
+    elif status is not None:
+        head["code"] = os.WEXITSTATUS(status)
 
 
 class Test:
@@ -349,39 +278,27 @@ class Test:
                     os.dup2(fd, target)
                 for fd in self.private_fds + tuple(self.to_close):
                     os.close(fd)
-                _limits_in_child(lim["cpu_s"] * (3 if lim.get("mode") == "call" else 1), lim.get("memory_mb"))
+                _limits_in_child(lim["cpu_s"] * lim.get("cpu_times", 1), lim.get("memory_mb"))
             except BaseException:
                 os._exit(121)
             if lim.get("mode") == "call":
-                serve_call(self.compiled, lim.get("func_name") or "", self.saved, self.data, self.reply_w)
+                serve_calls(self.compiled, lim.get("func_name") or "", self.saved, *self.server_fds)
             run_script(self.compiled, self.saved)
         return pid
 
     def run(self, data):
-        lim = self.lim
-        call = lim.get("mode") == "call"
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        self.data = data
         self.to_close = [in_r, in_w, out_r, out_w, err_r, err_w]
-        if call:
-            # the call's reply on a pipe of its own; stdout and stderr both the program's stderr
-            self.reply_w = out_w
-            self.to_close.remove(out_w)
-            start = time.monotonic()
-            pid = self._fork((in_r, err_w, err_w))
-            data = b""
-        else:
-            start = time.monotonic()
-            pid = self._fork((in_r, out_w, err_w))
+        start = time.monotonic()
+        pid = self._fork((in_r, out_w, err_w))
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         return self._watch(pid, start, in_w, data, out_r, err_r)
 
     def _watch(self, pid, start, in_w, data, out_r, err_r):
         lim = self.lim
-        call = lim.get("mode") == "call"
         os.set_blocking(in_w, False)
         os.set_blocking(out_r, False)
         os.set_blocking(err_r, False)
@@ -396,8 +313,7 @@ class Test:
             os.close(in_w)
         cpu = 0.0
         next_look = time.monotonic() + TICK
-        loaded_cpu = None  # call mode: the CPU the module's load took (its limit is 3x; the call's own, 1x)
-        limit = lim["cpu_s"] * (3 if call else 1)
+        limit = lim["cpu_s"]
         try:
             exited = [os.pidfd_open(pid)]
         except (AttributeError, OSError):
@@ -435,9 +351,6 @@ class Test:
                     err.append(b)
                     if len(err) > 64:
                         del err[:-8]
-            if call and loaded_cpu is None and out and out[0][:1] == b"L":
-                loaded_cpu = self.cpu()
-                limit = loaded_cpu + lim["cpu_s"]
             if end is None:
                 got, st = self._reap_until(pid)
                 if got:
@@ -450,7 +363,7 @@ class Test:
                         cpu = self.cpu()
                     if cpu > limit:
                         end = "cpu"
-                    elif now - start > lim["wall_s"] * (3 if call and loaded_cpu is None else 1):
+                    elif now - start > lim["wall_s"]:
                         end = "wall"
         wall = time.monotonic() - start
         for fd in list(open_fds):  # what is left in the pipes (a child of the program may hold them open)
@@ -477,19 +390,10 @@ class Test:
             os.close(fd)
         total, rss = _children_cpu()
         total = max(total, sum(self.seen.values()))
-        own = total - (loaded_cpu or 0.0)
-        head = {"end": end, "wall": round(wall, 3), "cpu": round(own, 3), "rss_kb": rss,
-                "err": b"".join(err)[-800:].decode("utf-8", "replace")}
-        if (total > limit) if loaded_cpu is None else (own > lim["cpu_s"]):
-            head["end"] = "cpu"
-        if status is not None and os.WIFSIGNALED(status):
-            head["sig"] = os.WTERMSIG(status)
-        elif status is not None:
-            head["code"] = os.WEXITSTATUS(status)
-        body = b"".join(out) if end != "output" else b""
-        if call:
-            body = body[1:] if body[:1] == b"L" else body
-        return head, body
+        head = {"end": "cpu" if total > limit else end, "wall": round(wall, 3), "cpu": round(total, 3),
+                "rss_kb": rss, "err": b"".join(err)[-800:].decode("utf-8", "replace")}
+        _status(head, status)
+        return head, b"".join(out) if end != "output" else b""
 
     def _reap_until(self, pid):
         """Reap whatever has ended (orphans are this init's); (True, status) once the program's process has."""
@@ -518,3 +422,125 @@ class Test:
                 continue
             if got == pid:
                 status = st
+
+
+class CallServer(Test):
+    """Call mode: the sample's program loaded once, in a server process of this namespace that makes every call of
+    the sample (its module's state stays from call to call, as under lcb_runner). A call's CPU is what every process
+    of the namespace used during it (their own clocks, and what this init reaped); past a call, every process but
+    the server is killed."""
+
+    def serve(self, cmd_r, res_w, failed):
+        """Frames from the driver: `c` + a call's input, answered by a record and the reply; `e` ends the sample."""
+        self.server, self.gone, self.server_status = None, 0.0, None
+        while True:
+            try:
+                frame = recv(cmd_r)
+            except BaseException:
+                break
+            if frame[:1] != b"c":
+                break
+            if self.compiled is None:
+                head, out = failed, b""
+            else:
+                try:
+                    head, out = self.call(frame[1:])
+                except BaseException as e:
+                    head, out = {"end": "error", "err": "test init: " + type(e).__name__ + ": " + str(e)[:200]}, b""
+            send(res_w, dumps(head).encode("ascii"))
+            send(res_w, out)
+        self._end_all(None)
+
+    def total(self):
+        """The CPU of the sample's processes so far: each one's own clock, the most seen of each, looked at every
+        tick (a process that lives less than a tick can go unseen: the exact count of stdin mode needs the test's
+        end, which a server outlives)."""
+        self.cpu()
+        while True:  # orphans and the server, reaped
+            try:
+                pid, st = os.waitpid(-1, os.WNOHANG | WALL)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if self.server is not None and pid == self.server[0]:
+                self.server, self.server_status = None, st
+        for pid in list(self.seen):  # gone: its CPU stays counted, and it is no longer looked at
+            if _cpu_of(pid) is None:
+                self.gone += self.seen.pop(pid)
+        return sum(self.seen.values()) + self.gone
+
+    def call(self, data):
+        lim = self.lim
+        start = time.monotonic()
+        base = self.total()
+        if self.server is None:
+            req_r, req_w = os.pipe()
+            rep_r, rep_w = os.pipe()
+            err_r, err_w = os.pipe()
+            self.server_fds = (req_r, rep_w)
+            self.to_close = [req_w, rep_r, err_r, err_w]
+            null = os.open("/dev/null", os.O_RDONLY)
+            pid = self._fork((null, err_w, err_w))
+            for fd in (null, req_r, rep_w, err_w):
+                os.close(fd)
+            self.server = (pid, req_w, rep_r, err_r)
+            self.server_io, self.server_status = (req_w, rep_r, err_r), None
+            for fd in (rep_r, err_r):
+                os.set_blocking(fd, False)
+            head, reply = self._wait(base, 3 * lim["cpu_s"], 3 * lim["wall_s"], start)
+            if reply != b"L":
+                return head, reply
+            start, base = time.monotonic(), self.total()
+        try:
+            send(self.server[1], data)
+        except OSError:
+            pass
+        return self._wait(base, lim["cpu_s"], lim["wall_s"], start)
+
+    def _wait(self, base, cpu_limit, wall_limit, start):
+        """Until the server's next reply frame, its end, or a limit; then every other process of the call ends."""
+        pid, _, rep_r, err_r = self.server
+        buf, err, end, cpu = b"", [], None, 0.0
+        while end is None:
+            r, _, _ = select.select([rep_r, err_r], [], [], TICK)
+            for fd in r:
+                try:
+                    b = os.read(fd, 1 << 20)
+                except BlockingIOError:
+                    continue
+                if fd == err_r:
+                    err.append(b)
+                    del err[:-8]
+                elif not b:
+                    end = "gone"
+                else:
+                    buf += b
+                    if len(buf) >= 4 and len(buf) >= 4 + int.from_bytes(buf[:4], "big"):
+                        end = "reply"
+                    elif len(buf) > self.lim.get("max_output", 1 << 26) + 4:
+                        end = "output"
+            cpu = self.total() - base
+            if end is None and self.server is None:
+                end = "gone"
+            elif end is None and cpu > cpu_limit:
+                end = "cpu"
+            elif end is None and time.monotonic() - start > wall_limit:
+                end = "wall"
+        head = {"end": end, "cpu": round(max(cpu, 0.0), 3), "wall": round(time.monotonic() - start, 3)}
+        if end != "reply":  # the server is gone or over a limit: every process ends, a fresh server next call
+            status = self._end_all(pid)
+            _status(head, status if status is not None else self.server_status)
+            for fd in self.server_io:
+                os.close(fd)
+            self.server, self.seen = None, {}
+            head["err"] = b"".join(err)[-800:].decode("utf-8", "replace")
+            return head, b""
+        for p in list(self.seen):  # every process of the call but the server
+            if p != pid:
+                try:
+                    os.kill(p, 9)
+                except OSError:
+                    pass
+        n = int.from_bytes(buf[:4], "big")
+        return head, buf[4:4 + n]

@@ -97,9 +97,30 @@ def _plain(x, top):
     return _NOT_JSON
 
 
-def serve_call(compiled, func_name, saved, data, reply_w):
-    """The test's program (call mode): load the module (named `__solution__`, so a `__main__` block does not run),
-    say `L`, make the one call, `Solution().<func_name>(*args)` (or a top-level function), and write its reply."""
+def _frame(fd, data):
+    view = memoryview(len(data).to_bytes(4, "big") + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_frame(fd):
+    def exact(n):
+        chunks = []
+        while n > 0:
+            b = os.read(fd, min(n, 1 << 20))
+            if not b:
+                raise EOFError
+            chunks.append(b)
+            n -= len(b)
+        return b"".join(chunks)
+    return exact(int.from_bytes(exact(4), "big"))
+
+
+def serve_calls(compiled, func_name, saved, req_r, reply_w):
+    """The sample's program (call mode): load the module once (named `__solution__`, so a `__main__` block does not
+    run, as under lcb_runner), say `L`, then one call per request, `Solution().<func_name>(*args)` (or a top-level
+    function), args being `json.loads` of each input line; each reply a frame. Its module's state stays from call
+    to call (as under lcb_runner). What the program's children left is reaped after each call."""
     _restore_signals(saved)
     import json
     module = type(sys)("__solution__")
@@ -109,20 +130,29 @@ def serve_call(compiled, func_name, saved, data, reply_w):
         exec(compiled, module.__dict__)
         holder = module.__dict__["Solution"]() if "Solution" in module.__dict__ else None
         method = getattr(holder, func_name) if holder is not None else module.__dict__[func_name]
-        os.write(reply_w, b"L")
-        args = [json.loads(line) for line in data.decode("utf-8", "surrogatepass").split("\n")]
-        reply = json.dumps({"value": _plain(method(*args), True)}, ensure_ascii=True)
-    except BaseException as e:  # SystemExit inside the call too: a failed call
+    except BaseException as e:
         _print_traceback()
-        reply = json.dumps({"error": type(e).__name__, "message": str(e)[:300]}, ensure_ascii=True)
-    try:
-        sys.stdout.flush()
-    except BaseException:
-        pass
-    try:
-        view = memoryview(reply.encode("ascii"))
-        while view:
-            view = view[os.write(reply_w, view):]
-    except BaseException:
-        pass
-    os._exit(0)
+        _frame(reply_w, json.dumps({"error": type(e).__name__, "message": str(e)[:300]}).encode("ascii"))
+        os._exit(1)
+    _frame(reply_w, b"L")
+    while True:
+        try:
+            data = _read_frame(req_r)
+        except BaseException:
+            os._exit(0)
+        try:
+            args = [json.loads(line) for line in data.decode("utf-8", "surrogatepass").split("\n")]
+            reply = json.dumps({"value": _plain(method(*args), True)}, ensure_ascii=True)
+        except BaseException as e:  # SystemExit inside a call too: one failed call
+            _print_traceback()
+            reply = json.dumps({"error": type(e).__name__, "message": str(e)[:300]}, ensure_ascii=True)
+        try:
+            sys.stdout.flush()
+        except BaseException:
+            pass
+        _frame(reply_w, reply.encode("ascii"))
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except OSError:
+            pass

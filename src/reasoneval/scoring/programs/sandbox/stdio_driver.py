@@ -154,6 +154,62 @@ def run_test(program, data, lim, ctl_w, cmd_w, res_r):
     return head, out, loads(recv(res_r).decode("ascii"))
 
 
+def _until_clean(res_r):
+    """The frames up to the keeper's `clean` record (what an init that failed wrote before it), and that record."""
+    while True:
+        frame = recv(res_r)
+        try:
+            record = loads(frame.decode("ascii"))
+        except ValueError:
+            continue
+        if type(record) is dict and "clean" in record:
+            return record
+
+
+def judge_calls(code, tests, part, lim, ctl_w, cmd_w, res_r):
+    """Call mode: one init for the sample, whose server makes every call (`c` + the input; `e` ends it)."""
+    passed, ran, first, verdict, detail, cpu_max = 0, 0, -1, PASSED, "", 0.0
+    style, total, result, clean = part.get("compare", "lcb"), len(tests), None, None
+    send(ctl_w, b"t")
+    send(cmd_w, dumps(dict(lim, marshal=False, cpu_times=total + 3)).encode("ascii"))
+    send(cmd_w, code)
+    for i, test in enumerate(tests):
+        send(cmd_w, b"c" + test["input"].encode("utf-8", "surrogatepass"))
+        head = loads(recv(res_r).decode("ascii"))
+        if "clean" in head:  # the init ended without a record
+            clean, head = head, {"end": "error", "err": "the test's init ended without a record"}
+        else:
+            out = recv(res_r)
+        if head.get("end") == "compile":
+            result = {"verdict": RUNTIME, "passed": 0, "ran": 0, "total": total, "first": 0, "cpu": 0.0,
+                      "detail": _printable(str(head.get("err", "")))}
+        elif head.get("end") == "error":
+            result = {"verdict": "error", "passed": passed, "ran": ran, "total": total, "first": -1,
+                      "cpu": round(cpu_max, 3), "detail": _printable(str(head.get("err", "")))}
+        if result is not None:
+            break
+        ran += 1
+        cpu_max = max(cpu_max, float(head.get("cpu") or 0.0))
+        try:
+            failure = _failure(head, out, test["output"], lim, "call", style)
+        except Exception as e:  # the comparison of this program's output: this program's error alone
+            failure = ("error", f"driver: {type(e).__name__}: {str(e)[:100]}")
+        if failure is None:
+            passed += 1
+            continue
+        if first < 0:
+            first, verdict, detail = i, failure[0], failure[1]
+        if failure[0] == "error" or not part.get("all_tests"):
+            break
+    if clean is None:
+        send(cmd_w, b"e")
+        clean = _until_clean(res_r)
+    if result is None and clean.get("clean") == -1:
+        verdict, first, detail = "error", -1, "the scratch directories could not be emptied"
+    return result or {"verdict": verdict, "passed": passed, "ran": ran, "total": total, "first": first,
+                      "cpu": round(cpu_max, 3), "detail": _printable(detail)}
+
+
 def _failure(head, out, expected, lim, mode, style):
     """One test's failure class and reason, or None when it passed."""
     failure = classify(head, lim)
@@ -246,8 +302,9 @@ def trusted_main(in_fd, verdict_fd, ctl_w, cmd_w, res_r):
         lim = {"cpu_s": float(part["cpu_s"]), "wall_s": float(part["wall_s"]), "memory_mb": part.get("memory_mb"),
                "max_output": int(part.get("max_output", 1 << 26)), "mode": cand.get("mode", "stdin"),
                "func_name": cand.get("func_name") or ""}
+        judge = judge_calls if lim["mode"] == "call" else judge_program
         for code in codes:
-            verdicts.append(judge_program(code, tests, part, lim, ctl_w, cmd_w, res_r))
+            verdicts.append(judge(code, tests, part, lim, ctl_w, cmd_w, res_r))
     except BaseException as e:  # the driver's own failure: the programs not judged are errors
         verdicts += [_error(f"driver: {type(e).__name__}: {str(e)[:100]}")] * max(0, count - len(verdicts))
     os.write(verdict_fd, dumps({"verdicts": verdicts}).encode("ascii") + b"\n")

@@ -12,7 +12,7 @@ HERE = Path(__file__).parent
 _BLOCK = re.compile(r"^# <(\w+)>.*?^# </\1>\n", re.DOTALL | re.MULTILINE)
 _PRELUDE_BLOCK = re.compile(r"^# <prelude>.*?^# </prelude>\n", re.DOTALL | re.MULTILINE)
 _PACKAGE_IMPORT = re.compile(r"^\s*(from|import)\s+reasoneval\b", re.MULTILINE)
-PARTS = ("prelude", "keeper", "program", "values")  # the files a driver's text may take in
+PARTS = ("prelude", "keeper", "program", "scratch", "values")  # the files a driver's text may take in
 
 
 def _part(name: str) -> str:
