@@ -4,15 +4,15 @@ sandbox (sandbox/texts.py); standard library only."""
 import os
 
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
-CLEAN_ENTRIES = 1 << 20  # entries the keeper removes from the scratch directories after one test, at most
 
 
 def empty_private_dirs(dirs):
     """Empty the sandbox's private scratch directories (the harness names each with the size of the tmpfs the
     sandbox mounts there; one of another size, never a host directory, is left alone). No recursion: each
     directory is made 0700, its entries moved up to the top, then it is removed, so no depth, mode, name or
-    number of entries can stop or crash this (past CLEAN_ENTRIES it stops and the test still ran). Returns the
-    number of entries removed, or -1 where one could not be."""
+    number of entries can stop or crash this; every pass removes or moves something, or it stops (the work is
+    bounded by what the test's CPU could make). Returns the number of entries removed, or -1 where one could not
+    be (the sample is then a sandbox_error)."""
     removed, failed = 0, False
     for top, size in dirs:
         if top not in PRIVATE_DIRS:
@@ -39,7 +39,7 @@ def empty_private_dirs(dirs):
 def _empty(top):
     serial = 0
     removed = 0
-    while removed < CLEAN_ENTRIES:
+    while True:
         try:
             names = os.listdir(top)
         except OSError:
@@ -90,4 +90,3 @@ def _empty(top):
                 os.close(sub)
         if not progress:
             return removed, False
-    return removed, False
