@@ -251,7 +251,7 @@ class Test:
         self.compiled, self.lim, self.saved, self.private_fds = compiled, lim, saved, private_fds
         self.seen = {}  # pid -> the most CPU seen on its own clock
         self.high = 1
-        self.isolated = True
+        self.server_fds: tuple = ()  # call mode: the server's request and reply ends
 
     def cpu(self):
         """The CPU of every process of the namespace so far: the most of what its processes' own clocks showed and
@@ -500,7 +500,7 @@ class CallServer(Test):
 
     def _wait(self, base, cpu_limit, wall_limit, start):
         """Until the server's next reply frame, its end, or a limit; then every other process of the call ends."""
-        pid, _, rep_r, err_r = self.server
+        pid, _, rep_r, err_r = self.server  # type: ignore[misc]
         buf, err, end, cpu = b"", [], None, 0.0
         while end is None:
             r, _, _ = select.select([rep_r, err_r], [], [], TICK)
