@@ -94,6 +94,7 @@ PROGRAMS: list[tuple[str, str, str, str | None]] = [
     ("sum", "exit_after", SUM + "\nexit()", None),
     ("sum", "sys_exit_0", "import sys\n" + SUM + "\nsys.exit(0)", None),
     ("sum", "exit_before", "exit()\n" + SUM, None),
+    ("sum", "quit_after", SUM + "\nquit()", None),  # lcb_runner's guard sets quit to None: a runtime error, as ours
     ("sum", "global", "s = 0\ndef read():\n    global s\n    s = sum(map(int, input().split()))\nread()\nprint(s)",
      "global"),
     ("sum", "os_write", "import os\na, b = map(int, input().split())\nos.write(1, (str(a + b) + '\\n').encode())",
@@ -145,6 +146,8 @@ PROGRAMS: list[tuple[str, str, str, str | None]] = [
     ("isEven", "as_int", "class Solution:\n    def isEven(self, n):\n        return int(n % 2 == 0)", None),
     ("isEven", "as_string", "class Solution:\n    def isEven(self, n):\n        return 'true' if n % 2 == 0 else 'false'",
      None),
+    ("isEven", "sys_exit_class", "import sys\nclass Solution:\n    def isEven(self, n):\n        if n % 2:\n"
+                                 "            sys.exit(0)\n        return True", None),  # fails in both (docs/contests.md)
     ("isEven", "inverted", "class Solution:\n    def isEven(self, n):\n        return n % 2 == 1", None),
 ]
 

@@ -4,13 +4,48 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
+from tests import real_data
 from tests.fixtures.openai_server import OpenAIServer
+
+# No test sees the data folder unless it is marked `real_data` (then `_real_data_only_where_marked` puts it back
+# for that test alone): removed here, before any fixture of any scope runs.
+os.environ.pop(real_data.ENV, None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A `real_data` test skips, with the reason, where the benchmark files it names are not (tests/real_data.py)."""
+    for item in items:
+        marker = item.get_closest_marker(real_data.MARKER)
+        if marker is not None:
+            why = real_data.missing(tuple(marker.args))
+            if why is not None:
+                item.add_marker(pytest.mark.skip(reason=why))
+
+
+@pytest.fixture(autouse=True)
+def _real_data_only_where_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a `real_data` test sees $REASONEVAL_DATA_DIR: any other test runs as it would on a machine without the
+    data folder, so one that needs the data and is not marked fails in CI (which has the folder) and not at a user's."""
+    if request.node.get_closest_marker(real_data.MARKER) is None:
+        monkeypatch.delenv(real_data.ENV, raising=False)  # should an earlier test have set it by hand
+    elif real_data.DATA_DIR is not None:
+        monkeypatch.setenv(real_data.ENV, str(real_data.DATA_DIR))
+
+
+@pytest.fixture
+def real_data_dir(request: pytest.FixtureRequest) -> Path:
+    """The benchmark files' folder, for a test marked `real_data("<task>.jsonl", ...)` naming the files it reads."""
+    if request.node.get_closest_marker(real_data.MARKER) is None:
+        pytest.fail("a test that reads the benchmark files must be marked @pytest.mark.real_data(\"<task>.jsonl\", ...)")
+    assert real_data.DATA_DIR is not None  # unmarked or without the folder: skipped at collection
+    return real_data.DATA_DIR
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +70,15 @@ def _machine_kernels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _calibration_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The contest limits' calibration (scoring/programs/calibrate.py) cached for the session, never in the user's
+    cache: measured once for the whole session, as once per machine."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REASONEVAL_CALIBRATION_CACHE", str(tmp_path_factory.mktemp("calibration") / "calibration.json"))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _kernel_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,6 +94,8 @@ def _kernel_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
         if machine.is_file():
             shutil.copyfile(machine, path)
     monkeypatch.setenv("REASONEVAL_KERNEL_CACHE", str(path))
+    # and its own cache of weights files' sha256 (results/fingerprint.py), never the user's
+    monkeypatch.setenv("REASONEVAL_HASH_CACHE", str(path.parent / "weights_sha256.json"))
 
 
 @pytest.fixture

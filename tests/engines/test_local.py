@@ -494,7 +494,9 @@ def test_prefix_reuse_gives_bitwise_the_logits_of_whole_prompt_evaluation(thread
     rows_on, texts_on, on = run(True)
     rows_off, texts_off, off = run(False)
     assert off.reused_tokens == off.followed == off.copied_streams == 0
-    assert on.reused_tokens > 10 * len(prompts) and on.followed >= 6 and on.copied_streams >= 1
+    # Each reuse path ran at least once (how many requests take which path depends on how the steps fall, which
+    # differs between machines: not what this test is about).
+    assert on.reused_tokens > 0 and on.followed >= 1 and on.copied_streams >= 1
     assert len(rows_on) == len(prompts) + len(messages)
     assert rows_on == rows_off
     assert texts_on == texts_off

@@ -17,8 +17,6 @@ from reasoneval.run.imported import score
 from reasoneval.scoring import SCORERS, Score, ScoringContext
 from tests.run.test_pipeline import write_data_dir
 
-DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
-
 
 class _RaisesOnBoom:
     """Correct when the response says "right"; raises (a scorer bug, a parser fault) when it says "boom"."""
@@ -83,11 +81,11 @@ def test_lone_surrogates_in_responses_are_stored_scored_and_exported(make_openai
     (run_dir / "report.html").read_text("utf-8")  # valid UTF-8
 
 
-@pytest.mark.skipif(not (DATA / "ifeval.jsonl").is_file(), reason="REASONEVAL_DATA_DIR has no ifeval.jsonl")
-def test_lone_surrogates_reach_the_ifeval_workers_safely(make_openai_server: Any, tmp_path: Path) -> None:
+@pytest.mark.real_data("ifeval.jsonl")
+def test_lone_surrogates_reach_the_ifeval_workers_safely(real_data_dir: Path, make_openai_server: Any, tmp_path: Path) -> None:
     pytest.importorskip("if_verifiable")
     server = make_openai_server(default="A short answer \ud800 without any commas")
-    s = reasoneval.evaluate(base_url=server.base_url, model="test-model", data_dir=str(DATA),
+    s = reasoneval.evaluate(base_url=server.base_url, model="test-model", data_dir=str(real_data_dir),
                             output_dir=str(tmp_path / "results"), retry_backoff=0.01, grading_workers=1,
                             progress=False, print_table=False, tasks=["ifeval"], n=1, limit=2)
     assert s.complete

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -53,21 +52,15 @@ def test_greedy_table_shows_accuracy_and_lmeval_numbers(make_openai_server: Any,
     assert rows["gsm8k-3"]["correct"] == [True]
 
 
-def _gsm8k_data() -> Path:
-    d = Path(os.environ.get("REASONEVAL_DATA_DIR") or "/work/shared/datasets")
-    if not (d / "gsm8k.jsonl").is_file():
-        pytest.skip(f"the gsm8k benchmark file is not in {d} (set REASONEVAL_DATA_DIR)")
-    return d
-
-
 @pytest.mark.slow
 @pytest.mark.local_model
 @pytest.mark.timeout(900)
-def test_embedded_model_four_shot_gsm8k_on_the_completions_api(tmp_path: Path) -> None:
+@pytest.mark.real_data("gsm8k.jsonl")
+def test_embedded_model_four_shot_gsm8k_on_the_completions_api(tmp_path: Path, real_data_dir: Path) -> None:
     """The embedded base-model setup end to end: 4-shot gsm8k prompt, completions API, greedy, 6 problems (each
     about 10 s on one thread: 20 took 224 s of the suite)."""
     r = cli("run", "--tasks", "gsm8k", "--limit", "6", "--api", "completions", "--num-fewshot", "4", "--greedy",
-            "--max-tokens", "128", "--engine-arg", "threads=1", "--data-dir", str(_gsm8k_data()),
+            "--max-tokens", "128", "--engine-arg", "threads=1", "--data-dir", str(real_data_dir),
             "--output-dir", str(tmp_path), "--no-progress", timeout=840)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "accuracy ± SE (%)" in r.stdout

@@ -49,6 +49,8 @@ ERRORS: dict[str, tuple[list[str], str]] = {
     "battery": (["--battery", "lmeval-base"], r"--battery lmeval-base sets --tasks itself \(each row is lm-eval's "
                                               r"setting\)"),
 }
+ERRORS["judge_model"] = (["--judge-model", "judge"], r"--judge-model and --judge-base-url go together")
+ERRORS["judge_base_url"] = (["--judge-base-url", "http://127.0.0.1:9/v1"], r"--judge-model and --judge-base-url go")
 ERRORS_TARGET_SE = [
     (["--target-se", "inf"], r"--target-se is the re-run SE to reach, in points of accuracy, above 0 and below 25"),
     (["--target-se", "1000"], r"below 25 .* \(got 1000.0\)"),
@@ -155,7 +157,7 @@ def test_evaluate_checks_the_options_it_is_given(tmp_path: Path) -> None:
     (["score", "FILE", "--task", "humaneval", "--answer-field", "x"], r"--answer-field name a file's own problems and "
                                                                       r"answers; rows of humaneval are joined"),
     (["score", "FILE", "--task", "humanevl"], r"--task 'humanevl' is no task; did you mean humaneval\?"),
-    (["run", "--tasks", "aime42", "--engine", "echo"], r"unknown task 'aime42'; did you mean aime25\?"),
+    (["run", "--tasks", "aime42", "--engine", "echo"], r"unknown task 'aime42'; did you mean aime26\?"),
 ])
 def test_other_commands_refuse_options_that_would_do_nothing(tiny_run: Path, tmp_path: Path, argv: list[str],
                                                              pattern: str, capsys: pytest.CaptureFixture[str]) -> None:

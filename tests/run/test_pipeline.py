@@ -22,7 +22,6 @@ from reasoneval.tasks import problem_key
 from tests.fixtures.openai_server import Reply
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/<area>/this file)
-SHARED = ROOT.parent / "shared" / "datasets"
 
 AIME = [("Find $x$ if $x+1=5$.", "4"), ("What is $2 \\cdot 5$?", "10"), ("Compute $3^2$.", "9")]
 MATH = [("Simplify $\\frac{2}{4}$.", "\\frac{1}{2}"), ("What is $7-2$?", "5")]
@@ -283,10 +282,10 @@ def test_api_key_is_sent_but_never_written(make_openai_server: Any, tmp_path: Pa
             assert secret.encode() not in path.read_bytes(), path
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/datasets is not beside this checkout")
-def test_real_benchmark_files_from_the_shared_data_dir(make_openai_server: Any, tmp_path: Path) -> None:
+@pytest.mark.real_data("aime25.jsonl", "gsm8k.jsonl")
+def test_real_benchmark_files_from_the_shared_data_dir(make_openai_server: Any, tmp_path: Path, real_data_dir: Path) -> None:
     server = make_openai_server()
-    s = reasoneval.evaluate(base_url=server.base_url, model="test-model", data_dir=str(SHARED),
+    s = reasoneval.evaluate(base_url=server.base_url, model="test-model", data_dir=str(real_data_dir),
                             output_dir=str(tmp_path / "results"), tasks=["aime25", "gsm8k"], n=2, limit=5,
                             grading_workers=1, progress=False, print_table=False)
     assert s.tasks["aime25"].num_problems == 5 and s.tasks["gsm8k"].num_problems == 5

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 HUB_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hub"
-SHARED_DATA = Path("/work/shared/datasets")
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +29,6 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def shared_data_dir() -> Path:
-    if not (SHARED_DATA / "aime24.jsonl").is_file():
-        pytest.skip("shared benchmark data (/work/shared/datasets) not present")
-    return SHARED_DATA
+def shared_data_dir(real_data_dir: Path) -> Path:
+    """The benchmark files (for tests marked `real_data`, tests/real_data.py)."""
+    return real_data_dir

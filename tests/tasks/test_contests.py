@@ -16,7 +16,7 @@ from reasoneval.errors import UserError
 from reasoneval.run.generation import task_options
 from reasoneval.tasks import load_task
 from reasoneval.tasks.contests import decode_lcb_private
-from tests.tasks.conftest import HUB_FIXTURES, SHARED_DATA
+from tests.tasks.conftest import HUB_FIXTURES
 
 
 def _data_dir(tmp_path: Path, task: str) -> Path:
@@ -101,7 +101,8 @@ def test_code_contests_rows_in_the_hub_schema(tmp_path: Path) -> None:
     first, second = problems
     assert [t["kind"] for t in first.payload["tests"]] == ["public", "private", "generated", "generated"]
     assert first.payload["time_limit_s"] == 2.5 and first.payload["memory_mb"] == 256
-    assert first.metadata == {"difficulty": "A", "platform": "codeforces", "rating": 800, "source_id": "1000_A. Double"}
+    assert first.metadata == {"difficulty": "A", "platform": "codeforces", "rating": 800,
+                              "rating_band": "<1200 (newbie-pupil)", "source_id": "1000_A. Double"}
     assert "time_limit_s" not in second.payload and second.payload["memory_mb"] == 128
     assert second.metadata["platform"] == "aizu" and second.metadata["difficulty"] == "unknown"
 
@@ -118,16 +119,16 @@ def test_apps_and_taco_rows(tmp_path: Path) -> None:
     assert taco[0].metadata["platform"] == "codeforces" and taco[1].payload["func_name"] == "square"
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="the shared data dir is not on this machine")
-def test_shared_data_dir_copies() -> None:
-    spec, lcb = load_task("livecodebench", data_dir=SHARED_DATA)
+@pytest.mark.real_data("livecodebench_public.jsonl", "code_contests.jsonl")
+def test_shared_data_dir_copies(shared_data_dir: Path) -> None:
+    spec, lcb = load_task("livecodebench", data_dir=shared_data_dir)
     assert len(lcb) == 879 and spec.origin is not None and spec.origin.endswith("livecodebench_public.jsonl")
     modes = [p.payload["mode"] for p in lcb]
     assert modes.count("stdin") > 0 and modes.count("call") > 0
     assert all(p.payload["func_name"] for p in lcb if p.payload["mode"] == "call")
     assert sum(len(p.payload["tests"]) for p in lcb) == 2299
     with pytest.raises(UserError, match="no contest_date"):
-        load_task("livecodebench", data_dir=SHARED_DATA, options={"release": "v5"})
-    _, cc = load_task("code_contests", data_dir=SHARED_DATA)
+        load_task("livecodebench", data_dir=shared_data_dir, options={"release": "v5"})
+    _, cc = load_task("code_contests", data_dir=shared_data_dir)
     assert len(cc) == 165 and sum(len(p.payload["tests"]) for p in cc) == 1837
     assert all(p.payload["time_limit_s"] >= 0.5 and p.payload["memory_mb"] in (256, 512, 1024) for p in cc)

@@ -230,11 +230,10 @@ def test_gsm8k_without_its_train_split_is_a_one_line_error(tmp_path: Path) -> No
         _prompts(data, 4)
 
 
-def test_gsm8k_prompts_equal_lm_evals_on_the_real_splits(tmp_path: Path) -> None:
+@pytest.mark.real_data("gsm8k.jsonl", "gsm8k_train.jsonl")
+def test_gsm8k_prompts_equal_lm_evals_on_the_real_splits(tmp_path: Path, real_data_dir: Path) -> None:
     """The first 40 real test problems' prompts against the SHA-256 of lm-eval's (make_expected.py)."""
-    shared = Path("/work/shared/datasets")
-    if not (shared / "gsm8k_train.jsonl").is_file():
-        pytest.skip("the real GSM8K splits (../shared/datasets) are not here")
+    shared = real_data_dir
     want = json.loads((LMEVAL_GSM8K / "real_data_sha256.json").read_text())
     for k, hashes in want.items():
         got = [hashlib.sha256(p.encode()).hexdigest() for p in _prompts(shared, int(k), limit=len(hashes))]

@@ -83,6 +83,21 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
                       {"id": "code_contests-1", "time_limit": None}],
     "apps": [{"id": "apps-0", "problem_id": 4000}, {"id": "apps-1", "difficulty": "interview"}, {"id": "apps-2"}],
     "taco": [{"id": "taco-0", "difficulty": "EASY"}, {"id": "taco-1", "source": "geeksforgeeks"}],
+    # MathArena: problem_idx -> source_id, problem_type -> subject, the year; AIME's int64 answers as text
+    "aime26": [{"id": "aime26-0", "answer": "15", "source_id": "1", "year": 2026}, {"answer": "101"}],
+    "hmmt_feb25": [{"answer": "100", "subject": "Algebra", "year": 2025},
+                   {"answer": "\\frac{\\pi}{4}", "subject": "Geometry, Combinatorics", "source_id": "2"}],
+    "hmmt_feb26": [{"answer": "4+3\\sqrt{2}", "year": 2026}, {"answer": "16"}, {"subject": "Number Theory"}],
+    "hmmt_nov25": [{"answer": "1"}, {"answer": "1", "subject": "Geometry"}],
+    "brumo25": [{"answer": "120"}, {"answer": "2\\sqrt{3}"}],
+    "cmimc25": [{"answer": "24"}, {"answer": "9\\pi"}],
+    # HLE: source fields kept (answer_type for the prompt and the rule); the question with an image left out
+    "hle": [{"id": "66fixture0000000000000a1", "answer": "B", "answer_type": "multipleChoice", "category": "Math"},
+            {"id": "66fixture0000000000000b2", "answer": "6"}, {"answer": "1848"}],
+    "smt25": [{"answer": "2", "subject": "Number Theory"}, {"answer": "20", "source_id": "2"}],
+    "codeforces": [{"id": "9001/A", "rating": 800, "contest_start": 1609804800}, {"id": "9001/B"}, {"id": "9002/C"},
+                   {"id": "9002/D", "official_tests_complete": False}, {"id": "9003/E", "rating": None},
+                   {"id": "9003/F"}, {"id": "9004/G", "input_mode": "file"}],
 }
 
 

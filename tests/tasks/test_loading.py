@@ -47,6 +47,7 @@ def test_resolve_unknown_lists_tasks_and_groups() -> None:
     assert "'aime2024'" in msg and "gpqa_diamond" in msg and "math (" in msg and "\n" not in msg
 
 
+@pytest.mark.real_data(*(f"{name}.jsonl" for name in EXPECTED_ROWS))
 def test_loads_every_shared_benchmark(shared_data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REASONEVAL_DATA_DIR", str(shared_data_dir))
     for name, n in EXPECTED_ROWS.items():
@@ -63,6 +64,7 @@ def test_loads_every_shared_benchmark(shared_data_dir: Path, monkeypatch: pytest
     assert aime[0].metadata["year"] == 2024 and "url" in aime[0].metadata
 
 
+@pytest.mark.real_data("amc23.jsonl")
 def test_keys_are_stable_across_loads(shared_data_dir: Path) -> None:
     _, a = load_task("amc23", data_dir=shared_data_dir)
     _, b = load_task("amc23", data_dir=shared_data_dir)
@@ -71,6 +73,7 @@ def test_keys_are_stable_across_loads(shared_data_dir: Path) -> None:
     assert dataset_hash(a[:5]) != dataset_hash(a)
 
 
+@pytest.mark.real_data("math500.jsonl")
 def test_limit_takes_first_n(shared_data_dir: Path) -> None:
     _, full = load_task("math500", data_dir=shared_data_dir)
     _, five = load_task("math500", data_dir=shared_data_dir, limit=5)
@@ -141,6 +144,7 @@ def test_answers_normalised_and_metadata_kept(tmp_path: Path) -> None:
     assert dict(probs[1].metadata) == {"source_id": "7", "url": "u", "solution": "s"}
 
 
+@pytest.mark.real_data("aime24.jsonl")
 def test_task_listing(tmp_path: Path, shared_data_dir: Path) -> None:
     listing = {e["name"]: e for e in task_listing(shared_data_dir)}
     assert set(listing) == set(TASKS)

@@ -30,13 +30,18 @@ def _cmd_compare(a: argparse.Namespace) -> int:
     from reasoneval.report.compare import compare_markdown, render_compare_table
 
     c = compare_runs(a.run_dirs)
+    from reasoneval.report.compare import run_letters
+    from reasoneval.report.setup import setup_comparison, setup_lines
+
+    if not a.json:  # before the numbers: whether the runs share a setup (docs/reproducibility.md)
+        print("\n".join(setup_lines(c.runs, run_letters(c))) + ("\n" if a.markdown else ""))
     if a.html:
         from reasoneval.report.html_page import write_compare_html
 
         write_compare_html(c, Path(a.html))
         print(f"comparison page: {a.html}", file=sys.stderr)
     if a.json:
-        print(json.dumps(c.to_json_dict(), indent=2))
+        print(json.dumps({**c.to_json_dict(), "setup": setup_comparison(c.runs)}, indent=2, default=str))
     elif a.markdown:
         print(compare_markdown(c), end="")
     else:
@@ -65,6 +70,8 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
         hint = f"; for {a.target_se:g} points give {a.target_se / 100:g}" if 0.5 <= a.target_se < 50 else ""
         raise UserError(f"analyze --target-se is a fraction of 1 (0.01 = 1 point; `run --target-se` takes points), above "
                         f"0 and below 0.5 (the largest SE an accuracy can have): got {a.target_se:g}{hint}")
+    if a.rating:
+        return _print_rating(a)
     an = analyze_run(a.run_dir, target=a.target_se, draws=a.draws, seed=a.seed)
     if a.json:
         print(json.dumps(an.to_json_dict(), indent=2))
@@ -96,6 +103,30 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
     return 0
 
 
+def _print_rating(a: argparse.Namespace) -> int:
+    from reasoneval.analysis.rating import rating_analysis, rating_json
+
+    ratings = rating_analysis(a.run_dir)
+    if a.json:
+        print(json.dumps(rating_json(ratings), indent=2))
+        return 0
+    head = ["task", "rating (95% interval)", "rated problems", "unrated", "samples right (%)"]
+    rows = [[t.task, t.estimate.describe(), str(t.estimate.num_problems), str(t.estimate.num_unrated),
+             pct(t.estimate.solve_rate)] if t.estimate else [t.task, "- (fewer than 2 rated problems)", "-", "-", "-"]
+            for t in ratings]
+    bhead = ["task", "rating band", "problems", "samples", "right (%)", "Elo curve at the rating (%)"]
+    brows = [[t.task, b.band, str(b.num_problems), str(b.num_samples), pct(b.observed), pct(b.predicted)]
+             for t in ratings for b in t.bands]
+    title = "Codeforces rating: Elo model fitted to every sample, interval over problems and samples (docs/statistics.md)"
+    if a.markdown:
+        print(f"{title}\n\n{markdown_table(head, rows)}\nby rating band: right against the curve's prediction\n\n"
+              f"{markdown_table(bhead, brows)}", end="")
+    else:
+        print_table(head, rows, title)
+        print_table(bhead, brows, "by rating band: samples right against the Elo curve's prediction at the rating")
+    return 0
+
+
 def _cmd_runs(a: argparse.Namespace) -> int:
     from reasoneval.errors import UserError
     from reasoneval.report.runs import list_runs, table_rows
@@ -106,6 +137,18 @@ def _cmd_runs(a: argparse.Namespace) -> int:
                         "--by-checkpoint or drop --metric")
 
     rows = list_runs(Path(a.dir), model=a.model, task=a.task)
+    if a.group_by == "fingerprint":
+        if a.by_checkpoint:
+            raise UserError("--group-by fingerprint and --by-checkpoint are two layouts of the table: give one")
+        from reasoneval.report.runs import fingerprint_groups
+
+        groups = fingerprint_groups(rows)
+        rows = [row for _, _, members in groups for row in members]
+        if not (a.csv or a.markdown) and rows:
+            for fid, summary, members in groups:
+                head, cells, _ = table_rows(members)
+                print_table(head, cells, f"fingerprint {fid} ({len(members)} runs): {summary}", left=3)
+            return 0
     head, cells, records = table_rows(rows)
     left = 3
     if a.by_checkpoint:
@@ -178,6 +221,8 @@ class AnalyzeFlags:
         "point; `run --target-se` takes points)")
     draws: int = run_option(200, group="", parse=int, help="random subsets per k for the subsampling check")
     seed: int = run_option(0, group="", parse=int, help="seed of the random subsets")
+    rating: bool = _switch("the Codeforces-style rating of each task with rated problems (codeforces, code_contests "
+                           "with cf_rating) and its 95% interval, with the fit per rating band")
     json: bool = _switch(JSON)
     markdown: bool = _switch(MARKDOWN)
 
@@ -194,6 +239,9 @@ class RunsFlags:
         "lm-eval's metric names (exact_match,strict-match, ...)")
     metric: str | None = run_option(None, group="", metavar="GLOB",
                                     help="with --by-checkpoint: only these metrics (e.g. 'exact_match*')")
+    group_by: str | None = run_option(None, group="", choices=("fingerprint",),
+                                      help="fingerprint: one table per setup (engine, weights, kernels, batching, ...: "
+                                      "docs/reproducibility.md), runs made with the same setup together")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def add_doctor_parser(p: argparse.ArgumentParser) -> None:
 def _cmd_doctor(a: argparse.Namespace) -> int:
     from reasoneval.scoring.programs.sandbox import get_sandbox
 
-    facts = {**get_sandbox(a.sandbox).describe(), **_local_kernels()}
+    facts = {**get_sandbox(a.sandbox).describe(), **_cpp_compiler(), **_local_kernels()}
     if a.json:
         print(json.dumps(facts, indent=2))
     else:
@@ -30,6 +30,14 @@ def _cmd_doctor(a: argparse.Namespace) -> int:
         for key, value in facts.items():
             print(f"{key + ':':{width + 1}} {value}")
     return 0
+
+
+def _cpp_compiler() -> dict[str, object]:
+    """Whether the codeforces judge can compile C++ (scoring/programs/codeforces/judge.py)."""
+    from reasoneval.scoring.programs.codeforces.judge import GXX
+
+    return {"c++ compiler": f"{GXX} (g++ -O2 -std=c++17 for the codeforces judge)" if os.path.isfile(GXX) else
+            f"none: {GXX} is missing, C++ programs cannot be judged (apt-get install g++)"}
 
 
 def _local_kernels() -> dict[str, object]:

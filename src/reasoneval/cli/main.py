@@ -94,6 +94,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("download benchmarks ahead of time", "reasoneval.cli.main:add_data_parser"),
     "score": ("grade a run directory again, or an external file of generations",
               "reasoneval.cli.score:add_score_parser"),
+    "judge-check": ("the judge's agreement with labelled answer pairs, beside the rule's",
+                    "reasoneval.cli.judge:add_judge_check_parser"),
     "doctor": ("what the code sandbox can do here: its mode, the memory bound in force",
                "reasoneval.cli.doctor:add_doctor_parser"),
     "sweep": ("evaluate every model/checkpoint of a jobs file on a Ray cluster, one job per GPU",
@@ -104,6 +106,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("SE against samples per problem, samples for a target SE, spread of reruns",
                 "reasoneval.cli.analysis:add_analyze_parser"),
     "runs": ("one table of every run under a results folder", "reasoneval.cli.analysis:add_runs_parser"),
+    "repro": ("generate a subset of a run again: bitwise reproducible, numerics drift, or a real change",
+              "reasoneval.cli.repro:add_repro_parser"),
     "export": ("samples as chat-message training data (JSONL or Parquet)", "reasoneval.cli.analysis:add_export_parser"),
     "view": ("every run of a results folder in the browser, live while it runs", "reasoneval.cli.view:add_view_parser"),
 }

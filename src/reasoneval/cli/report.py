@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from reasoneval.errors import RunIncomplete, UserError
-from reasoneval.run.options import GRADING_OPTIONS, EvalConfig, add_options, run_option
+from reasoneval.run.options import GRADING_OPTIONS, JUDGE_OPTIONS, EvalConfig, add_options, run_option
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ def add_report_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir")
     groups = add_options(p, ReportFlags, ["n", "tasks"])
     add_options(p, EvalConfig, GRADING_OPTIONS)
+    add_options(p, EvalConfig, JUDGE_OPTIONS)
     add_options(p, ReportFlags, ["json"], groups)
     p.add_argument("--html", nargs="?", const="", metavar="FILE",
                    help="say where report.html is (written into the run directory), or write it to FILE too")
@@ -50,10 +51,13 @@ def _cmd_report(a: argparse.Namespace) -> int:
     if log_args and not log_to:
         raise UserError(f"{', '.join(LOG_ARGS[k][0] for k in log_args)} are settings of --log-to, which is not "
                         "asked for: add --log-to NAME or drop them")
+    if a.judge_model is not None and a.judge_base_url is None:
+        raise UserError("--judge-model needs --judge-base-url (the judge's OpenAI-compatible endpoint); "
+                        "--judge-base-url alone moves the run's own judge")
     from reasoneval.run.pipeline import score_run
 
     summary = score_run(a.run_dir, n=a.n, tasks=list(a.tasks) or None, workers=a.grading_workers, grading_timeout=a.grading_timeout,
-                        print_table=not a.json)
+                        print_table=not a.json, judge_model=a.judge_model, judge_base_url=a.judge_base_url)
     if a.json:
         print(json.dumps(summary.to_json_dict(), indent=2))
     if a.html is not None:

@@ -31,6 +31,9 @@ _PROMPT_TOKENS = re.compile(
     re.I,
 )
 _RETRYABLE_STATUS = {408, 409, 425, 429}
+# Response headers that say what serves the model (recorded in the run's fingerprint: results/fingerprint.py); never
+# one that could carry a secret or changes per request.
+_IDENTITY_HEADERS = ("server", "x-powered-by", "openai-version", "via", "x-vllm-version", "x-sglang-version")
 
 
 def refusal_hint(status: int, message: str) -> str:
@@ -82,6 +85,12 @@ class OpenAIEngine:
         # Options the server spells otherwise (Capabilities.renamed: llama.cpp's repeat_penalty), sent under its name.
         self.renamed = dict(renamed or {})
         self._session: aiohttp.ClientSession | None = None
+        # What the server says about itself (`server_report`): /version, identity headers, its /models entry, and the
+        # `system_fingerprint`s its replies carried (OpenAI's name for the backend configuration that served them).
+        self._version: str | None = None
+        self._headers_seen: dict[str, str] = {}
+        self._model_entry: dict[str, Any] = {}
+        self._system_fingerprints: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -112,6 +121,8 @@ class OpenAIEngine:
             await self.close()
             raise UserError(f"model {self.model!r} is not served at {self.base_url}; served: {', '.join(map(str, served))}")
         entry = next(m for m in models if m.get("id") == self.model)
+        self._model_entry = {k: v for k, v in entry.items() if isinstance(v, (str, int, float, bool)) and k != "created"}
+        self._version = await self._server_version()
         root = entry.get("root")
         max_len = entry.get("max_model_len")
         return EngineInfo(
@@ -129,6 +140,7 @@ class OpenAIEngine:
             async with self._session.get(url, timeout=aiohttp.ClientTimeout(total=min(60.0, self.timeout_s))) as r:
                 body = await r.text()
                 status, ctype = r.status, r.headers.get("Content-Type", "")
+                self._note_headers(r.headers)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
             await self.close()
             reason = str(e) or type(e).__name__
@@ -152,6 +164,38 @@ class OpenAIEngine:
             raise UserError(f"{url} returned {kind}: this is not an OpenAI-compatible server {hint}") from None
         return [m for m in models if isinstance(m, dict)]
 
+    def _note_headers(self, headers: Mapping[str, str]) -> None:
+        for name in _IDENTITY_HEADERS:
+            value = headers.get(name)
+            if value:
+                self._headers_seen[name] = str(value)[:200]
+
+    async def _server_version(self) -> str | None:
+        """The server's own version where it reports one (vLLM's and SGLang's GET /version, beside /v1); None
+        where it does not (hosted APIs): recorded as unknown, never guessed."""
+        import aiohttp
+
+        assert self._session is not None
+        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+        for url in (f"{root}/version", f"{self.base_url}/version"):
+            try:
+                async with self._session.get(url, timeout=aiohttp.ClientTimeout(total=min(10.0, self.timeout_s))) as r:
+                    if r.status != 200:
+                        continue
+                    data = json.loads(await r.text())
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError):
+                continue
+            version = data.get("version") if isinstance(data, dict) else None
+            if isinstance(version, (str, int, float)) and str(version):
+                return str(version)[:100]
+        return None
+
+    def server_report(self) -> dict[str, Any]:
+        """What the server reported about itself (for the run's fingerprint)."""
+        return {"version": self._version, "headers": dict(sorted(self._headers_seen.items())),
+                "model_entry": dict(sorted(self._model_entry.items())),
+                "system_fingerprints": sorted(self._system_fingerprints)}
+
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -161,7 +205,7 @@ class OpenAIEngine:
         pass
 
     def describe(self) -> dict[str, Any]:
-        return {"api": self.api}
+        return {"api": self.api, "server_report": self.server_report()}
 
     # -- one request -----------------------------------------------------------------------
 
@@ -195,6 +239,9 @@ class OpenAIEngine:
         if not isinstance(text, str):
             raise EngineError("server returned a non-text answer", retryable=True, answered=True)
         usage = data.get("usage") or {}
+        fingerprint = data.get("system_fingerprint")
+        if isinstance(fingerprint, str) and fingerprint and len(self._system_fingerprints) < 32:
+            self._system_fingerprints.add(fingerprint[:100])
         return Completion(
             text=text,
             finish_reason=choice.get("finish_reason"),

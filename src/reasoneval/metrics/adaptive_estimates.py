@@ -17,6 +17,7 @@ from reasoneval.metrics.summary import (
     beta_prior,
     posterior_variance,
     problem_estimates,
+    settle,
     stderr_resample_adaptive,
 )
 
@@ -93,14 +94,15 @@ def adaptive_summary(outcomes: Sequence[ProblemOutcome], settings: Mapping[str, 
              else posterior_variance(n, c, beta_prior(n, c)))
         uniform_k = max(1, math.ceil(float(np.sum(v)) / (len(n) ** 2 * se * se) - 1e-9))  # 4.0000001 is 4
     hist = np.bincount(n, minlength=1) if len(n) else np.zeros(1, dtype=np.int64)
-    out = {"target_se": target, "se": 100 * se if se < math.inf else None, "met": bool(100 * se <= target + 1e-9),
+    se_points = settle(100 * se) if se < math.inf else None  # the rounding rule of every reported figure
+    out = {"target_se": target, "se": se_points, "met": bool(100 * se <= target + 1e-9),
            "stopped": (settings.get("stopped") or {}).get(task), "max_n": settings.get("max_n"),
            "samples": int(n.sum()), "n_min": int(n.min()) if len(n) else 0, "n_max": int(n.max()) if len(n) else 0,
            "n_histogram": {str(k): int(v) for k, v in enumerate(hist) if v},
            "pass_at_k_max": int(n.min()) if len(n) else 0, "uniform_k": uniform_k,
            "uniform_samples": uniform_k * len(outcomes) if uniform_k is not None else None}
     if plan_se is not None and plan_se < math.inf:
-        out["planned_se"] = 100 * plan_se
+        out["planned_se"] = settle(100 * plan_se)
     return out
 
 

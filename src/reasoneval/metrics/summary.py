@@ -13,6 +13,7 @@ from scipy import optimize, special, stats
 from reasoneval.errors import UserError
 from reasoneval.metrics.majority import maj_at_k, maj_ks
 from reasoneval.metrics.passk import pass_at_k_matrix
+from reasoneval.metrics.rating import RatingEstimate
 from reasoneval.serial import JsonRecord, json_field
 
 
@@ -103,10 +104,51 @@ class TaskMetrics(JsonRecord):
     # (an adaptive run, a file with uneven rows, failed samples); None: each has num_samples. pass@k and maj@k are
     # defined for k <= the fewest only (`defined_k`).
     samples_per_problem: tuple[int, int] | None = json_field(default=None, omit_none=True)
+    # A Codeforces-style rating from the problems of known rating (metadata "rating"; metrics/rating.py), None where
+    # the task's problems have no ratings.
+    rating: RatingEstimate | None = json_field(default=None, omit_none=True)
+
+    def __post_init__(self) -> None:
+        # Every figure under the one rounding rule, however the record was made (computed, replaced, read back).
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _settled(getattr(self, f.name)))
 
     def sample_range(self) -> tuple[int, int]:
         """(fewest, most) samples a problem has (num_samples, num_samples when every problem has K)."""
         return self.samples_per_problem or (self.num_samples, self.num_samples)
+
+
+REPORTED_DIGITS = 10
+REPORTED_FLOOR = 1e-15  # below it in magnitude a figure is 0
+
+
+def settle(x: float) -> float:
+    """A reported figure, rounded to `REPORTED_DIGITS` significant digits (0 below `REPORTED_FLOOR`): the same on
+    every machine.
+
+    numpy's exp/log and BLAS pick their kernels by CPU (AVX-512 or not, the vendor's), so the last bits of a figure
+    differ between machines (maj@2 came out 0.49999999999999994 on one and ...95 on another). Ten digits keep
+    every figure far finer than any error bar, and a difference of a few units in the last place changes the rounded
+    value only when a figure lies within that of a rounding boundary (about one figure in 10^5; none of the
+    pinned ones, tests/results/test_old_runs.py checks)."""
+    if not math.isfinite(x):
+        return x
+    if abs(x) < REPORTED_FLOOR:  # a zero that cancellation left as 1e-17 on one machine and 0.0 on another
+        return 0.0
+    return float(f"{x:.{REPORTED_DIGITS}g}")
+
+
+def _settled(value: Any) -> Any:
+    if isinstance(value, float):
+        return settle(value)
+    if isinstance(value, dict):
+        return {k: _settled(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_settled(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: _settled(getattr(value, f.name))
+                                             for f in dataclasses.fields(value)})
+    return value
 
 
 def _check(outcomes: Sequence[ProblemOutcome], K: int) -> None:

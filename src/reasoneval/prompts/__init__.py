@@ -32,6 +32,7 @@ from typing import Callable, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.prompts.fewshot import Exemplar, FewShotStyle, lmeval_draws, load_styles
+from reasoneval.prompts.hle import hle_chat, hle_completion
 from reasoneval.records import Problem
 from reasoneval.registry import PROMPT_GROUP, Registry
 from reasoneval.tasks.choice import LETTERS, format_choices
@@ -201,6 +202,8 @@ PROMPTS.add("plain", PromptStyle(_plain_chat, _plain_completion))
 PROMPTS.add_lazy("humaneval", "reasoneval.prompts.programs:HUMANEVAL")
 PROMPTS.add_lazy("mbpp", "reasoneval.prompts.programs:MBPP")
 PROMPTS.add_lazy("livecodebench", "reasoneval.prompts.contests:LIVECODEBENCH")
+PROMPTS.add("hle", PromptStyle(hle_chat, hle_completion))  # Humanity's Last Exam's answer format
+PROMPTS.add_lazy("codeforces", "reasoneval.prompts.codeforces:CODEFORCES")
 
 
 def build_messages(problem: Problem, cfg: PromptConfig,

@@ -206,6 +206,20 @@ def _metrics_table(result: RunResult) -> str:
     return "".join(out)
 
 
+def _ratings(result: RunResult) -> str:
+    """The Codeforces-style rating of each task whose problems are rated (metrics/rating.py)."""
+    rated = [(t, m.rating) for t, m in result.tasks.items() if m.rating is not None]
+    if not rated:
+        return ""
+    rows_ = "".join(f"<tr><td>{esc(t)}</td><td>{esc(r.describe())}</td><td>{r.num_problems}</td><td>{r.num_unrated}</td>"
+                    f"<td>{pct(r.solve_rate)}</td></tr>" for t, r in rated)
+    return ('<h3>Codeforces rating</h3><table id="rating"><thead><tr><th>task</th><th>rating (95% interval)</th>'
+            "<th>rated problems</th><th>unrated, left out</th><th>samples right (%)</th></tr></thead>"
+            f"<tbody>{rows_}</tbody></table><p class=muted>Elo model P(solve) = 1/(1+10^((r-R)/400)) fitted to every "
+            "sample; the interval counts both the problems drawn and the samples per problem (docs/statistics.md). "
+            "No percentile against human players: no sourced rating distribution of Codeforces users is used.</p>")
+
+
 def _breakdowns(result: RunResult) -> str:
     out = []
     for t, m in result.tasks.items():
@@ -312,7 +326,7 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
 {"complete" if result.complete else "<b class=bad>incomplete</b>"} · created {esc(cfg.created or "?")} ·
 updated {esc(cfg.updated or "?")}</p>{_view_text(result)}
 <details><summary>settings and versions</summary><pre>{esc(settings)}</pre></details>
-<h2>Metrics</h2>{_metrics_table(result)}
+<h2>Metrics</h2>{_metrics_table(result)}{_ratings(result)}
 {_adaptive(result, [p["n"] for p in problems])}
 <h2>Plots</h2>{_plots(result, lengths, truncated)}
 <h2>By subject and level</h2>{_breakdowns(result)}

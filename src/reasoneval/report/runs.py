@@ -14,6 +14,7 @@ from reasoneval.errors import UserError
 from reasoneval.report.dashboards import Checkpoint, model_checkpoint
 from reasoneval.report.figures import sample_range, top_k
 from reasoneval.report.text import pct_se
+from reasoneval.results import fingerprint
 from reasoneval.results.schema import CONFIG_FILE, SUMMARY_FILE, RunResult, load_run
 from reasoneval.results.scope import VIEWS_DIR
 
@@ -30,6 +31,11 @@ class RunRow:
         if isinstance(ident, dict):  # (as some runs wrote it)
             return ",".join(f"{k}={v}" for k, v in sorted(ident.items()) if v)
         return str(ident or "")
+
+    @property
+    def fingerprint(self) -> str:
+        """The short id of the run's setup (results/fingerprint.py); `~` marks a partial one (an older run)."""
+        return fingerprint.fingerprint_id(fingerprint.of_config(self.result.config))
 
     @property
     def date(self) -> str:
@@ -80,15 +86,16 @@ def table_rows(rows: list[RunRow]) -> tuple[list[str], list[list[str]], list[dic
     """Header and cells for the table / Markdown, plus flat records for CSV (one column per figure). Each row is
     a run's headline (summary.json: its widest complete evaluation); `views` names its narrower commands' tables."""
     tasks = list(dict.fromkeys(t for r in rows for t in r.result.tasks))
-    head = ["model", "identity", "run id", "K", *[f"{t} pass@1 ± SE (%)" for t in tasks], "complete", "date", "views",
+    head = ["model", "identity", "run id", "fingerprint", "K", *[f"{t} pass@1 ± SE (%)" for t in tasks], "complete", "date", "views",
             "dir"]
     cells, records = [], []
     for row in rows:
         r = row.result
         lo, hi = sample_range(r)
         samples = str(hi) if lo == hi else f"{lo}–{hi}"
-        line = [r.model, row.identity, r.run_id, samples]
-        rec: dict[str, Any] = {"model": r.model, "identity": row.identity, "run_id": r.run_id, "n": samples}
+        line = [r.model, row.identity, r.run_id, row.fingerprint, samples]
+        rec: dict[str, Any] = {"model": r.model, "identity": row.identity, "run_id": r.run_id,
+                               "fingerprint": row.fingerprint, "n": samples}
         for t in tasks:
             m = r.tasks.get(t)
             if m is None or m.mean is None:
@@ -103,6 +110,23 @@ def table_rows(rows: list[RunRow]) -> tuple[list[str], list[list[str]], list[dic
         cells.append(line)
         records.append(rec)
     return head, cells, records
+
+
+def fingerprint_groups(rows: list[RunRow]) -> list[tuple[str, str, list[RunRow]]]:
+    """`runs --group-by fingerprint`: the runs by setup, as (fingerprint id, what the setup is in one line, its runs),
+    largest group first."""
+    groups: dict[str, list[RunRow]] = {}
+    for row in rows:
+        groups.setdefault(row.fingerprint, []).append(row)
+    out = []
+    for fid, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        fp = fingerprint.of_config(members[0].result.config)
+        keys = ("engine", "engine_version", "weights_sha256", "quantisation", "dtype", "tensor_parallel", "batch",
+                "concurrency", "kernels", "threads", "accelerator")
+        parts = [f"{k}={fingerprint.short(fp[k], 24)}" for k in keys if k in fp and fp[k] != fingerprint.UNKNOWN]
+        out.append((fid, ", ".join(parts) + (" (partial: made before fingerprints)" if fp.get("partial") else ""),
+                    members))
+    return out
 
 
 # ---- checkpoints x (task, metric): the table of a sweep teams paste into reports -----------------------

@@ -30,8 +30,8 @@ def _extra_rows(name: str, m: TaskMetrics, width: int) -> list[list[str]]:
             for metric, g in m.extra.items()]
 
 
-# the breakdowns shown as rows under their task (competition programming's difficulty and platform)
-ROW_BREAKDOWNS = ("difficulty", "platform")
+# the breakdowns shown as rows under their task (competition programming's difficulty, platform and rating band)
+ROW_BREAKDOWNS = ("difficulty", "platform", "rating_band")
 
 
 def _breakdown_rows(name: str, m: TaskMetrics, width: int) -> list[list[str]]:
@@ -55,6 +55,25 @@ def task_options_lines(result: RunResult) -> list[str]:
         rest = "".join(f", {k} {v}" for k, v in opts.items())
         out.append(f"{name}: {data.num_problems} problems{rest}{window}")
     return out
+
+
+def ungraded_lines(result: RunResult) -> list[str]:
+    """A line per task with ungraded samples (the cascade's judge failed, or a task that needs a judge ran without
+    one): they are counted wrong, so its accuracy is a lower bound until they are graded."""
+    out = []
+    for name, m in result.tasks.items():
+        g = m.extra.get("ungraded")
+        if g is not None and g.mean:
+            out.append(f"{name}: {pct(g.mean)}% of samples ungraded (the judge failed or answered out of format, or no "
+                       "judge was given), counted wrong: re-score (`reasoneval report`) to ask the judge again")
+    return out
+
+
+def rating_lines(result: RunResult) -> list[str]:
+    """A line per task with rated problems: its Codeforces-style rating and interval (metrics/rating.py)."""
+    return [f"{name}: Codeforces rating {m.rating.describe()}, from {m.rating.num_problems} rated problems"
+            + (f" ({m.rating.num_unrated} unrated left out)" if m.rating.num_unrated else "")
+            for name, m in result.tasks.items() if m.rating is not None]
 
 
 def _greedy(result: RunResult) -> bool:
@@ -96,7 +115,8 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
             table.add_row("all (macro)", "", pct(agg.macro_mean), *([""] * (len(ks) + len(majs) + 2)))
     console = console if console is not None else console_for_tables()
     console.print(table)
-    for line in [*task_options_lines(result), k_note(result), *adaptive_lines(result), view_line(result)]:
+    for line in [*task_options_lines(result), *rating_lines(result), k_note(result), *adaptive_lines(result),
+                 view_line(result), *ungraded_lines(result)]:
         if line:
             console.print(line, soft_wrap=True, markup=False)
     for name, m in result.tasks.items():

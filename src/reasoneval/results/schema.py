@@ -120,6 +120,10 @@ class RunConfig(JsonRecord):
     # calibrate.py: factor, the reference workload's CPU time here and on the reference machine), measured once per
     # run; absent for runs without such a task
     calibration: dict[str, Any] = json_field(default_factory=dict, omit_empty=True)
+    # Everything about the setup that can change the generated tokens (results/fingerprint.py: engine and version,
+    # weights' sha256, dtype, parallelism, batching, kernels, threads, accelerator, sampling, seeds, grader); absent in
+    # runs made before it was recorded (fingerprint.of_config derives a partial one)
+    fingerprint: dict[str, Any] = json_field(default_factory=dict, omit_empty=True)
 
     @property
     def model(self) -> str:

@@ -82,7 +82,7 @@ def prompt_config(config: RunConfig) -> PromptConfig:
                         fewshot_seed=style.get("fewshot_seed"))
 
 
-def _task_spec(config: RunConfig, task: str) -> TaskSpec:
+def recorded_task_spec(config: RunConfig, task: str) -> TaskSpec:
     if task in TASKS.names():
         return TASKS.get(task)
     scoring = config.scoring.get(task) or TaskScoring()
@@ -107,7 +107,7 @@ def sent_prompts(config: RunConfig, problems: Sequence[Problem], data_dir: Path 
     for task, ps in by_task.items():
         order = {k: i for i, k in enumerate(config.problem_keys.get(task, []))}
         ps = sorted(ps, key=lambda p: order.get(p.key, len(order)))  # stable: the rest in first-seen order
-        tasks.append(with_fewshot_pool(LoadedTask(_task_spec(config, task), ps), prompt, data_dir))
+        tasks.append(with_fewshot_pool(LoadedTask(recorded_task_spec(config, task), ps), prompt, data_dir))
     s = config.settings
     api = s.api or "chat"
     make = request_maker(tasks, seed=s.seed or 0, sampling=s.sampling or SamplingParams(), api=api, prompt=prompt)

@@ -23,6 +23,7 @@ from reasoneval.metrics.plan_adaptive import PILOT
 from reasoneval.prompts import PROMPTS, Exemplar, PromptConfig
 from reasoneval.records import Problem
 from reasoneval.registry import Registry
+from reasoneval.results import fingerprint
 from reasoneval.results.identity import RunSettings, run_dir_for
 from reasoneval.results.schema import (
     CONFIG_FILE,
@@ -44,6 +45,8 @@ from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_
 from reasoneval.run.progress import ProgressReporter, run_log
 from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
 from reasoneval.scoring import SCORERS, ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring.judge.cascade import cascade_scoring
+from reasoneval.scoring.judge.client import JudgeSettings
 from reasoneval.scoring.lmeval import hendrycks_reference
 from reasoneval.tasks import TASKS, dataset_hash, load_task, load_user_data, resolve_task_names
 from reasoneval.version import __version__
@@ -152,7 +155,7 @@ def used_plugins(cfg: EvalConfig, tasks: Sequence[LoadedTask]) -> dict[str, str]
     for t in tasks:
         if t.name in TASKS:
             used.append(("task", TASKS, t.name))
-        scoring = task_scoring(t, prompt, cfg.lmeval_metrics)
+        scoring = task_scoring(t, prompt, cfg.lmeval_metrics, judge_of(cfg))
         used += [("scorer", SCORERS, s.scorer) for s in (scoring, *scoring.extra.values())]
         style = prompt.for_task(t.name, t.spec.prompt, t.spec.fewshot)
         if style.template is None:
@@ -225,7 +228,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             run_id=settings.run_id, settings=settings, engine=engine_name,
             n=max([cfg.samples_per_problem()] + [2 * int(e.get("max_n") or e.get("n") or 0) for e in history or []]),
             tasks=[t.name for t in tasks], problem_keys={t.name: [p.key for p in t.problems] for t in tasks},
-            scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics) for t in tasks}, engine_config=engine.describe(),
+            scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics, judge_of(cfg)) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if engine_name == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
             datasets={t.name: TaskData(len(t.problems), dataset_hash(list(t.problems)), t.spec.source, t.spec.version,
                                        dict(t.spec.options_given)) for t in tasks},
@@ -233,6 +236,10 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             created=now, updated=now, plugins=used_plugins(cfg, tasks), calibration=run_calibration(run_dir, tasks),
             adaptive={"design": DESIGN, "target_se": cfg.target_se, "max_n": cfg.max_n,
                       "budget_samples": cfg.budget_samples, "history": history, "stopped": {}} if adaptive else None)
+        # the requests in flight the engine takes (the local engine: replicas x parallel), not the flag's
+        in_flight = min(cfg.concurrency, info.max_concurrency or cfg.concurrency)
+        config = dataclasses.replace(config, fingerprint=fingerprint.collect(
+            dataclasses.replace(config, concurrency=in_flight)))
         if new_run:
             write_config(run_dir, config)
         if adaptive:
@@ -248,7 +255,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             log.info("run %s: %s, %d tasks, %d samples wanted, %d already in the store, %d to generate",
                      run_dir, info.model, len(tasks), the_plan.total, the_plan.total - len(the_plan.requests),
                      len(the_plan.requests))
-        concurrency = min(cfg.concurrency, info.max_concurrency or cfg.concurrency)
+        concurrency = in_flight
         stats = GenerationStats()
         sampler = None
         try:
@@ -277,7 +284,10 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                 with contextlib.suppress(OSError, UserError):
                     write_config(run_dir, dataclasses.replace(config, last_generation=stats.timing()))
             raise
-        config = dataclasses.replace(config, last_generation=stats.timing())
+        # The engine as it ended (a kernel fallback, the server's system_fingerprints seen while generating).
+        config = dataclasses.replace(config, last_generation=stats.timing(), engine_config=engine.describe())
+        config = dataclasses.replace(config, fingerprint=fingerprint.collect(
+            dataclasses.replace(config, concurrency=in_flight)))
         write_config(run_dir, on_disk(run_dir, config))
         if stats.requests:
             log.info("generation: %d samples generated, %d failed after their retries; %d requests, %d errors, %d "
@@ -306,7 +316,7 @@ def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: Prom
                       history: Sequence[Mapping[str, Any]], context: ScoringContext) -> AdaptiveSampler:
     """run --target-se: the sampler that feeds the runner, with the store's finished samples counted."""
     make = request_maker(tasks, seed=cfg.seed, sampling=cfg.sampling(), api=cfg.api, prompt=prompt)
-    scorers = {t.name: create_scorer(task_scoring(t, prompt, cfg.lmeval_metrics), context) for t in tasks}
+    scorers = {t.name: create_scorer(task_scoring(t, prompt, cfg.lmeval_metrics, judge_of(cfg)), context) for t in tasks}
     assert cfg.target_se is not None
     settings = AdaptiveSettings(cfg.target_se, cfg.max_n, cfg.budget_samples, tuple(history))
     sampler = AdaptiveSampler(tasks, settings, make, scorers)
@@ -314,7 +324,15 @@ def _adaptive_sampler(cfg: EvalConfig, tasks: Sequence[LoadedTask], prompt: Prom
     return sampler
 
 
-def task_scoring(task: LoadedTask, prompt: PromptConfig, lmeval_metrics: bool = False) -> TaskScoring:
+def judge_of(cfg: EvalConfig) -> JudgeSettings | None:
+    """The judge --judge-model / --judge-base-url name (None: no judge): each task's scoring becomes a cascade."""
+    if cfg.judge_model is None or cfg.judge_base_url is None:
+        return None
+    return JudgeSettings.make(cfg.judge_model, cfg.judge_base_url)
+
+
+def task_scoring(task: LoadedTask, prompt: PromptConfig, lmeval_metrics: bool = False,
+                 judge: JudgeSettings | None = None) -> TaskScoring:
     """The task's scoring with settings that follow the prompt style (lm-eval's strict-match looks for
     the answer in the style's format) filled in for the style this run asks the task with.
 
@@ -326,7 +344,7 @@ def task_scoring(task: LoadedTask, prompt: PromptConfig, lmeval_metrics: bool = 
     lmeval_defined = style.template is None and style.style in task.spec.lmeval_styles
     if scoring.extra and not (lmeval_metrics or lmeval_defined):
         scoring = dataclasses.replace(scoring, extra={})
-    return scoring
+    return cascade_scoring(scoring, judge) if judge is not None else scoring
 
 
 def _previous_config(run_dir: Path) -> RunConfig | None:

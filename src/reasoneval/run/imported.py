@@ -10,6 +10,8 @@ tests or instructions: each row names a problem of the task (HumanEval / MBPP `t
 `prompt`) and is joined to the task's own problems, so it is graded exactly like a run of that task.
 human-eval's samples (`{"task_id", "completion"}`, one row per sample), EvalPlus's (`solution`), Google's
 IFEval responses (`{"prompt", "response"}`) and lm-evaluation-harness logs of these tasks are accepted.
+Competition files (`--task livecodebench|code_contests|apps|taco`, or `--scorer contest`) are joined the same way
+to the task's problems and tests: lcb_runner's output, SkyThought's results.json, our export (run.contest_files).
 """
 
 from __future__ import annotations
@@ -26,11 +28,15 @@ from typing import Any, Iterator, Mapping, Sequence
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.results.identity import RunSettings
-from reasoneval.results.schema import RunConfig, RunResult, load_config, write_config
+from reasoneval.results.schema import RunConfig, RunResult, TaskData, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems
+from reasoneval.run.contest_files import contest_task, read_generation_rows
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
-from reasoneval.tasks import problem_key
+from reasoneval.scoring.judge.cascade import cascade_scoring
+from reasoneval.scoring.judge.client import JUDGEMENTS_FILE, JudgeSettings
+from reasoneval.tasks.keys import dataset_hash, problem_key
+from reasoneval.tasks.spec import TaskSpec
 from reasoneval.tasks.user_data import iter_rows
 
 PROBLEM_FIELDS = ("problem", "question", "prompt", "input", "query")
@@ -38,7 +44,7 @@ ANSWER_FIELDS = ("answer", "gt", "ground_truth", "reference", "target", "expecte
 RESPONSE_FIELDS = ("responses", "gen", "generations", "response", "output", "outputs", "completion",
                    "completions", "generation", "model_output")
 # Tasks whose files are joined to the task's own problems (their rows carry no tests / instructions).
-JOINED_TASKS = ("humaneval", "mbpp", "mbpp_sanitized", "ifeval")
+JOINED_TASKS = ("humaneval", "mbpp", "mbpp_sanitized", "ifeval", "codeforces")
 JOINED_RESPONSE_FIELDS = (*RESPONSE_FIELDS, "solution")  # EvalPlus: the whole program
 
 
@@ -77,7 +83,7 @@ def _responses(value: Any, where: str) -> list[str]:
 
 def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, problem_field: str | None,
                        answer_field: str | None, response_field: str | None, run_id: str | None = None,
-                       n: int | None = None) -> int:
+                       n: int | None = None, judge: JudgeSettings | None = None) -> int:
     """Write `out_dir` (a new, empty folder: `score` swaps it in once it is graded) as a run directory holding
     the file's problems and responses; returns K, the most responses a row has. run_id: the run's (default: the
     folder's name); n: the samples per problem its headline uses (default K)."""
@@ -104,7 +110,9 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
             if key in seen:
                 key = problem_key(question + f"\x1f{line}", answer)  # the same problem twice stays two rows
             seen.add(key)
-            p = Problem(task=task, id=pid, problem=question, answer=answer, key=key)
+            kind = row.get("answer_type")  # HLE's rows: multiple choice or a short answer (its rule reads it)
+            p = Problem(task=task, id=pid, problem=question, answer=answer, key=key,
+                        payload={"answer_type": kind} if isinstance(kind, str) else {})
             problems.append(p)
             texts = _responses(resp, where)
             K = max(K, len(texts))
@@ -114,12 +122,28 @@ def import_generations(path: Path, out_dir: Path, *, task: str, scorer: str, pro
     if not problems:
         raise UserError(f"{path} holds no rows")
     add_problems(out_dir, problems)
+    scoring = file_scoring(task, scorer)
+    scoring = cascade_scoring(scoring, judge) if judge is not None else scoring
     write_config(out_dir, RunConfig(
         run_id=run_id or out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path),
-        n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]}, scoring={task: TaskScoring(scorer)},
+        n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]}, scoring={task: scoring},
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         plugins={f"scorer/{scorer}": origin for origin in [SCORERS.provenance(scorer)] if origin}))
     return K
+
+
+def file_scoring(task: str, scorer: str) -> TaskScoring:
+    """How a file's rows are graded: `scorer` plainly, except a file labelled with a task of the catalog whose scoring
+    has settings or is a cascade (MathArena's exact grading, HLE's rule and judge prompt) and the default scorer:
+    that task's scoring (without its lm-eval columns, which need the task's prompt style)."""
+    from reasoneval.tasks.registry import TASKS
+
+    if scorer != "math" or task not in TASKS:
+        return TaskScoring(scorer)
+    own = TASKS.get(task).scoring
+    if own.scorer == "cascade" or (own.scorer == "math" and own.settings):
+        return TaskScoring(own.scorer, dict(own.settings))
+    return TaskScoring(scorer)
 
 
 def joined_task(task: str | None, scorer: str, first_row: Mapping[str, Any] | None) -> str | None:
@@ -153,6 +177,9 @@ def _join_id(task: str, row: Mapping[str, Any]) -> tuple[str, str] | None:
         if isinstance(row.get("prompt"), str):
             return "prompt", row["prompt"]
         return None
+    if task == "codeforces":  # open-r1/codeforces' problem id ("1623/C"), as `id` or `problem_id`
+        value = row.get("problem_id", row.get("id"))
+        return ("id", str(value)) if value is not None else None
     if row.get("task_id") is not None:
         return "task_id", str(row["task_id"])
     return None
@@ -171,6 +198,8 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_fi
         if task == "ifeval":
             by_id[("key", str(p.payload.get("key")))] = p
             by_id[("prompt", p.problem)] = p
+        elif task == "codeforces":
+            by_id[("id", p.id)] = p
         else:
             by_id[("task_id", str(p.payload.get("task_id")))] = p
     texts: dict[str, list[str]] = {}  # problem key -> its responses, in file order
@@ -180,7 +209,7 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_fi
         doc = row["doc"] if lm_eval else row
         jid = _join_id(task, doc)
         if jid is None:
-            names = "key or prompt" if task == "ifeval" else "task_id"
+            names = {"ifeval": "key or prompt", "codeforces": "id or problem_id"}.get(task, "task_id")
             raise UserError(f"{where}: no {names} field naming a {task} problem; fields: {', '.join(doc)}")
         problem = by_id.get(jid)
         if problem is None:
@@ -198,6 +227,28 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_fi
         texts.setdefault(problem.key, []).extend(got)
     if not texts:
         raise UserError(f"{path} holds no rows")
+    return write_joined_run(path, out_dir, spec, all_problems, texts, run_id=run_id, n=n)
+
+
+def import_contest_generations(path: Path, out_dir: Path, *, task: str, response_field: str | None,
+                               data_dir: str | None, run_id: str | None = None, n: int | None = None) -> int:
+    """Write `out_dir` (a new, empty folder) as a run directory of the competition task `task` holding the file's
+    programs or responses (lcb_runner's output, SkyThought's results, our export: run.contest_files); returns K."""
+    from reasoneval.run.contest_files import join_contest_file
+    from reasoneval.tasks.loading import load_task
+
+    spec, all_problems = load_task(task, data_dir=Path(data_dir) if data_dir else None)
+    texts = join_contest_file(path, task, spec, all_problems, response_field=response_field,
+                              response_fields=RESPONSE_FIELDS)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return write_joined_run(path, out_dir, spec, all_problems, texts, run_id=run_id, n=n)
+
+
+def write_joined_run(path: Path, out_dir: Path, spec: TaskSpec, all_problems: Sequence[Problem],
+                     texts: Mapping[str, list[str]], *, run_id: str | None, n: int | None) -> int:
+    """The run directory of a file joined to a task: the problems it answers (in the task's order), their
+    responses, and config.json with the task's scoring and where its problems came from; returns K."""
+    task = spec.name
     problems = [p for p in all_problems if p.key in texts]  # the task's order
     K = max(len(t) for t in texts.values())
     with SampleStore(out_dir) as store:
@@ -209,18 +260,19 @@ def import_task_generations(path: Path, out_dir: Path, *, task: str, response_fi
     write_config(out_dir, RunConfig(
         run_id=run_id or out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path),
         n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]},
-        scoring={task: spec.scoring.with_style_pattern(None)}, created=time.strftime("%Y-%m-%dT%H:%M:%S%z")))
+        scoring={task: spec.scoring.with_style_pattern(None)}, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        datasets={task: TaskData(len(problems), dataset_hash(problems), spec.source, spec.version)}))
     return K
 
 
 def _first_row(path: Path) -> Mapping[str, Any] | None:
-    for _, row in iter_rows(str(path))[0]:
+    for _, row in read_generation_rows(path):
         return row
     return None
 
 
 # The graders' caches a re-import keeps (keyed by answer and reference, or by program and tests: still valid).
-CACHE_FILES = ("grades.jsonl", "code_runs.jsonl")
+CACHE_FILES = ("grades.jsonl", "code_runs.jsonl", JUDGEMENTS_FILE)
 
 
 @contextlib.contextmanager
@@ -278,11 +330,14 @@ def check_task_label(task: str | None) -> None:
 def score(path: str, *, n: int | None = None, output_dir: str | None = None, task: str | None = None,
           scorer: str = "math", problem_field: str | None = None, answer_field: str | None = None,
           response_field: str | None = None, workers: int | None = None, grading_timeout: float = GRADING_TIMEOUT_S,
-          print_table: bool = True, data_dir: str | None = None) -> RunResult:
+          print_table: bool = True, data_dir: str | None = None, judge_model: str | None = None,
+          judge_base_url: str | None = None) -> RunResult:
     """Grade a run directory again (its headline), or a file of generations: the file becomes a run directory
     (FILE.reasoneval, or output_dir) made afresh and graded, which replaces the earlier one only once it is whole,
     so a file that cannot be read or graded leaves the earlier results as they were. Problems may have different
-    numbers of responses: pass@k and maj@k are then reported for k up to the fewest (report.figures)."""
+    numbers of responses: pass@k and maj@k are then reported for k up to the fewest (report.figures).
+    judge_model, judge_base_url: a file's scoring becomes the rule-then-judge cascade with this judge (a run
+    directory keeps the judge its config.json records)."""
     from reasoneval.run.pipeline import score_run
 
     src = Path(path)
@@ -292,17 +347,25 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
         return score_run(src, n=n, workers=workers, grading_timeout=grading_timeout, print_table=print_table)
     if n is not None and n < 1:
         raise UserError(f"--n must be at least 1 (got {n})")
+    if (judge_model is None) != (judge_base_url is None):
+        raise UserError("--judge-model and --judge-base-url go together: give both or neither")
+    judge = JudgeSettings.make(judge_model, judge_base_url) if judge_model and judge_base_url else None
     out = Path(output_dir) if output_dir else src.with_name(src.name + ".reasoneval")
     SCORERS.get(scorer)  # an unknown scorer fails before anything is written
     check_task_label(task)
-    joined = joined_task(task, scorer, _first_row(src) if task not in JOINED_TASKS else None)
+    contest = contest_task(task, scorer, _first_row(src) if scorer == "contest" and task is None else None)
+    joined = None if contest else joined_task(task, scorer, _first_row(src) if task not in JOINED_TASKS else None)
     with _replacing(out) as stage:
-        if joined is not None:
+        if contest is not None:
+            import_contest_generations(src, stage, task=contest, response_field=response_field, data_dir=data_dir,
+                                       run_id=out.name, n=n)
+        elif joined is not None:
             import_task_generations(src, stage, task=joined, response_field=response_field, data_dir=data_dir,
                                     run_id=out.name, n=n)
         else:
             import_generations(src, stage, task=task or src.stem, scorer=scorer, problem_field=problem_field,
-                               answer_field=answer_field, response_field=response_field, run_id=out.name, n=n)
+                               answer_field=answer_field, response_field=response_field, run_id=out.name, n=n,
+                               judge=judge)
         result = score_run(stage, workers=workers, grading_timeout=grading_timeout, print_table=False)
     result = dataclasses.replace(result, run_dir=out)
     if print_table:

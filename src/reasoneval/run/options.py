@@ -296,6 +296,12 @@ class EvalConfig(SamplingParams):
                                              help="grading processes (default: CPU count)")
     grading_timeout: float = run_option(GRADING_TIMEOUT_S, group=EXECUTION, parse=float,
                                         help="seconds per grading item (default %(default)g)")
+    # The rule-then-judge cascade (scoring/judge, docs/grading.md): scoring only, not part of the run id.
+    judge_model: str | None = run_option(
+        None, group=EXECUTION, metavar="NAME",
+        help="a judge model for what the rule cannot decide (with --judge-base-url); recorded in config.json")
+    judge_base_url: str | None = run_option(None, group=EXECUTION, metavar="URL",
+                                            help="the judge's OpenAI-compatible endpoint, e.g. http://localhost:8001/v1")
     # None: a live bar on a terminal, log lines elsewhere.
     progress: bool | None = run_option(None, group=EXECUTION, flag="--no-progress", action="false",
                                        help="log lines instead of a live bar")
@@ -331,6 +337,9 @@ class EvalConfig(SamplingParams):
             (0 < self.top_p <= 1, f"--top-p must be in (0, 1] (got {self.top_p})"),
             (self.api in ("chat", "completions"), f"--api must be 'chat' or 'completions' (got {self.api!r})"),
             (self.grading_timeout > 0, f"--grading-timeout must be positive (got {self.grading_timeout})"),
+            ((self.judge_model is None) == (self.judge_base_url is None),
+             "--judge-model and --judge-base-url go together: give both (the judge's name as served, and its "
+             "OpenAI-compatible endpoint) or neither"),
             (self.schedule in SCHEDULES, f"--schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})"),
             (self.target_se is None or (math.isfinite(self.target_se) and 0 < self.target_se < MAX_TARGET_SE),
              f"--target-se is the re-run SE to reach, in points of accuracy, above 0 and below {MAX_TARGET_SE:g} (the "
@@ -476,9 +485,11 @@ def add_run_options(parser: argparse.ArgumentParser, cls: type = EvalConfig) -> 
 
 # The `reasoneval run` flags other commands share (same flag, default and help).
 GRADING_OPTIONS = ("grading_workers", "grading_timeout")
+# The judge of the rule-then-judge cascade (`run`, `score FILE`, `judge-check`).
+JUDGE_OPTIONS = ("judge_model", "judge_base_url")
 
 
-__all__ = ["CliOption", "EvalConfig", "GRADING_OPTIONS", "StoreWithOldSpellings", "add_field", "add_options",
+__all__ = ["CliOption", "EvalConfig", "GRADING_OPTIONS", "JUDGE_OPTIONS", "StoreWithOldSpellings", "add_field", "add_options",
            "add_run_options", "check_values", "config_from_args", "given_flags", "default_engine", "engine_flag_values", "engine_flags",
            "field_default", "flag_of", "json_object", "known_keys", "options_from_args", "rename_old_keys", "run_option",
            "GIVEN", "SAMPLING", "cli_of", "takes_options_of"]

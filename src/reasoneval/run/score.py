@@ -16,6 +16,7 @@ from reasoneval.atomic import FileSet
 from reasoneval.errors import UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
 from reasoneval.metrics.adaptive_estimates import adaptive_summary, plan_se_of, with_estimates
+from reasoneval.metrics.rating import rating_from
 from reasoneval.records import Problem
 from reasoneval.report.html_page import write_run_html
 from reasoneval.report.parquet import ResultsWriter
@@ -35,11 +36,12 @@ from reasoneval.results.store import read_problems
 from reasoneval.results.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
+from reasoneval.scoring.judge.cascade import judged_by
 
 log = logging.getLogger("reasoneval")
 
 # Metadata fields that get an accuracy breakdown in summary.json where the data has them.
-BREAKDOWN_FIELDS = ("subject", "level", "difficulty", "platform")
+BREAKDOWN_FIELDS = ("subject", "level", "difficulty", "platform", "rating_band", "contest_year")
 # Response bytes per results.parquet batch (Arrow holds ~3x that while building and compressing it).
 PARQUET_BATCH_BYTES = 8 << 20
 
@@ -54,7 +56,8 @@ def disk_error(e: OSError, where: Path | str) -> UserError:
 def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | None = None,
               workers: int | None = None, grading_timeout: float = GRADING_TIMEOUT_S, print_table: bool = True,
               write: bool = True, scope: Scope | None = None, adaptive: Mapping[str, Any] | None = None,
-              command: RunConfig | None = None) -> RunResult:
+              command: RunConfig | None = None, judge_model: str | None = None,
+              judge_base_url: str | None = None) -> RunResult:
     """Score a run directory's store for one command and print its table; no request is sent. Returns the
     command's result.
 
@@ -70,7 +73,10 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
     for the tasks where its evaluation becomes the headline's, else into its view only.
     """
     run_dir = Path(run_dir)
-    config = load_config(run_dir)
+    on_disk = config = load_config(run_dir)
+    if judge_base_url is not None:  # report --judge-base-url (--judge-model): the judge, recorded with the headline
+        config = dataclasses.replace(config, scoring={t: judged_by(s, judge_model, judge_base_url)
+                                                      for t, s in config.scoring.items()})
     all_problems = read_problems(run_dir)
     known: dict[str, list[str]] = {}
     for p in all_problems:
@@ -94,7 +100,7 @@ def score_run(run_dir: Path, *, n: int | None = None, tasks: Sequence[str] | Non
                     top, top_parquet = _evaluate(run_dir, top_config, chosen, top_config.adaptive, all_problems, context,
                                                  files)
                     _stage(top, top_parquet, files)
-                if top_config != config:
+                if top_config != on_disk:
                     files.write_json(run_dir / CONFIG_FILE, top_config.to_json_dict())
                 if decision.view is not None:  # narrower, or only part of a wider headline: this command's view
                     # Whether the headline changes with it is read off the files, before and after (issue 41.3).
@@ -221,7 +227,12 @@ def _evaluate(run_dir: Path, config: RunConfig, scope: Scope, adaptive_settings:
         for name in (config.scoring.get(t) or TaskScoring()).extra:
             fields[f"subject [{name}]"] = breakdown(os_, meta, "subject", metric=name)
         per_task[t] = dataclasses.replace(task_metrics(os_, bound[t]), breakdown={f: b for f, b in fields.items() if b},
-                                          se_vs_k=se_vs_k(os_, bound[t]))
+                                          se_vs_k=se_vs_k(os_, bound[t]),
+                                          rating=rating_from((meta[o.problem_key].get("rating"), o.correct) for o in os_))
+    for t, scorer in scorers.items():  # a scorer's figures of the whole task (the cascade's HLE calibration error)
+        task_figures = getattr(scorer, "task_figures", None)
+        if callable(task_figures) and t in per_task:
+            per_task[t] = dataclasses.replace(per_task[t], extra={**per_task[t].extra, **task_figures()})
     K = max(bound.values(), default=1)
     result = RunResult(
         model=config.model, run_id=config.run_id, run_dir=run_dir, config=with_scope(config, scope, adaptive_settings),

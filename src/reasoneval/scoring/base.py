@@ -147,11 +147,14 @@ SCORERS.add_lazy("math", "reasoneval.scoring.maths.scorer:MathScorer")
 SCORERS.add_lazy("choice", "reasoneval.scoring.maths.scorer:ChoiceScorer")
 SCORERS.add_lazy("code", "reasoneval.scoring.programs.scorer:CodeScorer")
 SCORERS.add_lazy("contest", "reasoneval.scoring.programs.contest:ContestScorer")
+SCORERS.add_lazy("codeforces", "reasoneval.scoring.programs.codeforces.judge:CodeforcesScorer")
 SCORERS.add_lazy("ifeval", "reasoneval.scoring.ifeval.scorer:IFEvalScorer")
 SCORERS.add_lazy("strict_match", "reasoneval.scoring.lmeval:StrictMatchScorer")
 SCORERS.add_lazy("flexible_extract", "reasoneval.scoring.lmeval:FlexibleExtractScorer")
 SCORERS.add_lazy("exact_match", "reasoneval.scoring.lmeval:ExactMatchScorer")
 SCORERS.add_lazy("math_verify", "reasoneval.scoring.lmeval:MathVerifyScorer")
+SCORERS.add_lazy("cascade", "reasoneval.scoring.judge.cascade:CascadeScorer")
+SCORERS.add_lazy("hle", "reasoneval.scoring.judge.hle:HLERule")
 
 
 def create_scorer(scoring: TaskScoring, context: ScoringContext) -> Scorer:

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.scoring.base import FROM_PROMPT_STYLE, TaskScoring
-from reasoneval.tasks import arith, contests, hub, ifeval, programs
+from reasoneval.tasks import arith, codeforces, contests, hub, ifeval, programs
 from reasoneval.tasks.registry import TASKS
 from reasoneval.tasks.spec import HubSource, TaskSpec
 
@@ -100,6 +100,11 @@ APPS = TaskSpec("apps", "APPS test split (5,000 problems: introductory, intervie
                 scoring=TaskScoring("contest"), prompt="livecodebench",
                 hub=HubSource("codeparrot/apps", "test", contests.keep_row), row_to_problem=contests.apps_problem,
                 options=contests.contest_options, scoring_options=contests.CONTEST_OPTIONS)
+CODEFORCES = TaskSpec(
+    "codeforces", "Codeforces problems of open-r1/codeforces with their official tests and ratings (--task-arg since=, "
+    "until=, language=python|cpp|any; analyze --rating)", scoring=TaskScoring("codeforces"), prompt="codeforces",
+    hub=HubSource("open-r1/codeforces", "test", contests.keep_row), row_to_problem=codeforces.codeforces_problem,
+    options=codeforces.codeforces_options, scoring_options=codeforces.SCORING_OPTIONS)
 TACO = TaskSpec("taco", "TACO test split (1,000 problems)", size=1000, scoring=TaskScoring("contest"),
                 prompt="livecodebench", hub=HubSource("BAAI/TACO", "test", contests.keep_row),
                 row_to_problem=contests.apps_problem, options=contests.contest_options,
@@ -111,6 +116,8 @@ IFEVAL = TaskSpec("ifeval", "IFEval: 541 prompts with verifiable instructions", 
 GROUPS: dict[str, tuple[str, ...]] = {
     "math": ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench"),
     "math_full": ("hendrycks_math",),  # an alias
+    # MathArena's competitions (tasks/matharena.py), released after each contest: after most training data
+    "matharena": ("aime26", "hmmt_feb25", "hmmt_feb26", "hmmt_nov25", "brumo25", "cmimc25", "smt25"),
 }
 
 

@@ -28,7 +28,9 @@ Sources:
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import math
 import pickle
 import re
 import zlib
@@ -58,6 +60,25 @@ _CC_TIME = re.compile(r"Time Limit: \{'seconds': (\d+), 'nanos': (\d+)\}")
 _CC_MEMORY = re.compile(r"Memory Limit: (\d+) Bytes")
 _FUNC = re.compile(r"def\s+(\w+)\s*\(\s*self")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+# Rating bands at Codeforces' title boundaries (problem ratings, not players': a problem rated 1900 is about a Div. 2 D;
+# the bands only group the breakdown). Here, not in metrics: loading a task
+# imports no numpy (`reasoneval tasks`).
+RATING_BANDS = ((1200, "<1200 (newbie-pupil)"), (1600, "1200-1599 (pupil-specialist)"),
+                (1900, "1600-1899 (expert)"), (2100, "1900-2099 (candidate master)"),
+                (2400, "2100-2399 (master)"), (math.inf, ">=2400 (grandmaster)"))
+
+
+def rating_band(rating: float) -> str:
+    return next(name for upper, name in RATING_BANDS if rating < upper)
+
+
+def row_rating(value: Any) -> int | None:
+    """A row's rating: a positive number (open-r1/codeforces writes null for unrated problems, CodeContests 0)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        return None
+    return int(value)
 
 
 def _str(where: str, row: Row, *names: str) -> str:
@@ -152,8 +173,17 @@ def livecodebench_problem(task: str, where: str, row: Row, default_id: str) -> P
         "title": row.get("question_title") or None,
     }.items() if v is not None}
     payload = {"tests": tests, "mode": mode, "func_name": func or None, "starter_code": starter}
-    key = problem_key(text, json.dumps([starter, tests[:3]]))
+    key = content_key(text, payload, row.get("question_id"))
     return Problem(task=task, id=pid, problem=text, answer="", key=key, payload=payload, metadata=meta)
+
+
+def content_key(text: str, payload: Mapping[str, Any], source_id: Any = None) -> str:
+    """A contest problem's key: its statement and everything that grades it (every test, the mode, function,
+    starter code and limits) with the source's own id, so rows that differ anywhere stay distinct problems (a key
+    of the statement and the first tests merged rows that differed only in later tests). The payload enters as
+    its sha256: a problem's tests may be megabytes, hashed once, not whitespace-normalised."""
+    graded = json.dumps([payload, source_id], sort_keys=True, ensure_ascii=False, default=str)
+    return problem_key(text, hashlib.sha256(graded.encode("utf-8")).hexdigest())
 
 
 def livecodebench_window(problems: list[Problem], options: Mapping[str, str]) -> tuple[list[Problem], dict[str, str]]:
@@ -243,11 +273,13 @@ def code_contests_problem(task: str, where: str, row: Row, default_id: str) -> P
         "difficulty": CC_DIFFICULTIES.get(diff, str(diff)) if isinstance(diff, int) else (diff or None),
         "platform": CC_SOURCES.get(src, str(src)) if isinstance(src, int) else (src or None),
         "rating": row.get("cf_rating") or None,
+        "rating_band": rating_band(row["cf_rating"]) if row_rating(row.get("cf_rating")) else None,
         "source_id": row.get("name") or None,
     }.items() if v is not None}
     payload = {"tests": tests, "mode": "stdin", "time_limit_s": time_s, "memory_mb": _megabytes(int(memory)) if memory else None}
-    return Problem(task=task, id=pid, problem=text, answer="", key=problem_key(text, json.dumps(tests[:3])),
-                   payload={k: v for k, v in payload.items() if v is not None}, metadata=meta)
+    payload = {k: v for k, v in payload.items() if v is not None}
+    return Problem(task=task, id=pid, problem=text, answer="", key=content_key(text, payload, row.get("name")),
+                   payload=payload, metadata=meta)
 
 
 def _megabytes(n: int) -> int:
@@ -292,8 +324,11 @@ def apps_problem(task: str, where: str, row: Row, default_id: str) -> Problem | 
     payload = {"tests": tests, "mode": "call" if fn else "stdin", "func_name": fn or None,
                "starter_code": str(row.get("starter_code") or ""), "compare": "tokens",
                "time_limit_s": time_s, "memory_mb": memory}
-    return Problem(task=task, id=pid, problem=text, answer="", key=problem_key(text, json.dumps(tests[:3])),
-                   payload={k: v for k, v in payload.items() if v is not None}, metadata=meta)
+    payload = {k: v for k, v in payload.items() if v is not None}
+    # APPS's problem_id, else TACO's url (TACO has no id; the same statement recurs under several sources)
+    source = row.get("problem_id") if row.get("problem_id") is not None else row.get("url")
+    return Problem(task=task, id=pid, problem=text, answer="", key=content_key(text, payload, source),
+                   payload=payload, metadata=meta)
 
 
 def _joined(v: Any) -> str:

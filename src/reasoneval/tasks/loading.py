@@ -12,6 +12,7 @@ Hub: `datasets.load_dataset(id, config, split=...)`, mapped by the task's `HubSo
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import socket
@@ -180,6 +181,7 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
     if options and spec.options is None:
         raise UserError(f"task {name} takes no --task-arg (given: {', '.join(sorted(options))})")
     rows: list[NumberedRow]
+    digest: str | None = None
     if spec.generate is not None:
         rows = [(f"{name}[{i}]", r) for i, r in enumerate(spec.generate())]
         origin = getattr(spec.generate, "origin", "generated")
@@ -196,6 +198,7 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
             kind, path = local
             origin = f"{kind}:{path}"
         rows = read_jsonl(path)
+        digest = file_sha256(path)
     if limit is not None and spec.row_to_problem is None and spec.options is None:
         rows = rows[:limit]
     problems = problems_from_rows(spec, rows)
@@ -208,7 +211,17 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
     passed_on = {k: {"true": True, "false": False}.get(v, v) for k, v in given.items() if k in spec.scoring_options}
     if passed_on:
         scoring = dataclasses.replace(scoring, settings={**scoring.settings, **passed_on})
-    return dataclasses.replace(spec, origin=origin, options_given=tuple(given.items()), scoring=scoring), problems
+    return dataclasses.replace(spec, origin=origin, data_sha256=digest, options_given=tuple(given.items()),
+                               scoring=scoring), problems
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a data file, for config.json: which bytes a run's problems were read from."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def read_package_file(task: str, data: PackageFile) -> tuple[list[NumberedRow], str]:

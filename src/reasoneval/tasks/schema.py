@@ -13,7 +13,9 @@ Multiple-choice rows (gpqa_diamond) may come in two layouts:
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -26,6 +28,8 @@ from reasoneval.tasks.spec import TaskSpec
 STR_META = ("solution", "subject", "source_id", "url")
 INT_META = ("level", "year")
 META_KEYS = ("subject", "level", "year", "source_id", "url", "solution")
+
+log = logging.getLogger("reasoneval")
 
 NumberedRow = tuple[str, Mapping[str, Any]]  # (where: "file:line", row)
 
@@ -162,8 +166,14 @@ def problem_from_row(spec: TaskSpec, where: str, row: Mapping[str, Any], default
 
 
 def problems_from_rows(spec: TaskSpec, rows: Iterable[NumberedRow]) -> list[Problem]:
+    """The rows' problems, one per row. Two rows whose problems are the same (the same key: the same text and
+    answer, or for a contest the same statement, tests and source id) under different ids stay two problems, as
+    the dataset has them: the later one's key also hashes its id (samples are stored by key, so one key would
+    merge them), and a warning names them."""
     problems: list[Problem] = []
     seen: dict[str, str] = {}
+    keys: dict[str, str] = {}
+    repeats: list[str] = []
     for i, (where, row) in enumerate(rows):
         p = problem_from_row(spec, where, row, f"{spec.name}-{i}")
         if p is None:
@@ -171,5 +181,12 @@ def problems_from_rows(spec: TaskSpec, rows: Iterable[NumberedRow]) -> list[Prob
         if p.id in seen:
             raise UserError(f"{where}: duplicate id {p.id!r} (first at {seen[p.id]}); ids must be unique")
         seen[p.id] = where
+        if p.key in keys:
+            repeats.append(f"{p.id} (same as {keys[p.key]})")
+            p = dataclasses.replace(p, key=problem_key(p.key, p.id))
+        keys[p.key] = p.id
         problems.append(p)
+    if repeats:
+        log.warning("task %s: %d rows repeat an earlier row's problem under another id, kept as distinct problems: "
+                    "%s", spec.name, len(repeats), ", ".join(repeats[:5]) + (", ..." if len(repeats) > 5 else ""))
     return problems

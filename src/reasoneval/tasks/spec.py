@@ -79,6 +79,8 @@ class TaskSpec:
       data is loaded; the loaded count can differ (other copies of a benchmark differ).
     generate: for tasks generated in code (no file, no download): returns uniform rows.
     origin: where the loaded problems came from (set by `load_task`, e.g. "data_dir:/x/aime24.jsonl").
+    data_sha256: the sha256 of the file the problems were read from (set by `load_task` for a data dir's file,
+      the cache's or a fresh download's); `source` (config.json's datasets[task].source) ends with it.
     row_to_problem: rows in the source's own schema -> Problems (code and IFEval tasks); None: the uniform schema.
     lmeval_styles: the prompt styles under which lm-eval defines this task (gsm8k's few-shot styles, MATH
       with Minerva's prompt): the lm-eval columns (scoring.extra) are reported by default only with these,
@@ -107,6 +109,7 @@ class TaskSpec:
     size: int | None = None
     generate: Callable[[], list[dict[str, Any]]] | None = None
     origin: str | None = None
+    data_sha256: str | None = None
     row_to_problem: RowToProblem | None = None
     lmeval_styles: tuple[str, ...] = ()
     version: str = "1"
@@ -122,6 +125,10 @@ class TaskSpec:
             return str(getattr(self.generate, "origin", "generated"))  # e.g. HumanEval: an installed package
         if self.data_file is not None:
             return self.data_file.describe()
+        digest = f" sha256:{self.data_sha256}" if self.data_sha256 else ""
+        if self.origin is not None and self.origin.startswith("data_dir:"):  # the file read, not the Hub's copy
+            return self.origin + digest
         if self.hub is not None:
-            return self.hub.describe()
+            via = f" via {self.origin}" if self.origin is not None and self.origin.startswith("cache:") else ""
+            return self.hub.describe() + via + digest
         return self.origin or "user data"

@@ -14,8 +14,6 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.tasks.ifeval import ifeval_problem
 
-DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
-
 SENTENCES_5 = "The sky is blue. Birds fly south. Rain fell on Monday. We stayed in. It was calm."
 LONG = " ".join(["word"] * 320)
 # instruction id -> (kwargs, a response that follows it, a response that does not)
@@ -70,10 +68,9 @@ def _score(problems: list[Problem], texts: list[str]):
         return create_scorer(TaskScoring("ifeval"), ctx).score_many(problems, samples)
 
 
-def test_every_instruction_kind_of_the_dataset_has_a_case() -> None:
-    if not (DATA / "ifeval.jsonl").is_file():
-        pytest.skip("no ifeval.jsonl in REASONEVAL_DATA_DIR")
-    kinds = {i for line in open(DATA / "ifeval.jsonl") for i in json.loads(line)["instruction_id_list"]}
+@pytest.mark.real_data("ifeval.jsonl")
+def test_every_instruction_kind_of_the_dataset_has_a_case(real_data_dir: Path) -> None:
+    kinds = {i for line in open(real_data_dir / "ifeval.jsonl") for i in json.loads(line)["instruction_id_list"]}
     assert kinds == set(CASES)
 
 

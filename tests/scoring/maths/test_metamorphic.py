@@ -7,20 +7,20 @@ printed (pytest -s) and recorded in docs/grading.md; bench/grader_metamorphic.py
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from reasoneval.scoring.maths import GradingPool
-from tests.scoring.maths.metamorphic import data_dir, generate, references, table
+from tests.scoring.maths.metamorphic import BENCHMARKS, generate, references, table
 
 SAMPLE = 600  # references per run (seeded); the bench script can run all of them
 SEED = 0
 
 
-@pytest.mark.skipif(data_dir() is None, reason="REASONEVAL_DATA_DIR is not set to the benchmark datasets folder")
-def test_metamorphic_rewrites_fn_and_fp_rates() -> None:
-    d = data_dir()
-    assert d is not None
-    cases = generate(references(d), seed=SEED, sample=SAMPLE)
+@pytest.mark.real_data(*(f"{name}.jsonl" for name in BENCHMARKS))
+def test_metamorphic_rewrites_fn_and_fp_rates(real_data_dir: Path) -> None:
+    cases = generate(references(real_data_dir), seed=SEED, sample=SAMPLE)
     assert len(cases) > 1000
     with GradingPool(workers=2, timeout_s=10.0) as pool:
         res = pool.equivalent_many([(c.pred, c.ref, "math", None) for c in cases])

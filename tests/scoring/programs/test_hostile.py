@@ -19,10 +19,12 @@ from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.sandbox import Limits, ProgramResult, Sandbox
 from reasoneval.scoring.programs.scorer import STARTED, judge
 from reasoneval.tasks.loading import load_task
+from tests import real_data
 from tests.scoring.programs.judging import HE0_HEAD, HE0_RIGHT, HE0_WRONG, fenced
 from tests.scoring.programs.test_sandbox import _sandboxed_processes
 
-DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
+# The benchmark folder the hostile program tries to read (it must not reach it, data folder or not).
+DATA = real_data.DATA_DIR or Path("/nonexistent-benchmark-data")
 HEAD, RIGHT, WRONG = HE0_HEAD, HE0_RIGHT, HE0_WRONG  # HumanEval/0: the function's line, right and wrong bodies
 
 

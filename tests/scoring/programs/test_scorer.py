@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,8 +12,6 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.scorer import CODE_RUNS_FILE, extract_code
 from reasoneval.tasks.loading import load_task
-
-DATA = Path(os.environ.get("REASONEVAL_DATA_DIR", "/work/shared/datasets"))
 
 
 def _sample(p: Problem, text: str, i: int = 0) -> SampleRecord:
@@ -25,11 +23,14 @@ def humaneval() -> list[Problem]:
     return load_task("humaneval")[1]
 
 
-@pytest.fixture(scope="module")
-def mbpp() -> list[Problem]:
-    if not (DATA / "mbpp.jsonl").is_file():
-        pytest.skip("no mbpp.jsonl in REASONEVAL_DATA_DIR")
-    return load_task("mbpp", data_dir=DATA)[1]
+@functools.cache
+def _mbpp(data_dir: Path) -> list[Problem]:
+    return load_task("mbpp", data_dir=data_dir)[1]
+
+
+@pytest.fixture
+def mbpp(real_data_dir: Path) -> list[Problem]:
+    return _mbpp(real_data_dir)
 
 
 def _score(problems: list[Problem], texts: list[str], tmp: Path | None = None, **settings):
@@ -110,6 +111,7 @@ def test_every_humaneval_canonical_solution_passes(humaneval: list[Problem]) -> 
 
 # --- MBPP ---
 
+@pytest.mark.real_data("mbpp.jsonl")
 def test_mbpp_counts_tests_passed_and_runs_setup_after_the_code(mbpp: list[Problem]) -> None:
     by_tid = {p.payload["task_id"]: p for p in mbpp}
     p17 = by_tid[17]  # square_perimeter(a): 4*a
@@ -121,6 +123,7 @@ def test_mbpp_counts_tests_passed_and_runs_setup_after_the_code(mbpp: list[Probl
     assert scores[2].correct, scores[2].details
 
 
+@pytest.mark.real_data("mbpp.jsonl")
 def test_results_are_cached_in_the_run_dir_and_reused(mbpp: list[Problem], tmp_path: Path) -> None:
     p = mbpp[0]
     first = _score([p], [p.answer], tmp_path)
@@ -144,6 +147,7 @@ def test_results_are_cached_in_the_run_dir_and_reused(mbpp: list[Problem], tmp_p
     assert again == first
 
 
+@pytest.mark.real_data("mbpp.jsonl")
 def test_completions_api_gets_the_mbpp_three_shot_prompt_and_its_done_stop(mbpp: list[Problem]) -> None:
     from reasoneval.prompts import PromptConfig
     from reasoneval.records import SamplingParams

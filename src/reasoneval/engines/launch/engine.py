@@ -506,7 +506,8 @@ class LaunchEngine:
     def describe(self) -> dict[str, Any]:
         return {"command": list(self.plan.command) if self.plan is not None else None,
                 **{k: v for k, v in dataclasses.asdict(self.opts).items() if k != "server_args"},
-                "cpu_repack_fallback": self.repack_fallback}
+                "cpu_repack_fallback": self.repack_fallback,
+                "server_report": self.client.server_report() if self.client is not None else None}
 
     async def generate(self, request: Request) -> Completion:
         if self.client is None or self.server is None:

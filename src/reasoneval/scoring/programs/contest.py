@@ -33,7 +33,9 @@ from reasoneval.serial import JsonRecord
 
 CONTEST_SCORER_VERSION = "1"
 CONTEST_RUNS_FILE = "contest_runs.jsonl"
-VERDICTS = ("passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "no_code", "sandbox_error")
+# compile_error, idleness_limit, judge_error: the codeforces scorer's (scoring/programs/codeforces/judge.py)
+VERDICTS = ("passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "no_code", "sandbox_error",
+            "compile_error", "idleness_limit", "judge_error")
 COMPARES = ("lcb", "tokens")
 BATCH = 8  # samples of one problem in one sandbox at most (the verdict line stays under 4 KiB)
 
@@ -275,11 +277,20 @@ class ContestScorer:
         lock = threading.Lock()
 
         def one(items: list[tuple[str, ContestProgram]]) -> None:
-            batch = Batch(tuple(p for _, p in items))
-            r = pool.run_many([STDIO_DRIVER_SOURCE], batch.limits(), stdins=[batch.stdin()])[0]
-            outcomes = judge(r, len(batch.first.tests), len(items))
+            outcomes = run_batch(items)
+            if len(items) > 1 and any(o.verdict == "sandbox_error" for o in outcomes):
+                # One program may have broken the batch's sandbox for the programs after it: each program left
+                # without a verdict runs again alone, so its neighbour's behaviour never decides its verdict.
+                for i, ((k, prog), o) in enumerate(zip(items, outcomes)):
+                    if o.verdict == "sandbox_error":
+                        outcomes[i] = run_batch([(k, prog)])[0]
             with lock:
                 results.update({k: o for (k, _), o in zip(items, outcomes)})
+
+        def run_batch(items: list[tuple[str, ContestProgram]]) -> list[ContestOutcome]:
+            batch = Batch(tuple(p for _, p in items))
+            r = pool.run_many([STDIO_DRIVER_SOURCE], batch.limits(), stdins=[batch.stdin()])[0]
+            return judge(r, len(batch.first.tests), len(items))
 
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=pool.workers) as ex:
@@ -297,7 +308,7 @@ def judge(r: ProgramResult, total: int, count: int) -> list[ContestOutcome]:
     try:
         line = json.loads(r.channel or "")
         got = line["verdicts"] if isinstance(line, dict) and set(line) == {"verdicts"} else None
-    except ValueError:
+    except (ValueError, RecursionError):  # any text at all: a malformed line, however deep
         got = None
     if not isinstance(got, list) or len(got) != count:
         why = "the whole run went over its time" if r.status == "timeout" else (
@@ -310,7 +321,7 @@ def judge(r: ProgramResult, total: int, count: int) -> list[ContestOutcome]:
 def _outcome(v: Any, total: int) -> ContestOutcome:
     if not (isinstance(v, dict) and set(v) == set(_VERDICT_KEYS)
             and all(isinstance(v[key], t) for key, t in _VERDICT_KEYS.items())
-            and v["verdict"] in VERDICTS and v["total"] == total):
+            and v["verdict"] in VERDICTS and v["total"] == total and -1 <= v["first"] < total):
         detail = str(v.get("detail", ""))[:300] if isinstance(v, dict) else ""
         return ContestOutcome("sandbox_error", 0, 0, total, -1, 0.0, detail or "malformed verdict")
     return ContestOutcome(v["verdict"], v["passed"], v["ran"], total, v["first"], float(v["cpu"]), v["detail"][:300])

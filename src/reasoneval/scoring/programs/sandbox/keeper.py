@@ -106,6 +106,9 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
                 __import__(name)
             except BaseException:
                 pass
+        # lcb_runner's reliability guard sets builtins.quit to None: calling quit() is a runtime error there, and
+        # here (every test's processes are forks of this one; exit() and sys.exit() stay: docs/contests.md)
+        __import__("builtins").quit = None  # type: ignore[attr-defined]
         try:
             import gc
             gc.freeze()  # the keeper's objects are never collected in a test's processes: fewer pages copied

@@ -103,7 +103,7 @@ def _child_pid(info_r: int) -> int | None:
         data = os.read(info_r, 4096)
         pid = json.loads(data.decode()).get("child-pid")
         return pid if isinstance(pid, int) else None
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # any bytes at all
         return None
 
 

@@ -2,17 +2,16 @@
 whatever the modes, depth, names or number of entries a program left. Part of the stdio driver's text in the
 sandbox (sandbox/texts.py); standard library only."""
 import os
+import stat
 
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 
 
 def empty_private_dirs(dirs):
     """Empty the sandbox's private scratch directories (the harness names each with the size of the tmpfs the
-    sandbox mounts there; one of another size, never a host directory, is left alone). No recursion: each
-    directory is made 0700, its entries moved up to the top, then it is removed, so no depth, mode, name or
-    number of entries can stop or crash this; every pass removes or moves something, or it stops (the work is
-    bounded by what the test's CPU could make). Returns the number of entries removed, or -1 where one could not
-    be (the sample is then a sandbox_error)."""
+    sandbox mounts there; one of another size, never a host directory, is left alone), each entry with `_remove`
+    (no recursion, no depth, mode or name can stop or crash it). Returns the number of entries removed, or -1
+    where one is left (the sample is then a sandbox_error)."""
     removed, failed = 0, False
     for top, size in dirs:
         if top not in PRIVATE_DIRS:
@@ -26,9 +25,11 @@ def empty_private_dirs(dirs):
             failed = True
             continue
         try:
-            n, ok = _empty(fd)
-            removed += n
-            failed = failed or not ok
+            names = os.listdir(fd)
+            for name in names:
+                _remove(os.path.join(top, name))
+            removed += len(names)
+            failed = failed or bool(os.listdir(fd))
         except BaseException:
             failed = True
         finally:
@@ -36,57 +37,70 @@ def empty_private_dirs(dirs):
     return -1 if failed else removed
 
 
-def _empty(top):
-    serial = 0
-    removed = 0
-    while True:
+def _remove(path):
+    """Remove `path` and, if it is a directory, everything under it, however deep and whatever the modes the
+    program gave its directories: no recursion (a tree thousands deep), no path longer than a name (each level is
+    opened relative to the one above it), a directory it cannot list made listable first (the keeper's uid owns
+    every file the program made). What cannot be removed is left, never an exception."""
+    try:
+        os.unlink(path)
+        return
+    except OSError:
+        pass
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return
+        os.chmod(path, 0o700)
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    names = []  # the directories opened below `path`, outermost first (only the innermost one's fd is held)
+    skip: list = [set()]  # per level: directories that could not be entered or removed
+    budget = 1 << 20  # directory visits: a bound, whatever the program left
+    while budget > 0:
+        budget -= 1
+        entry = None
         try:
-            names = os.listdir(top)
-        except OSError:
-            return removed, False
-        if not names:
-            return removed, True
-        progress = False
-        for name in names:
-            try:
-                st = os.stat(name, dir_fd=top, follow_symlinks=False)
-            except OSError:
-                continue
-            if (st.st_mode & 0o170000) != 0o040000:
-                try:
-                    os.unlink(name, dir_fd=top)
-                    removed += 1
-                    progress = True
-                except OSError:
-                    pass
-                continue
-            try:  # (a directory, not a link, as lstat said: nothing of the test runs any more to swap it)
-                os.chmod(name, 0o700, dir_fd=top)
-            except OSError:
-                pass
-            try:
-                os.rmdir(name, dir_fd=top)
-                removed += 1
-                progress = True
-                continue
-            except OSError:
-                pass
-            # not empty: move each entry up to the top (a fresh name), so the next pass finds it there
-            try:
-                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
-            except OSError:
-                continue
-            try:
-                for inner in os.listdir(sub):
-                    serial += 1
+            with os.scandir(fd) as it:  # one pass: every file of the level unlinked, the first directory entered
+                for e in it:
+                    if e.name in skip[-1]:
+                        continue
                     try:
-                        os.rename(inner, f".reasoneval-clean-{serial}", src_dir_fd=sub, dst_dir_fd=top)
-                        progress = True
+                        os.unlink(e.name, dir_fd=fd)
                     except OSError:
-                        pass
+                        if entry is None:
+                            entry = e.name
+        except OSError:
+            pass
+        if entry is not None:
+            try:
+                os.chmod(entry, 0o700, dir_fd=fd)
+                child = os.open(entry, flags, dir_fd=fd)
             except OSError:
-                pass
-            finally:
-                os.close(sub)
-        if not progress:
-            return removed, False
+                skip[-1].add(entry)
+                continue
+            os.close(fd)
+            fd = child
+            names.append(entry)
+            skip.append(set())
+            continue
+        if not names:
+            break
+        try:
+            parent = os.open("..", flags, dir_fd=fd)
+        except OSError:
+            break
+        os.close(fd)
+        fd = parent
+        skip.pop()
+        name = names.pop()
+        try:
+            os.rmdir(name, dir_fd=fd)
+        except OSError:
+            skip[-1].add(name)
+    os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass

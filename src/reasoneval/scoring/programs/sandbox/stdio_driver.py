@@ -35,6 +35,7 @@ from reasoneval.scoring.programs.sandbox.keeper import dumps, keeper_side, recv,
 # where no package can be imported: sandbox/texts.py); the harness and the tests import the names from there.
 from reasoneval.scoring.programs.sandbox.prelude import (
     PR_SET_DUMPABLE,
+    TooDeep,
     _drop_capabilities,
     _ignore_signals,
     _read_part,
@@ -63,7 +64,8 @@ def _decimals(line):
 
 def compare_lcb(got, expected):
     """lcb_runner's stdio rule: strip, split lines, strip each; equal counts; each line equal, or all of its
-    whitespace tokens equal as Decimal."""
+    whitespace tokens equal as Decimal. None where that comparison raises (a signalling NaN: Decimal's
+    InvalidOperation), which lcb_runner grades as a runtime error."""
     a, b = _lines(got), _lines(expected)
     if len(a) != len(b):
         return False
@@ -74,8 +76,13 @@ def compare_lcb(got, expected):
         if dx is None:
             return False
         dy = _decimals(y)
-        if dy is None or dx != dy:
+        if dy is None:
             return False
+        try:
+            if dx != dy:
+                return False
+        except ArithmeticError:  # decimal.InvalidOperation (and every other Decimal trap) derive from it
+            return None
     return True
 
 
@@ -104,10 +111,10 @@ def compare_call(value, expected_text, style):
         expected = loads(expected_text)
     except ValueError:
         return False
-    if value == expected:
+    if value == expected:  # plain JSON data on both sides (loads gives nothing deeper than the recursion limit)
         return True
     # APPS/TACO: an output given as a one-element list also matches that element
-    return style == "apps" and type(expected) is list and len(expected) == 1 and value == expected[0]
+    return style == "tokens" and type(expected) is list and len(expected) == 1 and value == expected[0]
 
 
 def _memory_error(head):
@@ -134,6 +141,47 @@ def classify(head, lim):
     return None
 
 
+def call_reply(out):
+    """The call server's reply frame -> {"value": ...} or {"error": ..., "message": ...}; the program can write
+    any bytes there (its process holds the pipe), so anything else is None, a value nested deeper than the judge
+    reads is {"deep": True}."""
+    try:
+        reply = loads(out.decode("ascii"))
+    except TooDeep:
+        return {"deep": True}
+    except ValueError:  # (UnicodeDecodeError is one)
+        return None
+    if type(reply) is not dict or not (set(reply) == {"value"} or (
+            set(reply) == {"error", "message"} and type(reply["error"]) is str and type(reply["message"]) is str)):
+        return None
+    return reply
+
+
+def failure_of(head, out, expected, mode, style, lim):
+    """One test's failure class and reason from the keeper's record and the program's bytes, or None: passed."""
+    if mode == "call" and head.get("end") == "reply":
+        reply = call_reply(out)
+        if reply is None:
+            return RUNTIME, "malformed reply from the solution's process"
+        if "deep" in reply:  # the expected value was read: nested this deep, the result cannot equal it
+            return WRONG, "wrong answer (a result nested too deep)"
+        if "error" in reply:
+            name = reply["error"]
+            return MEMORY if name == "MemoryError" else RUNTIME, f"{name}: {reply['message']}"
+        return None if compare_call(reply["value"], expected, style) else (WRONG, "wrong answer")
+    if mode == "call":
+        failure = classify(head, lim) or (RUNTIME, "the solution's process ended")
+        if head.get("end") == "gone" and not head.get("sig") and not _memory_error(head):
+            failure = (RUNTIME, (head.get("err", "").strip().splitlines() or ["exited"])[-1])
+        return failure
+    failure = classify(head, lim)
+    if failure is not None:
+        return failure
+    text = out.decode("utf-8", "replace")
+    ok = compare_lcb(text, expected) if style == "lcb" else compare_tokens(text, expected)
+    if ok is None:
+        return RUNTIME, "the output's comparison raised (a signalling NaN), lcb_runner's runtime error"
+    return None if ok else (WRONG, "wrong answer")
 
 
 def run_test(program, data, lim, ctl_w, cmd_w, res_r):
@@ -191,15 +239,15 @@ def judge_calls(code, tests, part, lim, ctl_w, cmd_w, res_r):
         ran += 1
         cpu_max = max(cpu_max, float(head.get("cpu") or 0.0))
         try:
-            failure = _failure(head, out, test["output"], lim, "call", style)
-        except Exception as e:  # the comparison of this program's output: this program's error alone
-            failure = ("error", f"driver: {type(e).__name__}: {str(e)[:100]}")
+            failure = failure_of(head, out, test["output"], "call", style, lim)
+        except Exception as e:  # (none is known) whatever the program's bytes do here is its own verdict only
+            failure = (RUNTIME, f"judge: its output could not be compared ({type(e).__name__})")
         if failure is None:
             passed += 1
             continue
         if first < 0:
             first, verdict, detail = i, failure[0], failure[1]
-        if failure[0] == "error" or not part.get("all_tests"):
+        if not part.get("all_tests"):
             break
     if clean is None:
         send(cmd_w, b"e")
@@ -208,29 +256,6 @@ def judge_calls(code, tests, part, lim, ctl_w, cmd_w, res_r):
         verdict, first, detail = "error", -1, "the scratch directories could not be emptied"
     return result or {"verdict": verdict, "passed": passed, "ran": ran, "total": total, "first": first,
                       "cpu": round(cpu_max, 3), "detail": _printable(detail)}
-
-
-def _failure(head, out, expected, lim, mode, style):
-    """One test's failure class and reason, or None when it passed."""
-    failure = classify(head, lim)
-    if mode == "call" and failure is None:
-        try:
-            reply = loads(out.decode("ascii"))
-        except ValueError:
-            reply = None
-        if type(reply) is not dict:
-            failure = (RUNTIME, (head.get("err", "").strip().splitlines() or ["no reply from the call"])[-1])
-        elif "error" in reply:
-            name = str(reply["error"])
-            failure = (MEMORY if name == "MemoryError" else RUNTIME, f"{name}: {reply.get('message', '')}")
-        elif not compare_call(reply.get("value"), expected, style):
-            failure = (WRONG, "wrong answer")
-    elif failure is None:
-        text = out.decode("utf-8", "replace")
-        ok = compare_lcb(text, expected) if style == "lcb" else compare_tokens(text, expected)
-        if not ok:
-            failure = (WRONG, "wrong answer")
-    return failure
 
 
 def judge_program(code, tests, part, lim, ctl_w, cmd_w, res_r):
@@ -250,10 +275,9 @@ def judge_program(code, tests, part, lim, ctl_w, cmd_w, res_r):
         ran += 1
         cpu_max = max(cpu_max, float(head.get("cpu") or 0.0))
         try:
-            failure = _failure(head, out, test["output"], lim, mode, style)
-        except Exception as e:  # the comparison of this program's output: this program's error alone
-            return {"verdict": "error", "passed": passed, "ran": ran, "total": len(tests), "first": -1,
-                    "cpu": round(cpu_max, 3), "detail": _printable(f"driver: {type(e).__name__}: {str(e)[:100]}")}
+            failure = failure_of(head, out, test["output"], mode, style, lim)
+        except Exception as e:  # (none is known) whatever the program's bytes do here is its own verdict only
+            failure = (RUNTIME, f"judge: its output could not be compared ({type(e).__name__})")
         if failure is None:
             passed += 1
             continue

@@ -1,0 +1,87 @@
+"""The `codeforces` task on a fixture in open-r1/codeforces' own schema (invented problems): what is kept, what is
+left out with a count, the date window, the rating metadata, the options' errors."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reasoneval.errors import UserError
+from reasoneval.tasks import load_task
+from tests.tasks.conftest import HUB_FIXTURES
+
+
+def _data_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "data"
+    d.mkdir(exist_ok=True)
+    shutil.copy(HUB_FIXTURES / "codeforces.jsonl", d / "codeforces.jsonl")
+    return d
+
+
+def test_gradable_problems_kept_and_the_others_left_out_with_a_count(tmp_path: Path,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="reasoneval"):
+        spec, problems = load_task("codeforces", data_dir=_data_dir(tmp_path))
+    assert [p.id for p in problems] == ["9001/A", "9003/E", "9003/F"]
+    assert ("4 of 7 problems left out: 1 several right answers (its generated_checker's calling convention is "
+            "unverified), 1 interactive (the dataset ships no interactor), 1 official tests incomplete, 1 reads a "
+            "file, not stdin") in caplog.text.replace("codeforces: ", "")
+    a = problems[0]
+    assert a.payload["tests"][0] == {"input": "2 3\n", "output": "5\n", "kind": "public"}
+    assert [t["kind"] for t in a.payload["tests"]] == ["public", "official", "official", "official"]
+    assert a.payload["time_limit_s"] == 1.0 and a.payload["memory_mb"] == 256 and a.payload["mode"] == "stdin"
+    assert a.metadata["rating"] == 800 and a.metadata["rating_band"] == "<1200 (newbie-pupil)"
+    assert a.metadata["contest_date"] == "2021-01-05" and a.metadata["contest_year"] == 2021
+    assert "# Sum of Two" in a.problem and "## Input" in a.problem and "time limit per test: 1 seconds" in a.problem
+    assert "rating" not in problems[1].metadata  # unrated: no rating, no band
+    assert problems[2].metadata["rating_band"].startswith(">=2400")
+
+
+def test_keep_incomplete_grades_against_the_incomplete_tests(tmp_path: Path) -> None:
+    spec, problems = load_task("codeforces", data_dir=_data_dir(tmp_path), options={"keep": "incomplete"})
+    assert "9002/D" in [p.id for p in problems]
+    assert dict(spec.options_given) == {"keep": "incomplete"}
+
+
+def test_date_window(tmp_path: Path) -> None:
+    spec, problems = load_task("codeforces", data_dir=_data_dir(tmp_path),
+                               options={"since": "2025-01-01", "until": "2025-12-31"})
+    assert [p.id for p in problems] == ["9003/E", "9003/F"]
+    assert dict(spec.options_given) == {"since": "2025-01-01", "until": "2025-12-31"}
+    _, early = load_task("codeforces", data_dir=_data_dir(tmp_path), options={"until": "2021-12-31"})
+    assert [p.id for p in early] == ["9001/A"]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"since": "2025"}, "give a date as YYYY-MM-DD"),
+    ({"language": "java"}, "give one of python, cpp, any"),
+    ({"keep": "checker"}, "only keep=incomplete"),
+    ({"release": "v6"}, "unknown --task-arg 'release' for codeforces"),
+    ({"since": "2030-01-01"}, "no problem left to grade"),
+])
+def test_bad_options_are_one_line_errors(tmp_path: Path, options: dict[str, str], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        load_task("codeforces", data_dir=_data_dir(tmp_path), options=options)
+
+
+def test_a_row_without_description_is_named(tmp_path: Path) -> None:
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "codeforces.jsonl").write_text('{"id": "1/A", "description": "", "examples": []}\n')
+    with pytest.raises(UserError, match="1/A has no description"):
+        load_task("codeforces", data_dir=d)
+
+
+def test_language_reaches_the_prompt_and_the_judge(tmp_path: Path) -> None:
+    from reasoneval.prompts import PROMPTS
+
+    spec, problems = load_task("codeforces", data_dir=_data_dir(tmp_path), options={"language": "cpp"})
+    assert dict(spec.options_given) == {"language": "cpp"}
+    assert spec.scoring.scorer == "codeforces" and spec.scoring.settings["language"] == "cpp"
+    text = PROMPTS.get(spec.prompt).chat(problems[0])
+    assert text.startswith("# Sum of Two") and "C++17 program" in text and "```cpp" in text
+    _, plain = load_task("codeforces", data_dir=_data_dir(tmp_path))
+    assert "Python 3 program" in PROMPTS.get("codeforces").chat(plain[0])
