@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reasoneval.cli.main import main
-from reasoneval.scoring.programs.sandbox.run import SANDBOX_UIDS, UID_BLOCK, uid_base
+from reasoneval.scoring.programs.sandbox.processes import SANDBOX_UIDS, UID_BLOCK, uid_base
 
 HE0 = ("```python\ndef has_close_elements(numbers, threshold):\n    for i, a in enumerate(numbers):\n"
        "        for j, b in enumerate(numbers):\n            if i != j and abs(a - b) < threshold:\n"

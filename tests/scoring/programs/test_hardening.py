@@ -20,7 +20,7 @@ import pytest
 
 from reasoneval.records import Problem
 from reasoneval.scoring.programs.sandbox import Limits, Sandbox
-from reasoneval.scoring.programs.sandbox.run import FIRST_BLOCK, LOCK_DIR_ENV, SLOT_UID_BASE, UID_BLOCK, lock_dir
+from reasoneval.scoring.programs.sandbox.processes import FIRST_BLOCK, LOCK_DIR_ENV, SLOT_UID_BASE, UID_BLOCK, lock_dir
 from reasoneval.tasks.loading import load_task
 from tests.scoring.programs.judging import alive, descendants, fenced, score_counting_runs
 from tests.scoring.programs.test_sandbox import _sandboxed_processes
@@ -37,7 +37,8 @@ def he0() -> Problem:
 def _block_of_a_new_process(mode: str, locks: Path) -> tuple[int, str]:
     """(the uid block a fresh reasoneval process takes with `locks` as its lock directory, what its program
     printed)."""
-    code = ("from reasoneval.scoring.programs.sandbox.run import Sandbox, uid_base\n"
+    code = ("from reasoneval.scoring.programs.sandbox.processes import uid_base\n"
+            "from reasoneval.scoring.programs.sandbox.run import Sandbox\n"
             f"r = Sandbox({mode!r}).run('print(6 * 7)')\nprint(uid_base(), r.stdout.strip())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**ENV, LOCK_DIR_ENV: str(locks)})

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reasoneval.scoring.programs.sandbox import Limits, Sandbox, SandboxPool
-from reasoneval.scoring.programs.sandbox import run as sandbox_run
+from reasoneval.scoring.programs.sandbox import processes as sandbox_processes
 
 LIMITS = Limits(timeout_s=2.0, nproc=16, memory_mb=512, file_size_mb=4, tmp_mb=16)
 
@@ -24,8 +24,8 @@ def _sandboxed_processes(everyone: bool = False) -> list[int]:
     this one's to find."""
     ours = None
     if os.geteuid() == 0 and not everyone:
-        base = sandbox_run.uid_base()
-        ours = {str(u) for u in range(base, base + sandbox_run.UID_BLOCK)}
+        base = sandbox_processes.uid_base()
+        ours = {str(u) for u in range(base, base + sandbox_processes.UID_BLOCK)}
     found: dict[int, tuple[str, int]] = {}
     parents: dict[int, int] = {}
     for d in Path("/proc").iterdir():

@@ -21,11 +21,11 @@ from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.contest import judge
 from reasoneval.scoring.programs.sandbox import ProgramResult
 from reasoneval.scoring.programs.sandbox.prelude import loads
-from reasoneval.scoring.programs.sandbox.run import _child_pid
+from reasoneval.scoring.programs.sandbox.processes import _child_pid
+from reasoneval.scoring.programs.sandbox.scratch import _remove
 from reasoneval.scoring.programs.sandbox.stdio_driver import (
     RUNTIME,
     WRONG,
-    _remove,
     call_reply,
     compare_call,
     compare_lcb,
@@ -223,7 +223,7 @@ def test_stdin_crash_routes_are_their_own_verdicts() -> None:
         # a directory tree deeper than the recursion limit, its innermost level locked, left for the cleanup
         "deep_tree": "import os\nfd = os.open('/tmp', os.O_RDONLY)\nfor _ in range(1500):\n"
                      "    os.mkdir('d', dir_fd=fd)\n    c = os.open('d', os.O_RDONLY, dir_fd=fd)\n    os.close(fd)\n"
-                     "    fd = c\nos.chmod(f'/proc/self/fd/{fd}', 0)\n" + SUM,
+                     "    fd = c\nos.fchmod(fd, 0)\n" + SUM,  # (fchmod: a contest sandbox has no /proc)
     }
     codes, expected = [], []
     for i, (name, code) in enumerate(routes.items()):

@@ -26,7 +26,7 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.calibrate import machine_calibration
 from reasoneval.scoring.programs.sandbox import SANDBOX_VERSION, Limits, ProgramResult
-from reasoneval.scoring.programs.sandbox.run import SHM_BYTES, VAR_TMP_BYTES
+from reasoneval.scoring.programs.sandbox.fallback import SHM_BYTES, VAR_TMP_BYTES
 from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_SOURCE
 from reasoneval.scoring.programs.scorer import sandbox_pool, strip_reasoning
 from reasoneval.serial import JsonRecord
@@ -152,7 +152,7 @@ class Batch:
         n = max(1, len(p.tests)) * len(self.programs)
         data_mb = sum(len(i) + len(o) for i, o in p.tests) >> 20
         return Limits(timeout_s=10.0 + n * (p.wall_s + 0.5), memory_mb=max(1024, p.memory_mb + 256) + 4 * data_mb,
-                      cpu_s=int(math.ceil(10 + n * (p.cpu_s + 1))), nproc=32)
+                      cpu_s=int(math.ceil(10 + n * (p.cpu_s + 1))), nproc=32, isolate_tests=True)
 
     def stdin(self) -> bytes:
         p = self.first

@@ -10,13 +10,11 @@ process's own block (RLIMIT_NPROC is not enforced for root, and a root-owned pro
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import math
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -30,6 +28,26 @@ from typing import Sequence
 from reasoneval.errors import UserError
 from reasoneval.scoring.programs.sandbox import seccomp
 from reasoneval.scoring.programs.sandbox.cgroup import CgroupMemory, host_oom_kills
+from reasoneval.scoring.programs.sandbox.fallback import (
+    _FALLBACK_BOOT,
+    SHM_BYTES,
+    VAR_TMP_BYTES,
+    _third_party_dirs,
+    world_writable_dirs,
+)
+from reasoneval.scoring.programs.sandbox.processes import (
+    _UID_LOCK,
+    UID_BLOCK,
+    _become_subreaper,
+    _child_pid,
+    _count_processes,
+    _kill,
+    _read_capped,
+    _reap_orphans_of,
+    _reap_sandbox_init,
+    lock_dir,
+    uid_base,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,28 +55,12 @@ log = logging.getLogger(__name__)
 # 3: the candidate in a PID namespace of its own, run as a module other than __main__; sets keep their order,
 # built-in subclasses cross; no re-run the program can cause; the fallback's read-only file system.
 # 4: the driver's `started` line (no re-run after it), control-flow exceptions cross as CandidateError.
-SANDBOX_VERSION = "4"
+# 5: contest programs: fresh PID/IPC/network namespaces per test, the CPU of every process counted, no /proc.
+SANDBOX_VERSION = "5"
 NOBODY = 65534
 # As root, sandbox slot i runs as uid/gid base + i (no account needed): RLIMIT_NPROC counts per uid, so a fork
-# bomb in one sandbox cannot starve the sandboxes running beside it. Each reasoneval process reserves a block of
-# UID_BLOCK uids of its own, held with a lock file in a directory only the harness's user can write
-# (lock_dir()), so the sandboxes of two processes never share a uid, and a kill of every process of a slot's uid
-# hits only its own. Block b is SLOT_UID_BASE + (FIRST_BLOCK + b) * UID_BLOCK: the uids below are left to older
-# versions (SLOT_UID_BASE + slot before the blocks; blocks 1-64 locked in /run/lock before issue 31), so a
-# process of an older version beside this one never shares a uid with it either.
-SLOT_UID_BASE = 620000
-UID_BLOCK = 1024
-UID_BLOCKS = 64
-FIRST_BLOCK = UID_BLOCKS + 1
-# every uid a sandbox of this or an older version may use
-SANDBOX_UIDS = range(SLOT_UID_BASE, SLOT_UID_BASE + (FIRST_BLOCK + UID_BLOCKS) * UID_BLOCK)
-LOCK_DIR_ENV = "REASONEVAL_SANDBOX_LOCK_DIR"
-OUTPUT_CAP = 64 << 10  # bytes of stdout/stderr kept per program (the files themselves are capped by RLIMIT_FSIZE)
 MODES = ("auto", "bwrap", "rlimits")
 _LOCK = threading.Lock()
-_UID_LOCK = threading.Lock()
-SHM_BYTES = 1 << 20  # /dev/shm (POSIX semaphores need a little; memory is bounded elsewhere)
-VAR_TMP_BYTES = 1 << 20  # a private /var/tmp, as small
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,10 @@ class Limits:
     nofile: int = 128  # open files
     tmp_mb: int = 64  # size of the private writable tmpfs (bwrap mode)
     cpu_s: int | None = None
+    # the contest driver (keeper.py): it keeps CAP_SYS_ADMIN of the sandbox's user namespace out of the program's
+    # reach to make fresh PID, IPC and network namespaces for each test, and the sandbox has no /proc (through
+    # the sandbox's /proc a program would see the PIDs that earlier tests and samples took)
+    isolate_tests: bool = False
 
     def __post_init__(self) -> None:
         for name in ("timeout_s", "memory_mb", "file_size_mb", "nproc", "nofile", "tmp_mb"):
@@ -137,156 +143,6 @@ def _default_python(as_root: bool) -> str:
     raise UserError("running as root, the sandbox needs a python3 that user nobody can run (e.g. /usr/bin/python3); "
                     "install Debian's python3 or run as a normal user")
 
-
-# The rlimits fallback's boot, run by the sandbox's interpreter itself as (namespace) root in the program's new
-# mount namespace (private propagation), before anything else: every mount point read-only (its own copies), a
-# bounded /tmp, /dev/shm and /var/tmp of its own, an empty read-only tmpfs over every other world-writable
-# directory and over the directories to hide, then (for the trusted driver) a PID namespace for the processes it
-# forks (the candidate's: driver.py), then it drops to the slot's uid, with the parent-death signal set again (a
-# change of uid clears it). A mount point it cannot make read-only is named on stderr ("sandbox: read-only
-# remount of"). argv after -c: the size of /tmp in bytes, the directories to hide and the world-writable ones
-# (":"-separated), 1 for the driver (0: a plain program, whose children stay in its namespace), the uid to
-# become (-1: stay).
-_FALLBACK_BOOT = """import ctypes as _c, os as _o, sys as _s
-def _reasoneval_boot(size, hide, empty, driver, uid):
-    libc = _c.CDLL(None, use_errno=True)
-    def mount(target, opts, flags=0):
-        if libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, opts.encode()) != 0:
-            _s.stderr.write("sandbox: mount of %s failed (errno %d)\\n" % (target, _c.get_errno()))
-            _s.exit(125)
-    carried = {"nosuid": 2, "nodev": 4, "noexec": 8, "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
-    with open("/proc/self/mountinfo", "rb") as f:
-        info = f.read().decode("utf-8", "surrogateescape").splitlines()
-    for line in info:
-        fields = line.split()
-        point = fields[4]
-        for code, char in (("\\\\040", " "), ("\\\\011", "\\t"), ("\\\\012", "\\n"), ("\\\\134", "\\\\")):
-            point = point.replace(code, char)
-        flags = 32 | 4096 | 1  # MS_REMOUNT | MS_BIND | MS_RDONLY, and the flags the mount already has
-        for opt in fields[5].split(","):
-            flags |= carried.get(opt, 0)
-        if libc.mount(None, point.encode("utf-8", "surrogateescape"), None, flags, None) != 0:
-            _s.stderr.write("sandbox: read-only remount of %s failed (errno %d)\\n" % (point, _c.get_errno()))
-    mount("/dev/shm", "size=%d,mode=1777" % SHM_BYTES)
-    mount("/tmp", "size=%s,mode=1777" % size)
-    for d in filter(None, empty.split(":")):
-        if d == "/var/tmp":
-            mount(d, "size=%d,mode=1777" % VAR_TMP_BYTES)
-        elif d not in ("/tmp", "/dev/shm"):
-            mount(d, "size=4096,mode=755", 1)  # MS_RDONLY
-    for d in filter(None, hide.split(":")):
-        mount(d, "size=4096,mode=755", 1)
-    _o.chdir("/tmp")
-    _o.environ["HOME"] = _o.environ["TMPDIR"] = "/tmp"
-    if driver == "1":
-        libc.unshare(0x20000000)  # CLONE_NEWPID: the driver's children (the candidate's side) get their own
-    if uid >= 0:
-        _o.setgroups([])
-        _o.setgid(uid)
-        _o.setuid(uid)
-        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
-_reasoneval_boot(_s.argv.pop(1), _s.argv.pop(1), _s.argv.pop(1), _s.argv.pop(1), int(_s.argv.pop(1)))
-del _reasoneval_boot, _c, _o, _s
-""".replace("SHM_BYTES", str(SHM_BYTES)).replace("VAR_TMP_BYTES", str(VAR_TMP_BYTES))
-
-_UID_BLOCK_HELD: tuple[int, int, int] | None = None  # (owner pid, base uid, the open lock file's descriptor)
-
-
-def lock_dir() -> str:
-    """Where the uid blocks' lock files live: a directory of this user's that no other user can write (so no
-    sandboxed program can plant, squat or link a lock file there): $REASONEVAL_SANDBOX_LOCK_DIR when it is one,
-    else /run/reasoneval, else ~/.cache/reasoneval/locks."""
-    wanted = [os.environ.get(LOCK_DIR_ENV, ""), "/run/reasoneval", os.path.expanduser("~/.cache/reasoneval/locks")]
-    for d in filter(None, wanted):
-        if _private_dir(d):
-            return d
-        log.warning("sandbox: %s is not a directory of this user's that only it can write; not used for the "
-                    "uid locks", d)
-    raise UserError("no directory for the sandbox's uid locks: /run/reasoneval and ~/.cache/reasoneval/locks are "
-                    f"not private to this user; set {LOCK_DIR_ENV} to a directory only this user can write")
-
-
-def _private_dir(d: str) -> bool:
-    """`d` is (made if missing) a real directory of this user's that neither it nor its parent lets others write."""
-    try:
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        for path in (d, os.path.dirname(os.path.abspath(d))):
-            st = os.lstat(path)
-            if not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o022 or st.st_uid not in (os.geteuid(), 0):
-                return False
-        return os.lstat(d).st_uid == os.geteuid()
-    except OSError:
-        return False
-
-
-def uid_base() -> int:
-    """This process's block of sandbox uids (as root), reserved on first use with an flock held until exit.
-
-    A lock file is opened with O_NOFOLLOW and must be a regular file of this user's: a directory, a link or any
-    other object in its place (or a lock held by another process) makes this process take the next block."""
-    global _UID_BLOCK_HELD
-    with _UID_LOCK:
-        if _UID_BLOCK_HELD is not None and _UID_BLOCK_HELD[0] == os.getpid():
-            return _UID_BLOCK_HELD[1]
-        # (a forked child inherits the parent's lock, not its block: it reserves one of its own)
-        where = lock_dir()
-        for block in range(UID_BLOCKS):
-            path = os.path.join(where, f"uids-{block}.lock")
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
-            except OSError:
-                continue  # a directory, a link, a fifo... planted in its place
-            try:
-                st = os.fstat(fd)
-                if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-                    raise OSError("not a lock file of this user's")
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                continue
-            _UID_BLOCK_HELD = (os.getpid(), SLOT_UID_BASE + (FIRST_BLOCK + block) * UID_BLOCK, fd)
-            return _UID_BLOCK_HELD[1]
-    raise UserError(f"all {UID_BLOCKS} blocks of sandbox uids are held by other reasoneval processes "
-                    f"(lock files uids-*.lock in {where}); wait for some to finish")
-
-
-def world_writable_dirs(root: str = "/", depth: int = 3) -> list[str]:
-    """Directories any user may write to, down to `depth` levels under `root` (not under /proc or /sys, nor
-    inside one already found): the fallback gives the program an empty one of its own in each place."""
-    found: list[str] = []
-    level = [root]
-    for _ in range(depth):
-        deeper: list[str] = []
-        for d in level:
-            try:
-                entries = list(os.scandir(d))
-            except OSError:
-                continue
-            for e in entries:
-                try:
-                    if e.path in ("/proc", "/sys") or not e.is_dir(follow_symlinks=False):
-                        continue
-                    writable = e.stat(follow_symlinks=False).st_mode & 0o002
-                except OSError:
-                    continue
-                (found if writable else deeper).append(e.path)
-        level = deeper
-    return sorted(found)
-
-
-def _third_party_dirs(prefix: str) -> list[str]:
-    """The site-packages / dist-packages directories under an installation prefix (hidden in the sandbox)."""
-    out = []
-    for lib in ("lib", "lib64", "local/lib"):
-        base = Path(prefix) / lib
-        try:
-            entries = sorted(base.iterdir())
-        except OSError:
-            continue
-        for d in entries:
-            if d.name == "python3" or (d.name.startswith("python3.") and not d.is_symlink()):
-                out += [str(d / s) for s in ("site-packages", "dist-packages") if (d / s).is_dir()]
-    return out
 
 
 def _prefix_of(python: str) -> str:
@@ -406,6 +262,7 @@ class Sandbox:
         # dumpable, and the candidate could open its /proc/1/mem for writing), non-dumpable from its first line,
         # as in the fallback; its own children are the candidate's namespace's init, which reaps for it
         caps += ["--as-pid-1"] if driver else []
+        proc = [] if limits.isolate_tests else ["--proc", "/proc"]
         args = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
                 *caps, "--ro-bind", "/usr", "/usr",
                 # a private /var/tmp (as in the fallback; before an interpreter's binds, which may be under it)
@@ -427,7 +284,7 @@ class Sandbox:
             hidden += _third_party_dirs(prefix)
         for d in hidden:
             args += ["--size", "4096", "--tmpfs", d, "--remount-ro", d]
-        args += ["--proc", "/proc", "--dev", "/dev",
+        args += [*proc, "--dev", "/dev",
                  # /dev is a tmpfs of bwrap's, writable and unbounded: a small /dev/shm, then /dev read-only
                  "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
                  "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
@@ -466,7 +323,7 @@ class Sandbox:
             code, extra = (program[1], list(program[2:])) if driver else (seccomp.STDIN_PROGRAM, [])
             boot = _FALLBACK_BOOT + (seccomp.BOOT if seccomp.supported() else "")
             args = [str(limits.tmp_mb << 20), ":".join(self._hidden_dirs()), ":".join(self.empty_dirs),
-                    "1" if driver else "0", str(uid if self.as_root else -1)]
+                    ("2" if limits.isolate_tests else "1") if driver else "0", str(uid if self.as_root else -1)]
             args += [seccomp.filter_program().hex()] if seccomp.supported() else []
             py = [self.python, "-I", "-c", boot + code, *args, *extra]
             return die + rl + ["unshare", *([] if self.as_root else ["-r"]), *spaces] + py
@@ -648,116 +505,6 @@ class Sandbox:
         else:
             status = "failed"
         return ProgramResult(status, rc, stdout, stderr, wall, channel, outside)
-
-
-def _child_pid(info_r: int) -> int | None:
-    """The host PID of the sandbox's PID 1, from bwrap's --info-fd JSON (None if bwrap wrote none)."""
-    import json
-    os.set_blocking(info_r, False)
-    try:
-        data = os.read(info_r, 4096)
-        pid = json.loads(data.decode()).get("child-pid")
-        return pid if isinstance(pid, int) else None
-    except (OSError, ValueError, AttributeError, RecursionError):  # any bytes at all
-        return None
-
-
-def _reap_sandbox_init(pid: int) -> None:
-    # bwrap exits as soon as its PID 1 reports the program's exit status, before PID 1 itself has exited:
-    # PID 1's exit is where the kernel kills and waits for everything left in the namespace. PID 1 is then
-    # reparented to this process (a child subreaper, see _become_subreaper) and reaped here, so when run()
-    # returns no process of the program is left, and no zombie counts against the slot's RLIMIT_NPROC.
-    deadline = time.monotonic() + 5
-    while True:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return  # not ours (no subreaper): the host's init reaps it
-        if done:
-            return
-        if time.monotonic() > deadline:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-            return
-        time.sleep(0.002)
-
-
-def _count_processes(uid: int) -> int:
-    n = 0
-    for d in Path("/proc").iterdir():
-        try:
-            if d.name.isdigit() and d.stat().st_uid == uid:
-                n += 1
-        except OSError:
-            continue
-    return n
-
-
-def _reap_orphans_of(uid: int) -> None:
-    # Orphans of the killed program reparented to this process (when it is a subreaper): reap them, so that
-    # their zombies stop counting against the slot uid's RLIMIT_NPROC.
-    me = str(os.getpid())
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            if d.stat().st_uid != uid or (d / "stat").read_text().rsplit(")", 1)[1].split()[1] != me:
-                continue
-            os.waitpid(int(d.name), 0)
-        except (OSError, IndexError, ChildProcessError):
-            continue
-
-
-def _become_subreaper() -> None:
-    """Orphans of this process's descendants (the sandboxes' PID 1) are reparented here, not to init."""
-    import ctypes
-    PR_SET_CHILD_SUBREAPER = 36
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        log.debug("prctl(PR_SET_CHILD_SUBREAPER) unavailable; the host's init reaps sandbox PID 1s")
-
-
-def _kill(proc: subprocess.Popen[bytes], sandbox_init: int | None) -> int:
-    # bwrap mode: kill the sandbox's PID 1 first. Its exit makes the kernel kill every process left in the
-    # PID namespace and returns only when they are gone; bwrap then exits and is reaped here, so nothing of
-    # the program outlives this call (killing bwrap first would orphan PID 1 to the host's init).
-    # Then (and in the fallback) the whole process group.
-    if sandbox_init is not None:
-        try:
-            os.kill(sandbox_init, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            return proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    return proc.wait()
-
-
-def _read_capped(path: Path) -> str:
-    with open(path, "rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        if size <= OUTPUT_CAP:
-            f.seek(0)
-            data = f.read()
-        else:
-            # head and tail: the traceback is at the end, what the program printed first at the start
-            f.seek(0)
-            head = f.read(OUTPUT_CAP // 2)
-            f.seek(size - OUTPUT_CAP // 2)
-            data = head + f"\n[... {size - OUTPUT_CAP} bytes cut ...]\n".encode() + f.read()
-    return data.decode("utf-8", errors="replace")
 
 
 _SANDBOXES: dict[tuple[str, str | None], Sandbox] = {}

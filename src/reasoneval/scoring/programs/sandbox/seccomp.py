@@ -5,11 +5,15 @@ Given to bubblewrap with `--seccomp FD` (bwrap installs it, with no_new_privs, j
 program). On x86-64 it denies, with EPERM: memfd_create (anonymous memory outside RLIMIT_AS and the
 tmpfs caps), ptrace and process_vm_readv/writev (reading or steering the trusted test driver), the mount
 family, unshare/setns/pivot_root/chroot, keyctl, bpf, perf_event_open, userfaultfd, io_uring, module and
-kexec loading; unshare() of anything but a PID namespace (the trusted driver's own, for the candidate's
-processes; without capabilities the kernel refuses that too) and clone() with any namespace flag (a nested user
+kexec loading; unshare() of anything but PID, IPC and network namespaces (the trusted driver's own, for the
+candidate's processes, and the contest keeper's for each test; without capabilities the kernel refuses those
+too) and clone() with any namespace flag but PID and IPC ones (a nested user
 namespace); socket() of any family but AF_INET/AF_INET6 (EAFNOSUPPORT: no unix, netlink, packet, vsock...
 sockets); clone3 answers ENOSYS (its flags cannot be inspected; libc falls back to clone); the x32 ABI and any
-other architecture are denied. Elsewhere than x86-64 there is no filter (docs/sandbox.md).
+other architecture are denied. rt_sigaction() that sets a disposition for SIGCHLD is denied (EPERM): ignoring
+SIGCHLD (or SA_NOCLDWAIT) makes children reaped by the kernel, whose CPU time then counts for no process, and the
+contest judge counts every process's CPU through the reaping (keeper.py); asking for the disposition is allowed.
+Elsewhere than x86-64 there is no filter (docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -34,8 +38,13 @@ DENIED = {
     "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
     "fsmount": 432, "fspick": 433, "mount_setattr": 442, "memfd_secret": 447,
 }
-SOCKET, CLONE, UNSHARE, CLONE3 = 41, 56, 272, 435
+SOCKET, CLONE, UNSHARE, CLONE3, RT_SIGACTION = 41, 56, 272, 435, 13
 CLONE_NEWPID = 0x20000000
+SIGCHLD = 17
+# what unshare() may ask for: PID, IPC and network namespaces; clone(): PID and IPC ones (the contest keeper forks
+# each test's init into them: keeper.py); without capabilities the kernel refuses each
+UNSHARE_ALLOWED = CLONE_NEWPID | 0x08000000 | 0x40000000
+CLONE_FOR_TESTS = CLONE_NEWPID | 0x08000000
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
 CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
 
@@ -58,6 +67,7 @@ def filter_program() -> bytes:
         (_JEQ, "clone", 0, CLONE),
         (_JEQ, "unshare", 0, UNSHARE),
         (_JEQ, "enosys", 0, CLONE3),
+        (_JEQ, "sigaction", 0, RT_SIGACTION),
     ]
     prog += [(_JEQ, "deny", 0, nr) for nr in sorted(DENIED.values())]
     prog.append((_RET, 0, 0, RET_ALLOW))
@@ -66,11 +76,18 @@ def filter_program() -> bytes:
              (_JEQ, 1, 0, AF_INET), (_JEQ, 0, 1, AF_INET6), (_RET, 0, 0, RET_ALLOW),
              (_RET, 0, 0, RET_ERRNO | EAFNOSUPPORT)]
     labels["clone"] = len(prog)
-    prog += [(_LD_ABS, 0, 0, 16),  # args[0] (flags), low 32 bits
-             (_JSET, "deny", 0, CLONE_NAMESPACES), (_RET, 0, 0, RET_ALLOW)]
+    prog += [(_LD_ABS, 0, 0, 16),  # args[0] (flags), low 32 bits: PID and IPC namespaces only (the contest keeper's)
+             (_JSET, "deny", 0, CLONE_NAMESPACES & ~CLONE_FOR_TESTS), (_RET, 0, 0, RET_ALLOW)]
     labels["unshare"] = len(prog)
-    prog += [(_LD_ABS, 0, 0, 16), (_JEQ, 0, "deny", CLONE_NEWPID), (_LD_ABS, 0, 0, 20),  # the high 32 bits: 0
-             (_JEQ, 0, "deny", 0), (_RET, 0, 0, RET_ALLOW)]
+    prog += [(_LD_ABS, 0, 0, 16), (_JSET, "deny", 0, 0xFFFFFFFF & ~UNSHARE_ALLOWED),
+             (_LD_ABS, 0, 0, 20), (_JEQ, 0, "deny", 0), (_RET, 0, 0, RET_ALLOW)]  # the high 32 bits: 0
+    labels["sigaction"] = len(prog)
+    prog += [(_LD_ABS, 0, 0, 16), (_JEQ, 0, "allow", SIGCHLD),  # args[0]: the signal
+             (_LD_ABS, 0, 0, 24), (_JEQ, 0, "deny", 0),  # args[1] (the new action), low 32 bits: NULL
+             (_LD_ABS, 0, 0, 28), (_JEQ, 0, "deny", 0),  # and high 32 bits
+             (_RET, 0, 0, RET_ALLOW)]
+    labels["allow"] = len(prog)
+    prog.append((_RET, 0, 0, RET_ALLOW))
     labels["enosys"] = len(prog)
     prog.append((_RET, 0, 0, RET_ERRNO | ENOSYS))
     labels["deny"] = len(prog)

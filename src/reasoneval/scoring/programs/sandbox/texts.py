@@ -1,5 +1,7 @@
 """The trusted drivers' texts, as they run inside the sandbox with `python -I -c` (never imported there): each
-driver file with its `# <prelude>` ... `# </prelude>` import block replaced by prelude.py's own text."""
+driver file with its `# <prelude>` ... `# </prelude>` import block replaced by prelude.py's own text, and each
+`# <NAME>` ... `# </NAME>` import block by NAME.py's text (itself without its own prelude import block: the prelude
+is in the text once; its own such blocks taken in likewise)."""
 
 from __future__ import annotations
 
@@ -7,19 +9,30 @@ import re
 from pathlib import Path
 
 HERE = Path(__file__).parent
+_BLOCK = re.compile(r"^# <(\w+)>.*?^# </\1>\n", re.DOTALL | re.MULTILINE)
 _PRELUDE_BLOCK = re.compile(r"^# <prelude>.*?^# </prelude>\n", re.DOTALL | re.MULTILINE)
 _PACKAGE_IMPORT = re.compile(r"^\s*(from|import)\s+reasoneval\b", re.MULTILINE)
+PARTS = ("prelude", "keeper", "program", "scratch", "values")  # the files a driver's text may take in
+
+
+def _part(name: str) -> str:
+    if name not in PARTS:
+        raise RuntimeError(f"`# <{name}>`: not a part a driver takes in ({', '.join(PARTS)})")
+    text = (HERE / f"{name}.py").read_text(encoding="utf-8")
+    if name == "prelude":
+        return text
+    return _BLOCK.sub(lambda m: _part(m.group(1)), _PRELUDE_BLOCK.sub("", text))
 
 
 def with_prelude(text: str, name: str = "driver") -> str:
-    """A driver's text with prelude.py's text in place of its `# <prelude>` import block (a driver from before the
-    prelude, which has none, is returned as it is)."""
+    """A driver's text with prelude.py's text in place of its `# <prelude>` import block, and each other part's in
+    place of its block (a driver from before the prelude, which has none, is returned as it is)."""
     if "# <prelude>" not in text:
         return text
-    prelude = (HERE / "prelude.py").read_text(encoding="utf-8")
-    source, count = _PRELUDE_BLOCK.subn(lambda _: prelude, text)
-    if count != 1:
-        raise RuntimeError(f"{name}: expected one `# <prelude>` ... `# </prelude>` block, found {count}")
+    if len(_PRELUDE_BLOCK.findall(text)) != 1:
+        raise RuntimeError(f"{name}: expected one `# <prelude>` ... `# </prelude>` block, found "
+                           f"{len(_PRELUDE_BLOCK.findall(text))}")
+    source = _BLOCK.sub(lambda m: _part(m.group(1)), text)
     if _PACKAGE_IMPORT.search(source):
         raise RuntimeError(f"{name}: the driver's text imports the reasoneval package, which the sandbox lacks")
     return source
