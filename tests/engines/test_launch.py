@@ -351,7 +351,8 @@ def test_a_server_that_dies_mid_run_is_a_fatal_error_with_its_log(tmp_path: Path
 def test_a_server_that_dies_mid_run_stops_the_run_at_once_keeping_finished_samples(tmp_path: Path) -> None:
     from reasoneval.errors import EngineDown
     from reasoneval.results.store import SampleStore
-    from reasoneval.run.runner import RetryPolicy, generate
+    from reasoneval.run.retry import RetryPolicy
+    from reasoneval.run.runner import generate
 
     reqs = [Request(task="t", problem_key=f"k{i}", problem_id=f"p{i}", index=0, seed=i,
                     params=SamplingParams(temperature=1.0, max_tokens=4),

@@ -184,7 +184,8 @@ def _lmeval_data(d: Path) -> Path:
 
 
 def _prompts(data: Path, k: int | None, limit: int | None = None, api: str = "completions") -> list[Any]:
-    from reasoneval.run.pipeline import EvalConfig, load_tasks
+    from reasoneval.run.generation import load_tasks
+    from reasoneval.run.options import EvalConfig
 
     cfg = EvalConfig(tasks=["gsm8k"], num_fewshot=k, data_dir=str(data), limit=limit, model="m", api=api)
     reqs = plan(load_tasks(cfg), n=1, seed=0, sampling=SamplingParams(), api=api, prompt=cfg.prompt()).requests
@@ -210,7 +211,8 @@ def test_gsm8k_default_is_five_drawn_shots_and_wei_stays_available(tmp_path: Pat
     data = _lmeval_data(tmp_path / "data")
     (first, *_) = _prompts(data, None)
     assert first.startswith("Problem: ")  # no few-shot asked: the zero-shot boxed default
-    from reasoneval.run.pipeline import EvalConfig, load_tasks
+    from reasoneval.run.generation import load_tasks
+    from reasoneval.run.options import EvalConfig
 
     cfg = EvalConfig(tasks=["gsm8k"], prompt_style="gsm8k", data_dir=str(data), model="m", api="completions")
     (req, *_) = plan(load_tasks(cfg), n=1, seed=0, sampling=SamplingParams(), api="completions",
@@ -272,7 +274,8 @@ def _math_data(d: Path) -> Path:
 
 
 def _math_requests(data: Path, k: int | None, limit: int | None = None, seed: int | None = None) -> list[Any]:
-    from reasoneval.run.pipeline import EvalConfig, load_tasks
+    from reasoneval.run.generation import load_tasks
+    from reasoneval.run.options import EvalConfig
 
     cfg = EvalConfig(tasks=["hendrycks_math"], prompt_style="hendrycks_math", num_fewshot=k, data_dir=str(data),
                      limit=limit, model="m", api="completions", fewshot_seed=seed)

@@ -28,6 +28,7 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.results.identity import RunSettings
 from reasoneval.results.schema import RunConfig, RunResult, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems
+from reasoneval.run_files import SCORER_CACHES
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.tasks import problem_key
@@ -219,8 +220,6 @@ def _first_row(path: Path) -> Mapping[str, Any] | None:
     return None
 
 
-# The graders' caches a re-import keeps (keyed by answer and reference, or by program and tests: still valid).
-CACHE_FILES = ("grades.jsonl", "code_runs.jsonl")
 
 
 @contextlib.contextmanager
@@ -244,7 +243,7 @@ def _replacing(out: Path) -> Iterator[Path]:
     stage.mkdir()
     lock = SampleStore(out).open() if out.exists() else None  # no other writer meanwhile
     try:
-        for name in CACHE_FILES:
+        for name in SCORER_CACHES:  # keyed by answer and reference, or by program and tests: still valid
             if (out / name).exists():
                 shutil.copy2(out / name, stage / name)
         yield stage
@@ -283,7 +282,7 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
     (FILE.reasoneval, or output_dir) made afresh and graded, which replaces the earlier one only once it is whole,
     so a file that cannot be read or graded leaves the earlier results as they were. Problems may have different
     numbers of responses: pass@k and maj@k are then reported for k up to the fewest (report.figures)."""
-    from reasoneval.run.pipeline import score_run
+    from reasoneval.run.score import score_run
 
     src = Path(path)
     if not src.exists():

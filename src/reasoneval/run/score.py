@@ -11,7 +11,6 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from reasoneval.analysis.outcomes import RESULTS_FILE
 from reasoneval.atomic import FileSet
 from reasoneval.errors import UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
@@ -21,18 +20,11 @@ from reasoneval.report.html_page import write_run_html
 from reasoneval.report.parquet import ResultsWriter
 from reasoneval.report.summary_json import write_summary
 from reasoneval.report.table import render_table
-from reasoneval.results.schema import (
-    CONFIG_FILE,
-    SUMMARY_FILE,
-    GenerationTiming,
-    RunConfig,
-    RunResult,
-    load_config,
-    load_run,
-)
+from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, load_config, load_run
 from reasoneval.results.scope import Scope, TaskScope, decide, describe, headline_scope, task_complete, with_scope
 from reasoneval.results.store import read_problems
 from reasoneval.results.stream import ChunkSink, ScoredProblem, score_store
+from reasoneval.run_files import CONFIG_FILE, RESULTS_FILE, SUMMARY_FILE
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 

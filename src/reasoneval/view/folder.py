@@ -17,8 +17,8 @@ from pathlib import Path
 from reasoneval.errors import UserError
 from reasoneval.report.dashboards import Checkpoint, model_checkpoint
 from reasoneval.report.runs import RunRow
-from reasoneval.results.schema import CONFIG_FILE, SUMMARY_FILE, RunConfig, RunResult, load_config, load_run
-from reasoneval.results.store.sample_store import LOCK_FILE, SAMPLES_FILE
+from reasoneval.results.schema import RunConfig, RunResult, load_config, load_run
+from reasoneval.run_files import CONFIG_FILE, LOCK_FILE, SAMPLES_FILE, SUMMARY_FILE
 
 log = logging.getLogger("reasoneval")
 

@@ -36,6 +36,7 @@ from reasoneval.engines.local.model import REPACK_MODES
 from reasoneval.engines.sampling import LLAMACPP_SERVER_FIELDS, SGLANG_SERVER_FIELDS, VLLM_SERVER_FIELDS
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request
+from reasoneval.run_files import SERVER_LOG
 from reasoneval.workers import exit_description, module_command
 
 SERVERS = ("vllm", "sglang", "llamacpp")
@@ -501,7 +502,7 @@ class LaunchEngine:
 
     def attach_run(self, run_dir: Path) -> None:
         if self.server is not None:
-            self.server.move_log(Path(run_dir) / "server.log")
+            self.server.move_log(Path(run_dir) / SERVER_LOG)
 
     def describe(self) -> dict[str, Any]:
         return {"command": list(self.plan.command) if self.plan is not None else None,

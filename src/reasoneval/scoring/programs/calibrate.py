@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reasoneval.atomic import atomic_open
+from reasoneval.run_files import CALIBRATION_FILE
 from reasoneval.serial import JsonRecord
 
-CALIBRATION_FILE = "calibration.json"
 # the workload's CPU time on the reference machine (the machine the default limits were chosen on: this
 # project's CI machine, CPython 3.11)
 REFERENCE_CPU_S = 0.27
