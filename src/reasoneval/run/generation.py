@@ -41,7 +41,7 @@ from reasoneval.run.runner import GenerationStats, generate
 from reasoneval.run_files import CONFIG_FILE
 from reasoneval.scoring import SCORERS, ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.base import needs_calibration
-from reasoneval.scoring.lmeval import hendrycks_reference
+from reasoneval.scoring.lmeval_hendrycks import hendrycks_reference
 from reasoneval.tasks import TASKS, dataset_hash, load_task, load_user_data, resolve_task_names
 from reasoneval.version import __version__
 
