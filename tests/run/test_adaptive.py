@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from reasoneval.metrics import ProblemOutcome, breakdown, task_metrics
+from reasoneval.metrics.estimators import crossfit, stderr_resample, stderr_resample_adaptive
 from reasoneval.metrics.passk import pass_at_k_matrix
-from reasoneval.metrics.summary import crossfit, stderr_resample, stderr_resample_adaptive
 from tests.fixtures.openai_server import OpenAIServer
 from tests.reliability._helpers import accuracy_reply, write_data
 

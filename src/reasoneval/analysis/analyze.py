@@ -26,8 +26,8 @@ from scipy import stats
 from reasoneval.analysis.outcomes import ProblemRow, by_task, iter_problem_rows, read_problem_rows
 from reasoneval.errors import UserError
 from reasoneval.metrics import maj_ks
+from reasoneval.metrics.estimators import _per_sample_var
 from reasoneval.metrics.plan_adaptive import PILOT, plan_totals
-from reasoneval.metrics.summary import _per_sample_var
 from reasoneval.results.adaptive import ADAPTIVE_MAX_N
 from reasoneval.results.schema import RunResult, load_run
 from reasoneval.run_files import RESULTS_FILE
