@@ -20,9 +20,9 @@ RUN_OPTION = ('    dummy_note: str | None = run_option(None, group=EXECUTION, he
 
 
 def copy_tree(dest: Path) -> Path:
-    """The parts of the checkout a contributor edits and tests: src, tests, bench, scripts, docs, pyproject.toml."""
+    """The parts of the checkout a contributor edits and tests: src, tests, bench, scripts, docs, .ci, pyproject.toml."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "*.egg-info")
-    for part in ("src", "tests", "bench", "scripts", "docs"):
+    for part in ("src", "tests", "bench", "scripts", "docs", ".ci"):
         shutil.copytree(ROOT / part, dest / part, ignore=ignore)
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, dest / name)
