@@ -136,6 +136,24 @@ def configured_capabilities(options: Options) -> Capabilities:
 CAPABILITIES = configured_capabilities(Options())  # the default server's; engines.capabilities asks the configured
 
 
+@dataclass(frozen=True)
+class GpuServerFlags:
+    """How a GPU server (vLLM, SGLang) spells the launch options they share."""
+
+    tensor_parallel: str
+    data_parallel: str
+    context_length: str
+    memory_share: str  # the share of GPU memory for weights + KV cache (SGLang's static fraction: the closest)
+    prefix_caching: str | None  # None: on by default (SGLang's radix cache), nothing to add
+
+
+GPU_SERVER_FLAGS = {
+    "vllm": GpuServerFlags("--tensor-parallel-size", "--data-parallel-size", "--max-model-len",
+                           "--gpu-memory-utilization", "--enable-prefix-caching"),
+    "sglang": GpuServerFlags("--tp-size", "--dp-size", "--context-length", "--mem-fraction-static", None),
+}
+
+
 def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
     """The server command line. Pure apart from locating executables and model files."""
     server = opts.server
@@ -155,34 +173,20 @@ def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
     if not model:
         raise UserError(f"--engine launch --server {server} needs --model (a Hugging Face id) or --model-path "
                         "(a checkpoint folder)")
-    cmd: list[str]
-    if server == "vllm":
-        cmd = [*vllm_command(), "serve", model, "--host", HOST, "--port", str(port),
-               "--tensor-parallel-size", str(opts.tensor_parallel_size)]
-        if opts.data_parallel_size > 1:
-            cmd += ["--data-parallel-size", str(opts.data_parallel_size)]
-        if opts.max_model_len is not None:
-            cmd += ["--max-model-len", str(opts.max_model_len)]
-        if opts.gpu_memory_utilization is not None:
-            cmd += ["--gpu-memory-utilization", str(opts.gpu_memory_utilization)]
-        if opts.dtype is not None:
-            cmd += ["--dtype", opts.dtype]
-        if opts.enable_prefix_caching:
-            cmd += ["--enable-prefix-caching"]
-        return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"), identity=identity)
-    # sglang
-    cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--host", HOST,
-           "--port", str(port), "--tp-size", str(opts.tensor_parallel_size)]
+    flags = GPU_SERVER_FLAGS[server]
+    head = [*vllm_command(), "serve", model] if server == "vllm" else \
+        [sys.executable, "-m", "sglang.launch_server", "--model-path", model]
+    cmd = [*head, "--host", HOST, "--port", str(port), flags.tensor_parallel, str(opts.tensor_parallel_size)]
     if opts.data_parallel_size > 1:
-        cmd += ["--dp-size", str(opts.data_parallel_size)]
+        cmd += [flags.data_parallel, str(opts.data_parallel_size)]
     if opts.max_model_len is not None:
-        cmd += ["--context-length", str(opts.max_model_len)]
+        cmd += [flags.context_length, str(opts.max_model_len)]
     if opts.gpu_memory_utilization is not None:
-        # SGLang's share of GPU memory for weights + KV cache: the closest analogue.
-        cmd += ["--mem-fraction-static", str(opts.gpu_memory_utilization)]
+        cmd += [flags.memory_share, str(opts.gpu_memory_utilization)]
     if opts.dtype is not None:
         cmd += ["--dtype", opts.dtype]
-    # Prefix caching (the radix cache) is on by default in SGLang: nothing to add for it.
+    if opts.enable_prefix_caching and flags.prefix_caching is not None:
+        cmd += [flags.prefix_caching]
     return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"), identity=identity)
 
 
