@@ -51,8 +51,11 @@ CHECK = textwrap.dedent('''
 
 # The copy's own tests of what the recipes touch (a few seconds; the whole suite: scripts/recipe_check.py).
 COPY_TESTS = (
-    "tests/test_layers.py",
-    "tests/run/test_options.py",
+    "tests/test_layers.py::test_every_import_goes_down_the_layers",
+    "tests/test_layers.py::test_no_module_import_cycle",
+    "tests/test_layers.py::test_no_import_through_a_re_export",
+    "tests/run/test_options.py::test_every_field_has_a_flag_a_help_and_the_parsers_default",
+    "tests/run/test_options.py::test_jobs_file_values_are_checked_like_flags",
     "tests/run/test_option_combinations.py::test_every_run_option_is_placed",
     "tests/engines/test_every_option.py::test_echo_never_samples_so_it_refuses_every_option_beyond_the_first",
     "tests/tasks/test_declaration.py::test_every_shipped_task_is_declared_completely",
