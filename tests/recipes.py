@@ -35,9 +35,9 @@ def _insert(path: Path, anchor: str, text: str, *, before: bool = True) -> None:
     path.write_text(source.replace(anchor, text + anchor if before else anchor + text), encoding="utf-8")
 
 
-def add_sampling_option(tree: Path) -> None:
+def add_sampling_option(tree: Path, name: str = "dummy_penalty") -> None:
     _insert(tree / "src" / "reasoneval" / "records.py", "\n\n\ndef sampling_options_set(",
-            "\n" + SAMPLING_OPTION.rstrip("\n"))
+            "\n" + SAMPLING_OPTION.replace("dummy_penalty", name).rstrip("\n"))
 
 
 def add_run_option(tree: Path) -> None:
@@ -50,23 +50,32 @@ def add_run_option(tree: Path) -> None:
     _insert(options, last_field, RUN_OPTION, before=False)
 
 
+def _example(module: str, old: str, new: str) -> str:
+    """A docs example module, its name `old` made `new` (the suite's own tests register the examples under their
+    names: a built-in of the same name would clash with them)."""
+    return (PLUGINS / module).read_text(encoding="utf-8").replace(old, new)
+
+
 def add_task(tree: Path) -> None:
     """The task recipe: its TaskSpec in a module of its own, one registry line in tasks/registry.py."""
-    shutil.copy(PLUGINS / "doubles_task.py", tree / "src" / "reasoneval" / "tasks" / "doubles.py")
+    (tree / "src" / "reasoneval" / "tasks" / "recipe_doubles.py").write_text(
+        _example("doubles_task.py", "doubles", "recipe_doubles"), encoding="utf-8")
     _append_line(tree / "src" / "reasoneval" / "tasks" / "registry.py",
-                 'TASKS.add_lazy("doubles", "reasoneval.tasks.doubles:DOUBLES")')
+                 'TASKS.add_lazy("recipe_doubles", "reasoneval.tasks.recipe_doubles:DOUBLES")')
 
 
 def add_scorer(tree: Path) -> None:
-    shutil.copy(PLUGINS / "last_line.py", tree / "src" / "reasoneval" / "scoring" / "last_line.py")
+    (tree / "src" / "reasoneval" / "scoring" / "recipe_line.py").write_text(
+        _example("last_line.py", "last_line", "recipe_line"), encoding="utf-8")
     _after_last(tree / "src" / "reasoneval" / "scoring" / "base.py", "SCORERS.add_lazy(",
-                'SCORERS.add_lazy("last_line", "reasoneval.scoring.last_line:LastLineScorer")')
+                'SCORERS.add_lazy("recipe_line", "reasoneval.scoring.recipe_line:LastLineScorer")')
 
 
 def add_engine(tree: Path) -> None:
-    shutil.copy(PLUGINS / "constant_engine.py", tree / "src" / "reasoneval" / "engines" / "constant.py")
+    (tree / "src" / "reasoneval" / "engines" / "recipe_constant.py").write_text(
+        _example("constant_engine.py", '"constant"', '"recipe_constant"'), encoding="utf-8")
     _after_last(tree / "src" / "reasoneval" / "engines" / "__init__.py", "ENGINES.add_lazy(",
-                'ENGINES.add_lazy("constant", "reasoneval.engines.constant")')
+                'ENGINES.add_lazy("recipe_constant", "reasoneval.engines.recipe_constant")')
 
 
 def _append_line(path: Path, line: str) -> None:
@@ -81,6 +90,9 @@ def _after_last(path: Path, prefix: str, line: str) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
+# Each under a name of its own (the suite's tests make the sampling option's edit, and register the examples, under
+# the docs' names).
 RECIPES: dict[str, Callable[[Path], None]] = {
-    "sampling_option": add_sampling_option, "run_option": add_run_option, "task": add_task, "scorer": add_scorer,
+    "sampling_option": lambda tree: add_sampling_option(tree, "recipe_penalty"), "run_option": add_run_option,
+    "task": add_task, "scorer": add_scorer,
     "engine": add_engine}

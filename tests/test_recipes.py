@@ -32,14 +32,15 @@ CHECK = textwrap.dedent('''
 
     got = {}
     # the task on the engine, with the run option and the sampling option given on the command line
-    rc = main(["run", "--engine", "constant", "--engine-arg", "answer=10", "--tasks", "doubles", "--n", "1",
+    rc = main(["run", "--engine", "recipe_constant", "--engine-arg", "answer=10", "--tasks", "recipe_doubles", "--n", "1",
                "--dummy-note", "hello", "--output-dir", str(out / "task"), "--no-progress", "--json"])
     run = load_run(next((out / "task").glob("*/*")))
-    got["task"] = [rc, run.tasks["doubles"].num_problems, run.tasks["doubles"].mean, run.config.engine]
+    got["task"] = [rc, run.tasks["recipe_doubles"].num_problems, run.tasks["recipe_doubles"].mean, run.config.engine]
     # the scorer, on a user's file (run --scorer)
     data = out / "rows.jsonl"
     data.write_text(json.dumps({"problem": "Say it", "answer": "The answer is \\\\boxed{7}."}) + "\\n")
-    rc = main(["run", "--engine", "constant", "--engine-arg", "answer=7", "--data", str(data), "--scorer", "last_line",
+    rc = main(["run", "--engine", "recipe_constant", "--engine-arg", "answer=7", "--data", str(data), "--scorer",
+               "recipe_line",
                "--n", "1", "--output-dir", str(out / "scorer"), "--no-progress", "--json"])
     run = load_run(next((out / "scorer").glob("*/*")))
     got["scorer"] = [rc, run.scorers, [m.mean for m in run.tasks.values()]]
@@ -72,8 +73,8 @@ def test_every_recipe_of_the_docs_is_its_edits_and_nothing_else(tmp_path: Path) 
                           text=True, timeout=300, cwd=tree, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["task"] == [0, 20, 1 / 20, "constant"]  # 5 + 5 is the one double the constant 10 answers
-    assert got["scorer"] == [0, {"last_line": "1"}, [1.0]]  # the whole response is its one line
+    assert got["task"] == [0, 20, 1 / 20, "recipe_constant"]  # 5 + 5 is the one double the constant 10 answers
+    assert got["scorer"] == [0, {"recipe_line": "1"}, [1.0]]  # the whole response is its one line
     assert got["run_option"] == ["x", "y"]
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *COPY_TESTS],
                            capture_output=True, text=True, timeout=300, cwd=tree, env=env)

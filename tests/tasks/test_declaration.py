@@ -27,8 +27,6 @@ def _rows() -> list[dict[str, str]]:
 USACO = TaskSpec("usaco", "USACO problems", generate=_rows, size=3, scoring=TaskScoring("contest"))
 USACO_COMPLETE = TaskSpec("usaco", "USACO problems", generate=_rows, size=3, scoring=TaskScoring("contest"),
                           prompt="livecodebench")
-UNKNOWN_SCORER = TaskSpec("unknown_scorer", "a typo in the scorer", generate=_rows, size=3,
-                          scoring=TaskScoring("maths"), prompt="boxed")
 TWO_SOURCES = TaskSpec("two_sources", "a generated task that also names a file", generate=_rows, size=3,
                        data_file=PackageFile(__name__, "rows.jsonl"))
 BAD_SIZE = TaskSpec("bad_size", "a size that is no count", generate=_rows, size=0)
@@ -43,8 +41,6 @@ WRONG_SIZE_FILE = TaskSpec("wrong_size_file", "size 30, a file of 3 rows", size=
 @pytest.mark.parametrize("name, message", [
     ("usaco", "task 'usaco' names no prompt style, and its scorer 'contest' has none by default (only math does): add "
               "prompt=... (a prompts.PROMPTS name) to its TaskSpec"),
-    ("unknown_scorer", "task 'unknown_scorer' is scored by 'maths', which is no registered scorer: register it "
-                       "(scoring.SCORERS) or fix TaskScoring"),
     ("two_sources", "task 'two_sources' has generate and data_file: a task has one source; keep one"),
     ("bad_size", "task 'bad_size' has size 0: give the number of problems (a positive integer) or None"),
     ("scoring_options", "task 'scoring_options' passes options all_tests to its scorer but takes no options: give it "

@@ -16,17 +16,12 @@ from reasoneval.tasks.spec import DEFAULT_PROMPTS, TaskSpec
 
 def declaration_errors(spec: TaskSpec) -> list[str]:
     """What a task's declaration lacks or contradicts, one line each naming the piece and the fix (empty: complete).
-    The rows themselves are checked when the task is loaded (their count against `size`: tasks.loading)."""
-    from reasoneval.scoring import SCORERS
-
+    The rows themselves are checked when the task is loaded (their count against `size`: tasks.loading); its scorer
+    and prompt style when a run resolves them (run.generation.used_plugins: a plugin's may not be found yet)."""
     where = f"task {spec.name!r}"
     out = []
     if not spec.description.strip():
         out.append(f"{where} has no description: give TaskSpec a one-line description (shown by `reasoneval tasks`)")
-    for scoring in (spec.scoring, *spec.scoring.extra.values()):
-        if scoring.scorer not in SCORERS:
-            out.append(f"{where} is scored by {scoring.scorer!r}, which is no registered scorer: register it "
-                       "(scoring.SCORERS) or fix TaskScoring")
     if not spec.prompt:
         out.append(f"{where} names no prompt style, and its scorer {spec.scoring.scorer!r} has none by default (only "
                    f"{', '.join(sorted(DEFAULT_PROMPTS))} does): add prompt=... (a prompts.PROMPTS name) to its TaskSpec")
