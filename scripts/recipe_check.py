@@ -46,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"recipes made in {tree}: {', '.join(names)}", flush=True)
     env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}{os.pathsep}{tree}"}
     t = time.monotonic()
-    status = subprocess.run([sys.executable, "-m", "pytest", *shlex.split(a.pytest_args)], cwd=tree, env=env).returncode
+    # tests/test_recipes.py makes the recipes on a copy of its own tree: in this copy, which has them, it would make
+    # them twice (registered twice); it runs in the plain suite.
+    pytest_args = [*shlex.split(a.pytest_args), "--deselect",
+                   "tests/test_recipes.py::test_every_recipe_of_the_docs_is_its_edits_and_nothing_else"]
+    status = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], cwd=tree, env=env).returncode
     print(f"recipe check: pytest exited {status} after {time.monotonic() - t:.0f} s "
           f"({'every test passed with the recipes made' if status == 0 else 'a test fails with the recipes made'})")
     if not a.keep:
