@@ -34,12 +34,12 @@ import pyarrow.parquet as pq
 from _common import ROOT
 from reasoneval.metrics import ProblemOutcome, se_vs_k, task_metrics
 from reasoneval.records import Problem
-from reasoneval.report.html_page import REPORT_FILE, SIDECAR_DIR
 from reasoneval.report.parquet import SCHEMA
 from reasoneval.report.summary_json import write_summary
 from reasoneval.results.identity import RunSettings
 from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, write_config
 from reasoneval.results.store import add_problems
+from reasoneval.run_files import REPORT_FILE, REPORT_SIDECAR_DIR
 from reasoneval.scoring import TaskScoring
 from reasoneval.tasks import problem_key
 
@@ -168,9 +168,9 @@ def main() -> None:
         rss0 = peak_rss(f"load_run({str(run_dir)!r})")
         page = run_dir / REPORT_FILE
         html_bytes = (run_dir / REPORT_FILE).stat().st_size
-        side = run_dir / SIDECAR_DIR
+        side = run_dir / REPORT_SIDECAR_DIR
         side_bytes = sum(f.stat().st_size for f in side.iterdir()) if side.exists() else 0
-        print(f"report.html: {html_bytes / 1e6:.2f} MB; {SIDECAR_DIR}/: {side_bytes / 1e6:.0f} MB in "
+        print(f"report.html: {html_bytes / 1e6:.2f} MB; {REPORT_SIDECAR_DIR}/: {side_bytes / 1e6:.0f} MB in "
               f"{len(list(side.iterdir())) if side.exists() else 0} files; written in {write_s:.1f} s")
         print(f"  write time / reading results.parquet with its texts ({read_s:.1f} s): {write_s / read_s:.2f}")
         print(f"  bytes written / raw response bytes: {(html_bytes + side_bytes) / raw:.3f}")

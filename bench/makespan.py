@@ -105,7 +105,8 @@ def simulate_schedules(seed: int, samples: int, slots: int, median: float, sigma
     request starts the instant one frees) on the service times the server draws for the same requests."""
     from tests.fixtures.openai_server import problem_lognormal
 
-    from reasoneval.run.pipeline import EvalConfig, load_tasks
+    from reasoneval.run.generation import load_tasks
+    from reasoneval.run.options import EvalConfig
     from reasoneval.run.plan import plan
 
     cfg = EvalConfig(tasks=["aime24"], model="test-model", base_url="http://unused", data_dir=data_dir, n=samples)

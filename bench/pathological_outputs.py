@@ -41,13 +41,8 @@ for _p in (str(ROOT / "src"), str(ROOT)):
         sys.path.insert(0, _p)
 
 from reasoneval.scoring import ScoringContext  # noqa: E402
-from reasoneval.scoring.lmeval import (  # noqa: E402
-    ExactMatchScorer,
-    FlexibleExtractScorer,
-    StrictMatchScorer,
-    gsm8k_normalize,
-    normalize_final_answer,
-)
+from reasoneval.scoring.lmeval import ExactMatchScorer, FlexibleExtractScorer, StrictMatchScorer, gsm8k_normalize  # noqa: E402
+from reasoneval.scoring.lmeval_minerva import normalize_final_answer  # noqa: E402
 from reasoneval.scoring.maths.extract import extract_answer, last_boxed  # noqa: E402
 from reasoneval.scoring.maths.pool import GradingPool  # noqa: E402
 from reasoneval.scoring.programs.scorer import extract_code, strip_reasoning  # noqa: E402

@@ -24,7 +24,8 @@ from pathlib import Path
 import _common  # puts src/ and the checkout (for tests.plugins) on the path
 from reasoneval.engines import ENGINES, create_engine
 from reasoneval.engines.ray import init_ray
-from reasoneval.run.pipeline import EvalConfig, generate_run, load_tasks
+from reasoneval.run.generation import generate_run, load_tasks
+from reasoneval.run.options import EvalConfig
 
 
 async def one(cfg: EvalConfig) -> tuple[float, list[int]]:

@@ -39,7 +39,8 @@ from reasoneval.analysis.battery import MATH_SUBJECTS as SUBJECTS
 from reasoneval.analysis.battery import BatteryRow, get_battery, row_figures
 from reasoneval.records import SamplingParams
 from reasoneval.run.battery import battery_configs as battery_run_configs
-from reasoneval.run.pipeline import EvalConfig, load_tasks
+from reasoneval.run.generation import load_tasks
+from reasoneval.run.options import EvalConfig
 from reasoneval.run.plan import plan
 from reasoneval.scoring.lmeval import MATH_SUBJECT_SUFFIXES as SUFFIX
 from reasoneval.tasks import TASKS

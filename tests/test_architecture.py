@@ -45,7 +45,7 @@ def test_the_docs_examples_are_the_test_suites_modules(name: str, module: str) -
 
 
 ARITH_EXACT = TaskSpec("arith_exact", "arith scored by exact match", scoring=TaskScoring("last_line", {"ignore_case": True}),
-                       generate=TASKS.get("arith").generate, size=TASKS.get("arith").size)
+                       prompt="boxed", generate=TASKS.get("arith").generate, size=TASKS.get("arith").size)
 
 
 @pytest.fixture
@@ -214,9 +214,9 @@ REGISTRY_FILES = {"scoring/base.py": ("SCORERS.add_lazy(",), "engines/__init__.p
 # engine module's contract as the example engine fulfils it.
 BARE_NAME_MODULES = ("reasoneval.scoring", "reasoneval.scoring.base", "reasoneval.tasks", "reasoneval.prompts",
                      "reasoneval.engines", "reasoneval.engines.base", "reasoneval.records", "reasoneval.serial",
-                     "reasoneval.results.schema", "reasoneval.run.options", "reasoneval.run.pipeline",
+                     "reasoneval.results.schema", "reasoneval.run.flags", "reasoneval.run.options", "reasoneval.run.pipeline",
                      "reasoneval.metrics.summary", "reasoneval.fleet.jobs", "reasoneval.registry",
-                     "tests.plugins.constant_engine")
+                     "tests.plugins.constant_engine", "tests.run.test_option_combinations")
 # Lower-case names the prose uses bare, with what has them.
 BARE_MEMBERS = {"cluster_many": "reasoneval.scoring.base:AnswerClusterer", "score_many": "reasoneval.scoring.base:Scorer",
                 "add_lazy": "reasoneval.registry:Registry", "completion_stop": "reasoneval.prompts:PromptStyle",
@@ -224,7 +224,7 @@ BARE_MEMBERS = {"cluster_many": "reasoneval.scoring.base:AnswerClusterer", "scor
                 "create": "tests.plugins.constant_engine", "start()": "reasoneval.engines.base:Engine",
                 "generate()": "reasoneval.tasks:TaskSpec"}
 # Keyword fragments (`flag=True`) and what takes them.
-KEYWORDS = {"flag": "reasoneval.engines.base:option", "aliases": "reasoneval.run.options:run_option",
+KEYWORDS = {"flag": "reasoneval.engines.base:option", "aliases": "reasoneval.run.flags:run_option",
             "in_first_run_ids": "reasoneval.records:sampling_option", "fewshot": "reasoneval.tasks:TaskSpec",
             "data_file": "reasoneval.tasks:TaskSpec"}
 # Flags the prose makes up (a new option, a renamed one).
@@ -287,8 +287,8 @@ def _resolve(dotted: str) -> Any:
 
 
 # Functions whose **keywords are another's parameters: run_option's and sampling_option's are CliOption's fields.
-FORWARDED_KEYWORDS = {"run_option": "reasoneval.run.options:CliOption",
-                      "sampling_option": "reasoneval.run.options:CliOption"}
+FORWARDED_KEYWORDS = {"run_option": "reasoneval.run.flags:CliOption",
+                      "sampling_option": "reasoneval.run.flags:CliOption"}
 
 
 def _bind(func: Any, args: list[Any], keywords: dict[str, Any]) -> None:
@@ -376,7 +376,7 @@ def test_every_code_block_of_the_adding_sections_is_run_or_checked() -> None:
     import tomllib
 
     from reasoneval import registry
-    from tests.run.test_one_edit_sampling_option import THE_EDIT
+    from tests.recipes import SAMPLING_OPTION
 
     groups = {registry.ENGINE_GROUP, registry.TASK_GROUP, registry.SCORER_GROUP, registry.PROMPT_GROUP}
     examples = {example(name) for name in ("scorer", "engine", "task", "packaged_task")}  # modules of tests/plugins
@@ -388,12 +388,12 @@ def test_every_code_block_of_the_adding_sections_is_run_or_checked() -> None:
             assert set(entry_points) <= groups and entry_points
             assert all(re.fullmatch(r"\w+(\.\w+)*(:\w+)?", t) for g in entry_points.values() for t in g.values())
         elif lang == "python" and "sampling_option(" in code:
-            # The one-line sampling option: the edit tests/run/test_one_edit_sampling_option.py makes to records.py,
+            # The one-line sampling option: the edit tests/recipes.py makes to records.py,
             # but for the option's name and help; and it declares a field with a flag in the sampling group.
             line = re.fullmatch(r'    (\w+): .*help="([^"]*)"\)\n', code)
             assert line, code
             name, help_ = line.groups()
-            assert code.replace(name, "dummy_penalty").replace(help_, "a made-up sampling option") == THE_EDIT
+            assert code.replace(name, "dummy_penalty").replace(help_, "a made-up sampling option") == SAMPLING_OPTION
             from reasoneval.records import CLI, sampling_option
 
             namespace: dict[str, Any] = {"sampling_option": sampling_option}

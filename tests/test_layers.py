@@ -21,7 +21,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "reasoneval"
 # Bottom to top. A package may import the packages of every layer below its own, never one of its own layer or above.
 # "reasoneval" is the package's own __init__ (the facade: reasoneval.evaluate, load_run), "__main__" `python -m`.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("version", "errors"),  # primitives
+    ("version", "errors", "run_files"),  # primitives (run_files: the names of a run directory's files)
     ("atomic", "workers", "serial", "registry"),
     ("records",),
     ("metrics", "engines"),  # pure functions of correctness arrays; Engine.generate(Request) -> Completion
@@ -227,6 +227,125 @@ def test_the_local_engine_drives_its_supervisor_one_way() -> None:
     assert find_cycle(graph) is None
 
 
+def _modules(root: Path) -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (its file, whether it is a package's __init__)."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        name, is_package = _module_name(path, root)
+        out[name] = (path, is_package)
+    return out
+
+
+def _from_base(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    here = here[:len(here) - (node.level - 1)]
+    return ".".join([*here, *([node.module] if node.module else [])])
+
+
+def module_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the tree it imports, by any import (at the top, in a function, under
+    TYPE_CHECKING): `from a.b import c` is an edge to a.b.c where that is a module, else to a.b."""
+    modules = _modules(root)
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, (path, is_package) in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                graph[module] |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = _from_base(node, module, is_package)
+                for a in node.names:
+                    target = f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                    if target in modules and target != module:
+                        graph[module].add(target)
+    return graph
+
+
+def _defined_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """The names a module defines (def, class, assignment at any depth) and those it imports."""
+    defined: set[str] = set()
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                defined |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return defined, imported - defined
+
+
+def reexport_imports(root: Path, files: Iterable[Path]) -> list[str]:
+    """One line per `from M import name` (in `files`) where M is a module of the tree (not a package's __init__,
+    which is its package's interface) that does not define `name` but imports it: an import through a re-export.
+    Import the name from the module that defines it."""
+    modules = _modules(root)
+    names = {m: _defined_names(ast.parse(p.read_text(encoding="utf-8"))) for m, (p, pkg) in modules.items() if not pkg}
+    out = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if not isinstance(node, ast.ImportFrom) or node.level or node.module not in names:
+                continue
+            defined, imported = names[node.module]
+            for a in node.names:
+                if a.name in imported and a.name not in defined and f"{node.module}.{a.name}" not in modules:
+                    out.append(f"{path}:{node.lineno}: imports {a.name} from {node.module}, which only re-exports it")
+    return out
+
+
+def run_file_spellings(root: Path) -> list[str]:
+    """One line per string constant of a module (docstrings and f-string parts aside) that spells a run directory's
+    file name (reasoneval/run_files.py) instead of importing it. `config.json` is also a Hugging Face checkpoint's
+    file (engines, fleet/watch): only its run-directory meaning is run_files' (RUN_FILE_HOMONYMS)."""
+    names = {}
+    for node in ast.parse((root / "run_files.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            names[node.value.value] = node.targets[0].id  # type: ignore[attr-defined]
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / "run_files.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = {id(n.body[0].value) for n in ast.walk(tree)  # type: ignore[attr-defined]
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and n.body and isinstance(n.body[0], ast.Expr)}
+        skip |= {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+                    and "." in node.value and id(node) not in skip
+                    and rel not in RUN_FILE_HOMONYMS.get(node.value, ())):
+                out.append(f"{path}:{node.lineno}: spells {node.value!r}: import {names[node.value]} from "
+                           "reasoneval.run_files")
+    return out
+
+
+# Modules where a run file's name means another file: a Hugging Face checkpoint's config.json.
+RUN_FILE_HOMONYMS = {"config.json": ("engines/checkpoint.py", "engines/gguf_convert.py", "fleet/watch.py")}
+ROOT = SRC.parents[1]
+
+
+def test_no_module_import_cycle() -> None:
+    """No two modules of src import each other, directly or round a loop, by any kind of import (a lazy import in a
+    function or one under TYPE_CHECKING too: such a cycle breaks as soon as someone moves the import to the top)."""
+    cycle = find_cycle(module_graph(SRC))
+    assert cycle is None, "module import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_import_through_a_re_export() -> None:
+    """src, tests, bench and scripts import every name from the module that defines it (or a package's __init__)."""
+    files = [p for d in ("src", "tests", "bench", "scripts") for p in sorted((ROOT / d).rglob("*.py"))]
+    bad = reexport_imports(SRC, files)
+    assert not bad, "imports through a re-export:\n" + "\n".join(bad)
+
+
+def test_run_files_are_named_in_one_module() -> None:
+    bad = run_file_spellings(SRC)
+    assert not bad, "\n".join(bad)
+
+
 # ---- the checker on trees made to break it -------------------------------------------------------------------
 
 def _tree(root: Path, files: Mapping[str, str]) -> Path:
@@ -303,3 +422,37 @@ def test_the_project_checker_fails_on_a_new_back_edge(tmp_path: Path) -> None:
 ])
 def test_find_cycle(graph: dict[str, set[str]], cycle: list[str] | None) -> None:
     assert find_cycle(graph) == cycle
+
+
+def test_a_lazy_import_cycle_and_a_re_export_are_found(tmp_path: Path) -> None:
+    """A cycle closed only by an import inside a function, and an import of a name through a module that merely
+    imports it, are each named; the same tree with the name imported from its home passes."""
+    pkg = _tree(tmp_path, {
+        "tasks/__init__.py": "from reasoneval.tasks.loading import load\n",
+        "tasks/loading.py": "def load():\n    from reasoneval.tasks.user_data import read\n    return read\n",
+        "tasks/user_data.py": "from reasoneval.tasks.loading import load\n\n\ndef read():\n    return load\n",
+        "run/__init__.py": "",
+        "run/pipeline.py": "from reasoneval.run.options import EvalConfig\n\n\ndef evaluate(c: EvalConfig): ...\n",
+        "run/options.py": "class EvalConfig: ...\n",
+        "cli.py": "from reasoneval.run.pipeline import EvalConfig, evaluate\nfrom reasoneval.tasks import load\n",
+    })
+    assert find_cycle(module_graph(pkg)) == ["reasoneval.tasks.loading", "reasoneval.tasks.user_data",
+                                             "reasoneval.tasks.loading"]
+    bad = reexport_imports(pkg, [pkg / "cli.py"])
+    assert bad == [f"{pkg / 'cli.py'}:1: imports EvalConfig from reasoneval.run.pipeline, which only re-exports it"]
+    (pkg / "cli.py").write_text("from reasoneval.run.options import EvalConfig\nfrom reasoneval.run.pipeline import "
+                                "evaluate\n")
+    assert reexport_imports(pkg, [pkg / "cli.py"]) == []
+    (pkg / "tasks" / "loading.py").write_text("def load(): ...\n")
+    assert find_cycle(module_graph(pkg)) is None
+
+
+def test_a_spelt_run_file_name_is_found(tmp_path: Path) -> None:
+    pkg = _tree(tmp_path, {
+        "run_files.py": 'SUMMARY_FILE = "summary.json"\nVIEWS_DIR = "views"\n',
+        "fleet/__init__.py": "",
+        "fleet/status.py": '"""Reads summary.json."""\nfrom pathlib import Path\n\n\ndef done(d):\n'
+                           '    return (Path(d) / "summary.json").exists() and f"{d}.summary.json"\n',
+    })
+    assert run_file_spellings(pkg) == [f"{pkg / 'fleet' / 'status.py'}:6: spells 'summary.json': import SUMMARY_FILE "
+                                       "from reasoneval.run_files"]

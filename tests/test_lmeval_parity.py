@@ -129,7 +129,7 @@ def test_lmeval_rows_only_where_lmeval_defines_the_task_or_on_request(make_opena
 
 def test_lmeval_columns_follow_the_task_and_prompt_style() -> None:
     from reasoneval.prompts import PromptConfig
-    from reasoneval.run.pipeline import task_scoring
+    from reasoneval.run.generation import task_scoring
     from reasoneval.run.plan import LoadedTask
 
     gsm, math, aime = (LoadedTask(TASKS.get(t), []) for t in ("gsm8k", "hendrycks_math", "aime24"))

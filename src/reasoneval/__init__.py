@@ -8,10 +8,12 @@ from reasoneval.version import __version__
 
 if TYPE_CHECKING:
     from reasoneval.results.schema import RunConfig, RunResult, load_run
-    from reasoneval.run.pipeline import EvalConfig, evaluate, evaluate_async, score_run
+    from reasoneval.run.options import EvalConfig
+    from reasoneval.run.pipeline import evaluate, evaluate_async
+    from reasoneval.run.score import score_run
 
-_LAZY = {"evaluate": "run.pipeline", "evaluate_async": "run.pipeline", "EvalConfig": "run.pipeline",
-         "score_run": "run.pipeline", "RunResult": "results.schema", "RunConfig": "results.schema",
+_LAZY = {"evaluate": "run.pipeline", "evaluate_async": "run.pipeline", "EvalConfig": "run.options",
+         "score_run": "run.score", "RunResult": "results.schema", "RunConfig": "results.schema",
          "load_run": "results.schema"}
 
 

@@ -54,7 +54,7 @@ def sampling_option(default: Any = dataclasses.MISSING, *, help: str,
                     default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
                     in_first_run_ids: bool = False, sent: bool = True, **cli: Any) -> Any:
     """A field of SamplingParams, and from it everything else: a `reasoneval run` flag and a jobs-file key (`help`,
-    and how the command line spells and parses it: run.options.CliOption's fields; the group is "sampling"),
+    and how the command line spells and parses it: run.flags.CliOption's fields; the group is "sampling"),
     and when `sent` a field of every engine's request under the field's name (engines.sampling.sent_fields), sent
     only when set (not None, not empty). An engine takes a later option (not `in_first_run_ids`) only where its
     Capabilities name it, as for extra_body keys (engines.base.check_supported): never silently ignored.
@@ -107,6 +107,22 @@ class SamplingParams(JsonRecord):
         default_factory=dict, parse=json_object, metavar="JSON", in_first_run_ids=True, sent=False,
         help="""extra request fields, e.g. '{"repetition_penalty": 1.05}'""")
 
+
+def sampling_options_set(params: SamplingParams, *, changed: bool = False) -> dict[str, Any]:
+    """Every sampling option `params` sets, by field name, in declaration order, read from SamplingParams' fields
+    (so a new option is listed with no edit where this is asked: the dashboards, `runs`' settings column, the re-run
+    advice): a field left unset (None, an empty tuple or mapping) is left out; with `changed`, so is one at its
+    default (what a command line must give to get the same parameters)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        if value is None or (isinstance(value, (tuple, list, Mapping)) and not value):
+            continue
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if changed and value == default:
+            continue
+        out[f.name] = value
+    return out
 
 @dataclass(frozen=True)
 class Request:

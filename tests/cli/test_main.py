@@ -95,7 +95,7 @@ def test_the_commands_flags_are_their_declared_fields(command: str, flags_class:
     import dataclasses
     import importlib
 
-    from reasoneval.run.options import cli_of, field_default, flag_of
+    from reasoneval.run.flags import cli_of, field_default, flag_of
 
     module, name = flags_class.split(":")
     cls = getattr(importlib.import_module(f"reasoneval.cli.{module}"), name)

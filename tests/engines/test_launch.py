@@ -23,6 +23,7 @@ import pytest
 from reasoneval.engines.base import EngineError
 from reasoneval.engines.launch import HOST, build_plan, free_port, log_tail, vllm_command
 from reasoneval.engines.launch import engine as launch
+from reasoneval.engines.launch.process import ServerProcess
 from reasoneval.errors import UserError
 from reasoneval.records import Request, SamplingParams
 from tests.engines._options import make_engine, split_options
@@ -263,7 +264,7 @@ def test_llamacpp_server_declares_every_field_it_is_sent_and_applies_repetition_
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGILL])
 def test_a_llamacpp_server_killed_by_a_crash_suggests_cpu_repack_off(tmp_path: Path, sig: int) -> None:
     # SIGSEGV and SIGILL: how llama.cpp's AMX kernels end on the Intel CPUs where they crash.
-    server = launch.ServerProcess.start(
+    server = ServerProcess.start(
         (sys.executable, "-c", f"import os; os.kill(os.getpid(), {int(sig)})", "reasoneval.engines.launch.llamacpp_server"),
         tmp_path / "server.log")
     server.proc.wait(30)
@@ -351,7 +352,8 @@ def test_a_server_that_dies_mid_run_is_a_fatal_error_with_its_log(tmp_path: Path
 def test_a_server_that_dies_mid_run_stops_the_run_at_once_keeping_finished_samples(tmp_path: Path) -> None:
     from reasoneval.errors import EngineDown
     from reasoneval.results.store import SampleStore
-    from reasoneval.run.runner import RetryPolicy, generate
+    from reasoneval.run.retry import RetryPolicy
+    from reasoneval.run.runner import generate
 
     reqs = [Request(task="t", problem_key=f"k{i}", problem_id=f"p{i}", index=0, seed=i,
                     params=SamplingParams(temperature=1.0, max_tokens=4),
@@ -471,7 +473,7 @@ def test_a_connection_error_while_the_server_is_dying_waits_for_its_exit(tmp_pat
     log.write_text("loading model\n")
     proc = subprocess.Popen(["sleep", "0.3"], start_new_session=True)
     engine: Any = make_engine("launch", server="llamacpp", log_dir=str(tmp_path))
-    engine.client, engine.server = ResettingClient(), launch.ServerProcess(proc, log, ("sleep", "0.3"))
+    engine.client, engine.server = ResettingClient(), ServerProcess(proc, log, ("sleep", "0.3"))
     try:
         with pytest.raises(EngineError) as e:
             asyncio.run(engine.generate(req(seed=1)))

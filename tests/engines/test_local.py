@@ -660,7 +660,8 @@ def test_a_worker_that_cannot_even_start_fails_fast_with_the_cause(monkeypatch: 
 def test_a_worker_that_dies_on_its_first_token_stops_the_run_within_seconds(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from reasoneval.results.store import SampleStore
-    from reasoneval.run.runner import RetryPolicy, generate
+    from reasoneval.run.retry import RetryPolicy
+    from reasoneval.run.runner import generate
 
     inject(monkeypatch, "segv-request")  # the self-test passes, every request crashes
     requests = [req(seed=s, index=s, max_tokens=8) for s in range(20)]

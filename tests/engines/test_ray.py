@@ -19,7 +19,8 @@ import pytest
 
 from reasoneval.engines import ENGINES, CommonOptions, create_engine
 from reasoneval.errors import EngineDown
-from reasoneval.run.pipeline import EvalConfig, generate_run, load_tasks
+from reasoneval.run.generation import generate_run, load_tasks
+from reasoneval.run.options import EvalConfig
 from tests.plugins import register_for_the_test
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")

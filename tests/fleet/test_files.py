@@ -150,7 +150,7 @@ def test_job_retries_has_its_own_name_and_the_old_one_still_works(
 def test_sweep_options_come_from_the_flags() -> None:
     from reasoneval.cli.fleet import dashboard_defaults
     from reasoneval.fleet.loop import SweepOptions
-    from reasoneval.run.options import options_from_args
+    from reasoneval.run.flags import options_from_args
 
     a = _fleet_parser("sweep").parse_args(["jobs.yaml", "--busy-gpus", "1,3", "--num-gpus", "4", "--log-to", "mlflow",
                                            "--mlflow-experiment", "battery"])

@@ -1,5 +1,5 @@
 """The re-run SE of an adaptive run: posterior variances under a Beta prior fitted to the task
-(metrics.summary.beta_prior / posterior_variance / stderr_resample_adaptive; docs/statistics.md)."""
+(metrics.estimators.beta_prior / posterior_variance / stderr_resample_adaptive; docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from reasoneval.metrics.summary import beta_prior, posterior_variance, stderr_resample, stderr_resample_adaptive
+from reasoneval.metrics.estimators import beta_prior, posterior_variance, stderr_resample, stderr_resample_adaptive
 
 
 def test_beta_prior_is_the_maximum_of_the_beta_binomial_likelihood() -> None:

@@ -15,7 +15,7 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.results import stream
 from reasoneval.results.store import SampleStore, add_problems
 from reasoneval.run import score as pipeline
-from reasoneval.run.pipeline import score_run
+from reasoneval.run.score import score_run
 from reasoneval.tasks import problem_key
 
 

@@ -13,8 +13,9 @@ import pytest
 
 from reasoneval.analysis.compare import compare_runs
 from reasoneval.cli.main import main
-from reasoneval.report.html_page import REPORT_FILE, SIDECAR_DIR, write_compare_html, write_run_html
+from reasoneval.report.html_page import write_compare_html, write_run_html
 from reasoneval.results.schema import load_run
+from reasoneval.run_files import REPORT_FILE, REPORT_SIDECAR_DIR
 from tests.analysis.runs import loopback_servers, make_run
 from tests.report.browser import browser  # noqa: F401  (fixture)
 
@@ -87,7 +88,7 @@ def check_page(page: Any, errors: list[str]) -> None:
 
 def test_report_html_in_chromium(run: Path, browser: Any, tmp_path: Path) -> None:  # noqa: F811
     html = run / REPORT_FILE
-    assert html.exists() and not (run / SIDECAR_DIR).exists()  # written by the run; small: all inline
+    assert html.exists() and not (run / REPORT_SIDECAR_DIR).exists()  # written by the run; small: all inline
     text = html.read_text()
     assert "<svg" in text and "pass@k" in text and "maj@k" in text and "response length" in text
     assert "accuracy by subject" in text and "accuracy by level" in text and "truncated: 1" in text
@@ -106,7 +107,7 @@ def test_sidecar_mode_loads_samples_on_demand(run: Path, browser: Any, tmp_path:
     out = tmp_path / "copy"
     shutil.copytree(run, out)
     write_run_html(load_run(out), inline_limit=0)
-    files = sorted((out / SIDECAR_DIR).iterdir())
+    files = sorted((out / REPORT_SIDECAR_DIR).iterdir())
     assert len(files) == Q
     assert '"re-samples">null<' in (out / REPORT_FILE).read_text()
     page, errors = open_page(browser, out / REPORT_FILE)

@@ -26,9 +26,10 @@ import pytest
 from reasoneval.atomic import json_text
 from reasoneval.cli.main import main
 from reasoneval.metrics.summary import settle
-from reasoneval.results.schema import CONFIG_FILE, SCHEMA_VERSION, SUMMARY_FILE, load_config, load_run
+from reasoneval.results.schema import SCHEMA_VERSION, load_config, load_run
 from reasoneval.results.store import SampleStore, read_problems
 from reasoneval.results.store.problems import problem_to_dict
+from reasoneval.run_files import CONFIG_FILE, SUMMARY_FILE
 
 RUNS = Path(__file__).parent.parent / "fixtures" / "runs"
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from reasoneval.metrics import ProblemOutcome, breakdown, task_metrics
+from reasoneval.metrics.estimators import crossfit, stderr_resample, stderr_resample_adaptive
 from reasoneval.metrics.passk import pass_at_k_matrix
-from reasoneval.metrics.summary import crossfit, stderr_resample, stderr_resample_adaptive
 from tests.fixtures.openai_server import OpenAIServer
 from tests.reliability._helpers import accuracy_reply, write_data
 
@@ -145,9 +145,9 @@ def test_a_resumed_sampler_completes_the_pilot_then_asks_for_the_plan_at_once(tm
 
     from reasoneval.metrics.plan_adaptive import history_totals, pilot_counts
     from reasoneval.records import Problem, Request, SampleRecord, SamplingParams
-    from reasoneval.results.store.sample_store import SAMPLES_FILE
     from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings
     from reasoneval.run.plan import LoadedTask
+    from reasoneval.run_files import SAMPLES_FILE
     from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
     from reasoneval.tasks import TaskSpec
 
@@ -220,9 +220,9 @@ def test_failed_samples_a_pilot_index_waits_for_the_next_run_a_later_one_is_repl
     import asyncio
 
     from reasoneval.records import Problem, Request, SampleRecord, SamplingParams
-    from reasoneval.results.store.sample_store import SAMPLES_FILE
     from reasoneval.run.adaptive import AdaptiveSampler, AdaptiveSettings
     from reasoneval.run.plan import LoadedTask
+    from reasoneval.run_files import SAMPLES_FILE
     from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
     from reasoneval.tasks import TaskSpec
 

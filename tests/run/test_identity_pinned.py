@@ -10,7 +10,8 @@ import pytest
 from reasoneval.fleet.jobs import Job
 from reasoneval.records import SamplingParams
 from reasoneval.results.identity import RunSettings
-from reasoneval.run.options import EvalConfig, rename_old_keys
+from reasoneval.run.flags import rename_old_keys
+from reasoneval.run.options import EvalConfig
 
 # (EvalConfig options, run id of model "m", sweep fingerprint)
 PINNED: list[tuple[dict[str, Any], str, str]] = [
@@ -56,7 +57,7 @@ def pinned_config(options: dict[str, Any]) -> EvalConfig:
 
 def run_id_of(cfg: EvalConfig, model: str = "m") -> str:
     """The run id generate_run gives `cfg` with an engine serving `model` (run.pipeline.run_settings)."""
-    from reasoneval.run.pipeline import run_settings
+    from reasoneval.run.generation import run_settings
 
     return run_settings(cfg, model=model, model_identity=None).run_id
 

@@ -1,10 +1,12 @@
 """Adding a sampling option is one edit: a field of SamplingParams (records.py). The test copies the tree (src/, tests/,
-pyproject.toml), adds that one line to the copy's records.py, changes nothing else, and shows in the copy: `run` has
+pyproject.toml), adds that one line to the copy's records.py (tests/recipes.py), changes nothing else, and shows in
+the copy: `run` has
 the flag and a jobs file the key; the OpenAI request (through the loopback server), vLLM's keyword arguments and the
 embedded llama.cpp model's parameters carry it when set and leave it out when unset (an engine or a launched server
 whose Capabilities do not name it refuses it at start); the dashboards log it; every pinned run id and sweep
 fingerprint is unchanged while it is unset; the run id and the fingerprint change when it is set; and the copy's own
-tests of the option table (every run option placed) and of the flags pass unedited."""
+tests of the option table (every run option placed), of the flags and of every engine x every option pass unedited.
+(The copy's whole suite passes too: scripts/recipe_check.py, a separate CI step, too slow for a test.)"""
 
 import json
 import os
@@ -15,10 +17,9 @@ import textwrap
 from pathlib import Path
 
 import reasoneval
+from tests.recipes import add_sampling_option
 
 ROOT = Path(reasoneval.__file__).parents[2]
-# The edit: one line in SamplingParams (a made-up option; extra_body's is the class's last field).
-THE_EDIT = '    dummy_penalty: float | None = sampling_option(None, parse=float, help="a made-up sampling option")\n'
 
 CHECK = textwrap.dedent('''
     import json, sys, types
@@ -86,11 +87,7 @@ def test_a_sampling_option_is_one_edit_of_records_py(tmp_path: Path) -> None:
     for part in ("src", "tests"):
         shutil.copytree(ROOT / part, tree / part, ignore=ignore)
     shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
-    records = tree / "src" / "reasoneval" / "records.py"
-    source = records.read_text()
-    anchor = "\n\n@dataclass(frozen=True)\nclass Request:"
-    assert source.count(anchor) == 1 and "class SamplingParams" in source.split(anchor)[0].rsplit("@dataclass", 1)[1]
-    records.write_text(source.replace(anchor, THE_EDIT.rstrip("\n") + anchor))
+    add_sampling_option(tree)  # the edit: one line in SamplingParams (tests/recipes.py)
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"problem": "What is 2+2?", "answer": "4"}) + "\n")
     env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}{os.pathsep}{tree}"}
@@ -101,10 +98,16 @@ def test_a_sampling_option_is_one_edit_of_records_py(tmp_path: Path) -> None:
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "tests/run/test_option_combinations.py::test_every_run_option_is_placed",
                             "tests/run/test_options.py::test_every_field_has_a_flag_a_help_and_the_parsers_default",
-                            "tests/run/test_options.py::test_the_sampling_defaults_are_stated_once"],
+                            "tests/run/test_options.py::test_the_sampling_defaults_are_stated_once",
+                            "tests/engines/test_every_option.py::test_echo_never_samples_so_it_refuses_every_option_"
+                            "beyond_the_first",
+                            "tests/engines/test_every_option.py::test_vllm_engine_passes_each_option_to_vllms_sampling_"
+                            "params_or_refuses_it",
+                            "tests/engines/test_every_option.py::test_local_engine_hands_each_option_to_llamacpps_"
+                            "sampler_or_refuses_it"],
                            capture_output=True, text=True, timeout=300, cwd=tree, env=env)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
-    assert "3 passed" in tests.stdout
+    assert "6 passed" in tests.stdout
     got = json.loads(proc.stdout.strip().splitlines()[-1])
 
     assert "dummy_penalty" not in {f for f in EvalConfig.__dataclass_fields__}  # this process: the file unedited

@@ -14,17 +14,8 @@ import pytest
 
 from reasoneval.errors import UserError
 from reasoneval.records import SamplingParams
-from reasoneval.run.options import (
-    EvalConfig,
-    add_run_options,
-    cli_of,
-    config_from_args,
-    default_engine,
-    field_default,
-    flag_of,
-    rename_old_keys,
-    run_option,
-)
+from reasoneval.run.flags import cli_of, field_default, flag_of, rename_old_keys, run_option
+from reasoneval.run.options import EvalConfig, add_run_options, config_from_args, default_engine
 
 
 def _run_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,8 @@ from reasoneval.engines.openai import OpenAIEngine
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request, SamplingParams
 from reasoneval.results.store import SampleStore
-from reasoneval.run.runner import RetryPolicy, ServerDown, generate
+from reasoneval.run.retry import RetryPolicy
+from reasoneval.run.runner import ServerDown, generate
 
 FAST = RetryPolicy(max_retries=8, backoff_base_s=0.01, backoff_cap_s=0.05)
 

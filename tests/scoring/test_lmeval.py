@@ -8,7 +8,7 @@ from reasoneval.errors import UserError
 from reasoneval.prompts import FEWSHOT_STYLES
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
-from reasoneval.scoring.lmeval import normalize_final_answer
+from reasoneval.scoring.lmeval_minerva import normalize_final_answer
 from reasoneval.tasks import TASKS
 
 

@@ -13,7 +13,7 @@ import pytest
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
-from reasoneval.scoring.lmeval import HENDRYCKS, lmeval_boxed_answer
+from reasoneval.scoring.lmeval_hendrycks import HENDRYCKS, lmeval_boxed_answer
 
 VERDICTS = json.loads((Path(__file__).parent / "lmeval_expected" / "verdicts.json").read_text(encoding="utf-8"))
 

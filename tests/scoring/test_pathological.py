@@ -11,7 +11,7 @@ import time
 import pytest
 from bench.pathological_outputs import BOUNDED, INPUTS, PARSERS
 
-from reasoneval.scoring import lmeval
+from reasoneval.scoring import lmeval, lmeval_minerva
 from reasoneval.scoring.maths.extract import boxed_spans, extract_answer
 from reasoneval.scoring.programs.scorer import extract_code, fenced_blocks
 from reasoneval.scoring.programs.unfenced import defines
@@ -160,23 +160,23 @@ def _old_minerva_regexes(s: str) -> str:
 
 
 def _new_minerva_regexes(s: str) -> str:
-    s = lmeval._first_dollar_pair_per_line(s)
+    s = lmeval_minerva._first_dollar_pair_per_line(s)
     for opener in ("\\text{", "\\textbf{", "\\overline{"):
-        s = lmeval._unwrap(s, opener)
-    s = lmeval._unwrap(s, "\\boxed{", greedy=True)
+        s = lmeval_minerva._unwrap(s, opener)
+    s = lmeval_minerva._unwrap(s, "\\boxed{", greedy=True)
     s = re.sub(r"(frac)([^{])(.)", "frac{\\2}{\\3}", s)
-    return lmeval._brace_sqrt_index(s)
+    return lmeval_minerva._brace_sqrt_index(s)
 
 
 def _lm_eval_normalize_final_answer(final_answer: str) -> str:
     """lm_eval/tasks/minerva_math/utils.py (0.4.13) as written there."""
     final_answer = final_answer.split("=")[-1]
-    for expr in lmeval.REMOVED_EXPRESSIONS:
+    for expr in lmeval_minerva.REMOVED_EXPRESSIONS:
         if expr.isalpha():
             final_answer = re.sub(rf"(?<!\\)\b{expr}\b", "", final_answer)
-    for before, after in lmeval.SUBSTITUTIONS:
+    for before, after in lmeval_minerva.SUBSTITUTIONS:
         final_answer = final_answer.replace(before, after)
-    for expr in lmeval.REMOVED_EXPRESSIONS:
+    for expr in lmeval_minerva.REMOVED_EXPRESSIONS:
         if expr.isalpha():
             segments = re.split(r"(\\[a-zA-Z]+)", final_answer)
             for i in range(0, len(segments), 2):
@@ -198,7 +198,7 @@ def test_normalize_final_answer_equals_lm_evals() -> None:
                 ",", "=", "s", "square", "cm", "\\cm", "_", "é", "^\\circ", "\\;", "sqrt", "frac", "mbox", "a "]
     for _ in range(20000):
         t = _random_text(rng, alphabet, 14)
-        assert lmeval.normalize_final_answer(t) == _lm_eval_normalize_final_answer(t), repr(t)
+        assert lmeval_minerva.normalize_final_answer(t) == _lm_eval_normalize_final_answer(t), repr(t)
 
 
 def test_minerva_answer_search_equals_the_regex() -> None:
@@ -207,7 +207,7 @@ def test_minerva_answer_search_equals_the_regex() -> None:
     for _ in range(20000):
         t = _random_text(rng, ["ab", "a", "b", " cd", " c", "d", ".", "\n", "x", " "], 14)
         m = rx.search(t)
-        assert lmeval.wild_pair_search(t, "ab", " cd") == (m.group(1) if m else None), repr(t)
+        assert lmeval_minerva.wild_pair_search(t, "ab", " cd") == (m.group(1) if m else None), repr(t)
     scorer = lmeval.ExactMatchScorer(None)  # type: ignore[arg-type]
     assert scorer.extract("Final Answer: The final answer is $4$. I hope it is correct.") == "$4$"
     assert scorer.extract("Final Answer: The final answer is 7. ") == "7"  # the appended end completes it

@@ -10,7 +10,7 @@ import datasets
 import pytest
 
 from reasoneval.errors import UserError
-from reasoneval.tasks import TASKS, load_task, loading
+from reasoneval.tasks import TASKS, hub_client, load_task, loading
 from reasoneval.tasks.loading import convert_hub_rows
 from tests.tasks.conftest import HUB_FIXTURES
 
@@ -105,8 +105,8 @@ def test_hendrycks_math_keeps_level_unknown_and_reads_all_seven_configs(monkeypa
     rows = convert_hub_rows(TASKS.get("hendrycks_math"), hub_rows_plain("hendrycks_math"))
     assert "level" not in rows[5]  # "Level ?"
     asked: list[tuple[str, str | None, str | None]] = []
-    monkeypatch.setattr(loading, "load_hub_rows", lambda ds, cfg, split, hint="": asked.append((ds, cfg, split)) or [])
-    loading.download_rows(TASKS.get("hendrycks_math").hub)  # type: ignore[arg-type]
+    monkeypatch.setattr(hub_client, "load_hub_rows", lambda ds, cfg, split, hint="": asked.append((ds, cfg, split)) or [])
+    hub_client.download_rows(TASKS.get("hendrycks_math").hub)  # type: ignore[arg-type]
     assert asked == [("EleutherAI/hendrycks_math", c, "test") for c in (
         "algebra", "counting_and_probability", "geometry", "intermediate_algebra", "number_theory", "prealgebra",
         "precalculus")]

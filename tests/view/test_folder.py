@@ -15,8 +15,8 @@ import pytest
 from reasoneval.analysis.outcomes import read_problem_rows
 from reasoneval.metrics import mean_stderr_ci
 from reasoneval.report.runs import list_runs, table_rows
-from reasoneval.results.schema import CONFIG_FILE, SUMMARY_FILE, load_config
-from reasoneval.results.store.sample_store import SAMPLES_FILE
+from reasoneval.results.schema import load_config
+from reasoneval.run_files import CONFIG_FILE, SAMPLES_FILE, SUMMARY_FILE
 from reasoneval.view import live, pages
 from reasoneval.view.folder import COMPLETE, FAILED, Folder
 from reasoneval.view.live import Interim, Journal

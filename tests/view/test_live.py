@@ -16,7 +16,7 @@ from reasoneval.report.figures import top_k
 from reasoneval.report.runs import list_runs, table_rows
 from reasoneval.report.text import pct, pct_se
 from reasoneval.results.schema import load_run
-from reasoneval.results.store.sample_store import SAMPLES_FILE
+from reasoneval.run_files import SAMPLES_FILE
 from tests.analysis.runs import make_run
 from tests.report.browser import browser  # noqa: F401  (fixture)
 from tests.view.helpers import shot, viewing

@@ -26,10 +26,11 @@ from scipy import stats
 from reasoneval.analysis.outcomes import ProblemRow, by_task, iter_problem_rows, read_problem_rows
 from reasoneval.errors import UserError
 from reasoneval.metrics import maj_ks
+from reasoneval.metrics.estimators import _per_sample_var
 from reasoneval.metrics.plan_adaptive import PILOT, plan_totals
-from reasoneval.metrics.summary import _per_sample_var
 from reasoneval.results.adaptive import ADAPTIVE_MAX_N
 from reasoneval.results.schema import RunResult, load_run
+from reasoneval.run_files import RESULTS_FILE
 from reasoneval.serial import to_json
 
 
@@ -168,7 +169,7 @@ def verdict_counts(run_dir: Path, result: RunResult) -> dict[str, tuple[Counter[
     """Per task: samples per verdict and the failing samples' first failing test by kind, from results.parquet's
     details (the contest scorer writes `verdict` and `first_failure`; other scorers: nothing)."""
     out: dict[str, tuple[Counter[str], Counter[str]]] = {}
-    for row in iter_problem_rows(run_dir, ("task", "details"), path=result.files_dir / "results.parquet"):
+    for row in iter_problem_rows(run_dir, ("task", "details"), path=result.files_dir / RESULTS_FILE):
         for raw in row.get("details") or []:  # type: ignore[attr-defined]
             if not raw:
                 continue

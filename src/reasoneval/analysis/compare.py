@@ -22,8 +22,8 @@ from scipy import stats
 from reasoneval.analysis.outcomes import ProblemRow, by_task, read_problem_rows
 from reasoneval.errors import UserError
 from reasoneval.metrics import pass_at_k_matrix
+from reasoneval.metrics.estimators import crossfit_one, finite_or_none
 from reasoneval.metrics.plan_adaptive import task_estimates
-from reasoneval.metrics.summary import crossfit_one, finite_or_none
 from reasoneval.results.adaptive import ADAPTIVE_DESIGN
 from reasoneval.results.schema import RunResult, load_run
 from reasoneval.serial import to_json

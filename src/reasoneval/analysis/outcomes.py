@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 
 from reasoneval.errors import UserError
 from reasoneval.results.schema import results_version
+from reasoneval.run_files import RESULTS_FILE
 
-RESULTS_FILE = "results.parquet"
 # The columns a problem row needs without the response texts (small: a few bytes per sample).
 OUTCOME_COLUMNS = ("task", "id", "problem_key", "answer", "sample_indices", "extracted", "correct",
                    "completion_tokens", "finish_reasons")

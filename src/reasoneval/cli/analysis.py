@@ -211,7 +211,7 @@ def _cmd_export(a: argparse.Namespace) -> int:
     return 0
 
 
-# The readers' flags, declared once each (reasoneval.run.options.run_option: the flag, its default, help and parsing
+# The readers' flags, declared once each (reasoneval.run.flags.run_option: the flag, its default, help and parsing
 # are the field's); their positional arguments are the parsers' own.
 def _switch(help_: str) -> Any:
     return run_option(False, group="", action="true", help=help_)

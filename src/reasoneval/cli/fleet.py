@@ -25,7 +25,8 @@ def _doc_part(module_doc: str | None, i: int) -> str:
 
 def _add_cluster_and_dashboards(p: Any) -> None:
     from reasoneval.fleet.loop import SweepOptions
-    from reasoneval.run.options import EvalConfig, add_options
+    from reasoneval.run.flags import add_options
+    from reasoneval.run.options import EvalConfig
 
     add_options(p, SweepOptions)
     add_options(p, EvalConfig, DASHBOARD_OPTIONS)
@@ -33,7 +34,8 @@ def _add_cluster_and_dashboards(p: Any) -> None:
 
 def dashboard_defaults(a: argparse.Namespace) -> dict[str, Any]:
     """--log-to and the dashboards' flags as job options (over the jobs file's or settings file's)."""
-    from reasoneval.run.options import EvalConfig, options_from_args
+    from reasoneval.run.flags import options_from_args
+    from reasoneval.run.options import EvalConfig
 
     given = options_from_args(EvalConfig, a, DASHBOARD_OPTIONS)
     return {k: v for k, v in given.items() if v}
@@ -59,7 +61,7 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
     from reasoneval.fleet.jobs import load_jobs
     from reasoneval.fleet.loop import SweepOptions, sweep
     from reasoneval.fleet.status import show_status
-    from reasoneval.run.options import options_from_args
+    from reasoneval.run.flags import options_from_args
 
     path = Path(a.jobs)
     if a.status:

@@ -119,7 +119,8 @@ def add_engines_parser(p: argparse.ArgumentParser) -> None:
 
 
 def add_tasks_parser(p: argparse.ArgumentParser) -> None:
-    from reasoneval.run.options import EvalConfig, add_options
+    from reasoneval.run.flags import add_options
+    from reasoneval.run.options import EvalConfig
 
     p.epilog = "example:\n  REASONEVAL_DATA_DIR=data reasoneval tasks"
     add_options(p, EvalConfig, ["data_dir"])

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from reasoneval.errors import RunIncomplete, UserError
-from reasoneval.run.options import GRADING_OPTIONS, JUDGE_OPTIONS, EvalConfig, add_options, run_option
+from reasoneval.run.flags import add_options, run_option
+from reasoneval.run.options import GRADING_OPTIONS, JUDGE_OPTIONS, EvalConfig
 
 
 @dataclass(frozen=True)
 class ReportFlags:
-    """`report`'s own flags, declared once (run.options.run_option); the grading flags are run's."""
+    """`report`'s own flags, declared once (run.flags.run_option); the grading flags are run's."""
 
     n: int | None = run_option(None, group="", parse=int, help="use sample indices < N (default: the run's --n)")
     tasks: Sequence[str] = run_option((), group="", action="append", split=True, metavar="A,B",
@@ -67,7 +68,7 @@ def _cmd_report(a: argparse.Namespace) -> int:
     if a.judge_model is not None and a.judge_base_url is None:
         raise UserError("--judge-model needs --judge-base-url (the judge's OpenAI-compatible endpoint); "
                         "--judge-base-url alone moves the run's own judge")
-    from reasoneval.run.pipeline import score_run
+    from reasoneval.run.score import score_run
 
     summary = score_run(a.run_dir, n=a.n, tasks=list(a.tasks) or None, workers=a.grading_workers, grading_timeout=a.grading_timeout,
                         print_table=not a.json, judge_model=a.judge_model, judge_base_url=a.judge_base_url)
@@ -76,7 +77,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
     if a.html is not None:
         from pathlib import Path
 
-        from reasoneval.report.html_page import REPORT_FILE, write_run_html
+        from reasoneval.report.html_page import write_run_html
+        from reasoneval.run_files import REPORT_FILE
 
         page = write_run_html(summary, Path(a.html)) if a.html else summary.run_dir / REPORT_FILE
         print(f"HTML report: {page}", file=sys.stderr)

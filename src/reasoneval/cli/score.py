@@ -17,7 +17,7 @@ def _scorer_help() -> str:
 
 @dataclass(frozen=True)
 class ScoreFlags:
-    """`score`'s own flags, declared once (run.options.run_option); --data-dir and the grading flags are run's."""
+    """`score`'s own flags, declared once (run.flags.run_option); --data-dir and the grading flags are run's."""
 
     n: int | None = run_option(None, group="", parse=int, help="use sample indices < N")
     output_dir: str | None = run_option(None, group="",

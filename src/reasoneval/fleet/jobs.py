@@ -166,7 +166,8 @@ def _absolute_paths(options: Mapping[str, Any], base: Path) -> dict[str, Any]:
 
 def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str) -> Job:
     from reasoneval.engines import ENGINES, options_class
-    from reasoneval.run.options import OUTPUT_DIR, EvalConfig, check_values, default_engine, rename_old_keys
+    from reasoneval.run.flags import check_values, rename_old_keys
+    from reasoneval.run.options import GREEDY, OUTPUT_DIR, EvalConfig, default_engine
 
     if isinstance(entry, str):
         entry = {"model": entry}
@@ -197,7 +198,7 @@ def make_job(entry: Any, defaults: Mapping[str, Any], base: Path, *, where: str)
     options.update(progress=False, print_table=False)
     # The entry's keys, and the defaults' where the entry does not choose the sampling itself (a job with its own
     # target_se overrides the defaults' n, and is no contradiction).
-    mode = {"n", "target_se", "greedy", "temperature", "top_p"}
+    mode = {*GREEDY, "greedy", "target_se"}
     own_mode = bool(mode & {str(k).replace("-", "_") for k in entry})
     given = {str(k).replace("-", "_") for k in entry} | {str(k).replace("-", "_") for k in defaults
                                                          if not (own_mode and str(k).replace("-", "_") in mode)}

@@ -32,6 +32,7 @@ from reasoneval.fleet.jobs import Job, load_jobs
 from reasoneval.fleet.state import JobState, SweepState, read_state, state_path, write_state
 from reasoneval.fleet.status import show_status
 from reasoneval.run.flags import run_option
+from reasoneval.run_files import SUMMARY_FILE
 
 log = logging.getLogger("reasoneval")
 
@@ -44,7 +45,7 @@ def generate_job(cfg: Any, prior_run_dir: str | None) -> dict[str, Any]:
     import ray
 
     from reasoneval.results.store import SampleStore
-    from reasoneval.run.pipeline import generate_run, load_tasks, started_engine
+    from reasoneval.run.generation import generate_run, load_tasks, started_engine
 
     gpu_ids = [str(g) for g in ray.get_gpu_ids()]
     expected = SampleStore(Path(prior_run_dir)).scan().lengths if prior_run_dir else None
@@ -66,7 +67,7 @@ def _score(job: Job, run_dir: str, command: Mapping[str, Any] | None, workers: i
     rule, so jobs of one model sharing a run directory add their tasks to it) and log the run's headline."""
     from reasoneval.results.schema import RunConfig, load_run
     from reasoneval.results.scope import headline_scope
-    from reasoneval.run.pipeline import score_run
+    from reasoneval.run.score import score_run
 
     cfg = job.config
     asked = RunConfig.from_json_dict(command) if command else None
@@ -139,7 +140,7 @@ def run_jobs(jobs: Sequence[Job], state_file: Path, *, job_retries: int = JOB_RE
     for job in jobs:
         entry = state.get(job.name) or JobState()
         if entry.state == "done" and entry.fingerprint == job.fingerprint() and entry.run_dir \
-                and (Path(entry.run_dir) / "summary.json").exists():
+                and (Path(entry.run_dir) / SUMMARY_FILE).exists():
             log.info("sweep: %s is finished: skipped", job.name)
             previous = entry.run_dir
             continue

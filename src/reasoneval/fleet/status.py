@@ -16,6 +16,7 @@ from reasoneval.atomic import FileSet
 from reasoneval.errors import UserError
 from reasoneval.fleet.jobs import Job
 from reasoneval.fleet.state import SweepState, read_state, state_path
+from reasoneval.run_files import SUMMARY_FILE
 
 
 def _results(jobs: Sequence[Job], state: SweepState) -> dict[str, Any]:
@@ -25,7 +26,7 @@ def _results(jobs: Sequence[Job], state: SweepState) -> dict[str, Any]:
     out = {}
     for job in jobs:
         entry = state.get(job.name)
-        if entry is not None and entry.run_dir and (Path(entry.run_dir) / "summary.json").exists():
+        if entry is not None and entry.run_dir and (Path(entry.run_dir) / SUMMARY_FILE).exists():
             try:
                 out[job.name] = load_run(Path(entry.run_dir))
             except UserError:

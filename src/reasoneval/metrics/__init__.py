@@ -3,6 +3,7 @@
 The formulas and why they are what they are: docs/statistics.md.
 """
 
+from reasoneval.metrics.estimators import mean_stderr_ci, stderr_resample
 from reasoneval.metrics.majority import maj_at_k, maj_at_k_method, maj_ks
 from reasoneval.metrics.passk import pass_at_k, pass_at_k_curve, pass_at_k_matrix
 from reasoneval.metrics.summary import (
@@ -15,9 +16,7 @@ from reasoneval.metrics.summary import (
     breakdown,
     defined_k,
     extra_metrics,
-    mean_stderr_ci,
     se_vs_k,
-    stderr_resample,
     task_metrics,
     value_metrics,
 )

@@ -11,15 +11,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from reasoneval.metrics.estimators import beta_prior, posterior_variance, stderr_resample_adaptive
 from reasoneval.metrics.plan_adaptive import PILOT, task_estimates
-from reasoneval.metrics.summary import (
-    ProblemOutcome,
-    beta_prior,
-    posterior_variance,
-    problem_estimates,
-    settle,
-    stderr_resample_adaptive,
-)
+from reasoneval.metrics.summary import ProblemOutcome, problem_estimates, settle
 
 # config.adaptive["design"] of a run made with the two-stage design; a run without it used the earlier cross-fitted
 # rule and reports with it. The same value as results.adaptive.ADAPTIVE_DESIGN, which config.json's writers read (a
@@ -30,7 +24,7 @@ DESIGN = "two-stage"
 def with_estimates(outcomes: Mapping[str, Sequence[ProblemOutcome]], settings: Mapping[str, Any]
                    ) -> dict[str, list[ProblemOutcome]]:
     """An adaptive run's outcomes with each problem's accuracy estimate (ProblemOutcome.estimate, .estimate_var):
-    the two-stage estimate for a run of this design, the cross-fit flag (metrics.summary.crossfit) for a run made
+    the two-stage estimate for a run of this design, the cross-fit flag (metrics.estimators.crossfit) for a run made
     before it, which reports as it did."""
     if settings.get("design") != DESIGN:
         return {t: [dataclasses.replace(o, num_missing=0, crossfit=True) for o in os_] for t, os_ in outcomes.items()}

@@ -33,9 +33,9 @@ from typing import Callable, Sequence
 from reasoneval.errors import UserError
 from reasoneval.prompts.fewshot import Exemplar, FewShotStyle, lmeval_draws, load_styles
 from reasoneval.prompts.hle import hle_chat, hle_completion
-from reasoneval.records import Problem
+from reasoneval.records import CHOICE_LETTERS, Problem
 from reasoneval.registry import PROMPT_GROUP, Registry
-from reasoneval.tasks.choice import LETTERS, format_choices
+from reasoneval.tasks.choice import format_choices
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 _PLACEHOLDER = re.compile(r"\{(problem|choices)\}")
@@ -43,7 +43,7 @@ _PLACEHOLDER = re.compile(r"\{(problem|choices)\}")
 
 def choice_instruction(n: int) -> str:
     return (f"Think step by step, then give your final answer as the last line of your response, "
-            f"in the form `Answer: LETTER` where LETTER is one of {', '.join(LETTERS[:n])}.")
+            f"in the form `Answer: LETTER` where LETTER is one of {', '.join(CHOICE_LETTERS[:n])}.")
 
 
 @dataclass(frozen=True)

@@ -20,16 +20,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from reasoneval.analysis.outcomes import OUTCOME_COLUMNS, RESULTS_FILE, iter_problem_rows
+from reasoneval.analysis.outcomes import OUTCOME_COLUMNS, iter_problem_rows
 from reasoneval.atomic import FileSet, atomic_write_text
 from reasoneval.metrics import TaskMetrics
 from reasoneval.report.figures import adaptive_lines, k_note, pass_ks, rows, sample_range, samples_label, view_line
 from reasoneval.report.svg import esc, histogram, interval_plot, line_plot
 from reasoneval.report.text import pct, pct_se
 from reasoneval.results.schema import RunResult
+from reasoneval.run_files import REPORT_FILE, REPORT_SIDECAR_DIR, RESULTS_FILE
 
-REPORT_FILE = "report.html"
-SIDECAR_DIR = "report_files"
 INLINE_LIMIT = 16 * 1024 * 1024  # compressed sample bytes kept inside the page
 
 
@@ -288,7 +287,7 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
     """Write the run's report.html (and report_files/ when the samples are too large to inline): now, or through
     `files` (moved into place at its commit, with the results.parquet it reads, `parquet`, written beside)."""
     path = Path(path) if path else result.files_dir / REPORT_FILE
-    sidecar = path.parent / SIDECAR_DIR
+    sidecar = path.parent / REPORT_SIDECAR_DIR
     if files is not None:
         sidecar = files.temp_dir(sidecar)
     elif sidecar.exists():
@@ -332,7 +331,7 @@ def write_run_html(result: RunResult, path: Path | None = None, inline_limit: in
     body = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(result.model)} - reasoneval {esc(result.run_id)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
-<body data-sidecar="{SIDECAR_DIR}">
+<body data-sidecar="{REPORT_SIDECAR_DIR}">
 <h1>{esc(result.model)}</h1>
 <p>run <code>{esc(result.run_id)}</code> · <span id="samples">{esc(_samples_text(result))}</span> · engine {esc(cfg.engine)} ·
 {"complete" if result.complete else "<b class=bad>incomplete</b>"} · created {esc(cfg.created or "?")} ·

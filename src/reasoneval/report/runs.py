@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from reasoneval.errors import UserError
-from reasoneval.report.dashboards import Checkpoint, model_checkpoint
+from reasoneval.report.dashboards import Checkpoint, model_checkpoint, sampling_settings
 from reasoneval.report.figures import sample_range, top_k
 from reasoneval.report.text import pct_se
 from reasoneval.results import fingerprint
-from reasoneval.results.schema import CONFIG_FILE, SUMMARY_FILE, RunResult, load_run
-from reasoneval.results.scope import VIEWS_DIR
+from reasoneval.results.schema import RunResult, load_run
+from reasoneval.run_files import CONFIG_FILE, SUMMARY_FILE, VIEWS_DIR
 
 log = logging.getLogger("reasoneval")
 
@@ -172,12 +172,9 @@ def row_settings(result: RunResult) -> dict[str, str]:
     target). Runs of one checkpoint share a row of the checkpoint table only when these are equal."""
     s = result.config.settings
     out: dict[str, str] = {}
-    if s.sampling is not None:
-        out.update(temperature=f"{s.sampling.temperature:g}", top_p=f"{s.sampling.top_p:g}",
-                   max_tokens=str(s.sampling.max_tokens))
-        for name in ("top_k", "min_p"):
-            if getattr(s.sampling, name) is not None:
-                out[name] = str(getattr(s.sampling, name))
+    if s.sampling is not None:  # every option the run set (a new sampling option with no edit here)
+        out.update({name: f"{value:g}" if isinstance(value, float) else str(value)
+                    for name, value in sampling_settings(s.sampling).items()})
     for name in ("seed", "api", "system_prompt", "prompt_template"):
         if getattr(s, name) is not None:
             out[name] = str(getattr(s, name))

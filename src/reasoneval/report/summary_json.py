@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from reasoneval.atomic import FileSet, atomic_write_json
-from reasoneval.results.schema import SUMMARY_FILE, RunResult
+from reasoneval.results.schema import RunResult
+from reasoneval.run_files import SUMMARY_FILE
 
 
 def write_summary(result: RunResult, files: FileSet | None = None) -> None:

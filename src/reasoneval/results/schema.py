@@ -17,12 +17,11 @@ from reasoneval.atomic import atomic_write_json
 from reasoneval.errors import UserError
 from reasoneval.metrics import TaskMetrics
 from reasoneval.results.identity import RunSettings
+from reasoneval.run_files import CONFIG_FILE, SUMMARY_FILE, VIEWS_DIR
 from reasoneval.scoring.base import TaskScoring
 from reasoneval.serial import JsonRecord, from_json, json_field
 
 SCHEMA_VERSION = 2
-CONFIG_FILE = "config.json"
-SUMMARY_FILE = "summary.json"
 # results.parquet's format, in the Parquet schema's metadata under RESULTS_VERSION_KEY. Files written before it
 # was recorded have none: version 1, the same columns (0.1.0's lack the extra_* and details columns, which
 # readers treat as empty). Bump it when a column changes meaning.
@@ -183,7 +182,6 @@ class RunResult(JsonRecord):
     @property
     def files_dir(self) -> Path:
         """Where this result's summary.json, results.parquet and report.html are."""
-        from reasoneval.results.scope import VIEWS_DIR
 
         return self.run_dir / VIEWS_DIR / self.view if self.view else self.run_dir
 

@@ -31,8 +31,6 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 if TYPE_CHECKING:
     from reasoneval.results.schema import RunConfig, RunResult
 
-VIEWS_DIR = "views"
-
 
 @dataclass(frozen=True)
 class TaskScope:

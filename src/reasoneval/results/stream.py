@@ -18,7 +18,7 @@ from reasoneval.errors import UserError
 from reasoneval.metrics import ProblemOutcome
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.results.store import iter_samples
-from reasoneval.results.store.sample_store import SAMPLES_FILE
+from reasoneval.run_files import SAMPLES_FILE
 from reasoneval.scoring.base import Score, Scorer, cluster, cluster_by_text
 
 log = logging.getLogger("reasoneval")

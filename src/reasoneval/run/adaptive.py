@@ -250,7 +250,7 @@ def _cap_total(want: np.ndarray, total: int) -> np.ndarray:
 
 def _ok_indices(run_dir: Path, wanted: set[tuple[str, str]], bound: int) -> dict[tuple[str, str], set[int]]:
     from reasoneval.results.store import iter_samples
-    from reasoneval.results.store.sample_store import SAMPLES_FILE
+    from reasoneval.run_files import SAMPLES_FILE
 
     out: dict[tuple[str, str], set[int]] = {}
     path = run_dir / SAMPLES_FILE

@@ -49,7 +49,8 @@ def deviations(cfg: Any, battery: Battery) -> dict[str, Any]:
 
 
 def _default(name: str) -> Any:
-    from reasoneval.run.options import EvalConfig, field_default
+    from reasoneval.run.flags import field_default
+    from reasoneval.run.options import EvalConfig
 
     return field_default(next(f for f in dataclasses.fields(EvalConfig) if f.name == name))
 

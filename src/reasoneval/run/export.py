@@ -30,7 +30,7 @@ from reasoneval.results.store import SampleStore
 from reasoneval.results.store.problems import read_problems
 from reasoneval.run.plan import LoadedTask, request_maker
 from reasoneval.scoring.base import TaskScoring
-from reasoneval.tasks.catalog import TASKS
+from reasoneval.tasks.registry import TASKS
 from reasoneval.tasks.spec import TaskSpec
 
 log = logging.getLogger("reasoneval")
@@ -97,7 +97,7 @@ def sent_prompts(config: RunConfig, problems: Sequence[Problem], data_dir: Path 
     prompt as one user message): built by `plan`'s own request_maker from the run's settings, with the
     problems in the order the run covered them (a drawn few-shot style's exemplars depend on it) and the
     few-shot pool the pipeline loads (`with_fewshot_pool`: the data dir, cache or Hub)."""
-    from reasoneval.run.pipeline import with_fewshot_pool
+    from reasoneval.run.generation import with_fewshot_pool
 
     prompt = prompt_config(config)
     by_task: dict[str, list[Problem]] = {}

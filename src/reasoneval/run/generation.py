@@ -24,17 +24,11 @@ from reasoneval.prompts import PROMPTS, Exemplar, PromptConfig
 from reasoneval.records import Problem
 from reasoneval.registry import Registry
 from reasoneval.results import fingerprint
+from reasoneval.results.adaptive import ADAPTIVE_DESIGN
 from reasoneval.results.identity import RunSettings, run_dir_for
-from reasoneval.results.schema import (
-    CONFIG_FILE,
-    RunConfig,
-    TaskData,
-    load_config,
-    write_config,
-)
+from reasoneval.results.schema import RunConfig, TaskData, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems
 from reasoneval.run.adaptive import (
-    DESIGN,
     AdaptiveSampler,
     AdaptiveSettings,
     history_entry,
@@ -43,11 +37,14 @@ from reasoneval.run.adaptive import (
 from reasoneval.run.options import EvalConfig
 from reasoneval.run.plan import LoadedTask, ProblemRef, Schedule, plan, request_maker
 from reasoneval.run.progress import ProgressReporter, run_log
-from reasoneval.run.runner import GenerationStats, RetryPolicy, generate
+from reasoneval.run.retry import RetryPolicy
+from reasoneval.run.runner import GenerationStats, generate
+from reasoneval.run_files import CONFIG_FILE
 from reasoneval.scoring import SCORERS, ScoringContext, TaskScoring, create_scorer
+from reasoneval.scoring.base import needs_calibration
 from reasoneval.scoring.judge.cascade import cascade_scoring
 from reasoneval.scoring.judge.client import JudgeSettings, check_judge
-from reasoneval.scoring.lmeval import hendrycks_reference
+from reasoneval.scoring.lmeval_hendrycks import hendrycks_reference
 from reasoneval.tasks import TASKS, dataset_hash, load_task, load_user_data, resolve_task_names
 from reasoneval.version import __version__
 
@@ -96,8 +93,8 @@ def load_tasks(cfg: EvalConfig) -> list[LoadedTask]:
 
 def run_calibration(run_dir: Path, tasks: Sequence[LoadedTask]) -> dict[str, Any]:
     """The machine's calibration for CPU-time limits (measured once per run, kept in the run directory where the
-    contest scorer reads it), when a task is scored by the contest scorer; else nothing."""
-    if not any(t.spec.scoring.scorer == "contest" for t in tasks):
+    scorer reads it), when a task's scorer needs it (`scoring.needs_calibration`); else nothing."""
+    if not any(needs_calibration(t.spec.scoring) for t in tasks):
         return {}
     from reasoneval.scoring.programs.calibrate import machine_calibration
 
@@ -234,7 +231,7 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
                                        dict(t.spec.options_given)) for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
             created=now, updated=now, plugins=used_plugins(cfg, tasks), calibration=run_calibration(run_dir, tasks),
-            adaptive={"design": DESIGN, "target_se": cfg.target_se, "max_n": cfg.max_n,
+            adaptive={"design": ADAPTIVE_DESIGN, "target_se": cfg.target_se, "max_n": cfg.max_n,
                       "budget_samples": cfg.budget_samples, "history": history, "stopped": {}} if adaptive else None)
         # the requests in flight the engine takes (the local engine: replicas x parallel), not the flag's
         in_flight = min(cfg.concurrency, info.max_concurrency or cfg.concurrency)

@@ -31,10 +31,11 @@ from reasoneval.results.identity import RunSettings
 from reasoneval.results.schema import RunConfig, RunResult, TaskData, load_config, write_config
 from reasoneval.results.store import SampleStore, add_problems
 from reasoneval.run.contest_files import contest_task, read_generation_rows
+from reasoneval.run_files import SCORER_CACHES
 from reasoneval.scoring import SCORERS, TaskScoring
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.scoring.judge.cascade import cascade_scoring
-from reasoneval.scoring.judge.client import JUDGEMENTS_FILE, JudgeSettings, check_judge
+from reasoneval.scoring.judge.client import JudgeSettings, check_judge
 from reasoneval.tasks.keys import dataset_hash, problem_key
 from reasoneval.tasks.spec import TaskSpec
 from reasoneval.tasks.user_data import iter_rows
@@ -271,8 +272,6 @@ def _first_row(path: Path) -> Mapping[str, Any] | None:
     return None
 
 
-# The graders' caches a re-import keeps (keyed by answer and reference, or by program and tests: still valid).
-CACHE_FILES = ("grades.jsonl", "code_runs.jsonl", JUDGEMENTS_FILE)
 
 
 @contextlib.contextmanager
@@ -296,7 +295,7 @@ def _replacing(out: Path) -> Iterator[Path]:
     stage.mkdir()
     lock = SampleStore(out).open() if out.exists() else None  # no other writer meanwhile
     try:
-        for name in CACHE_FILES:
+        for name in SCORER_CACHES:  # keyed by answer and reference, or by program and tests: still valid
             if (out / name).exists():
                 shutil.copy2(out / name, stage / name)
         yield stage
@@ -338,7 +337,7 @@ def score(path: str, *, n: int | None = None, output_dir: str | None = None, tas
     numbers of responses: pass@k and maj@k are then reported for k up to the fewest (report.figures).
     judge_model, judge_base_url: a file's scoring becomes the rule-then-judge cascade with this judge (a run
     directory keeps the judge its config.json records)."""
-    from reasoneval.run.pipeline import score_run
+    from reasoneval.run.score import score_run
 
     src = Path(path)
     if not src.exists():

@@ -21,23 +21,14 @@ from typing import Any, Callable, ClassVar, Collection, Mapping, ParamSpec, Prot
 
 from reasoneval.engines.base import CommonOptions
 from reasoneval.errors import UserError
-from reasoneval.records import SamplingParams, json_object
+from reasoneval.records import SamplingParams
 from reasoneval.results.adaptive import ADAPTIVE_MAX_N
-from reasoneval.run.flags import (  # the declaration machinery; imported from here by older callers
-    GIVEN,
+from reasoneval.run.flags import (  # the declaration machinery
     SAMPLING,
-    CliOption,
-    StoreWithOldSpellings,
-    add_field,
     add_options,
-    check_values,
-    cli_of,
-    field_default,
     flag_of,
     given_flags,
-    known_keys,
     options_from_args,
-    rename_old_keys,
     run_option,
 )
 from reasoneval.run.retry import RetryPolicy
@@ -174,7 +165,7 @@ class EvalConfig(SamplingParams):
     """Every option of `reasoneval run` (the CLI flag is the field name with dashes, unless it says another).
 
     The sampling options are SamplingParams' own fields (records.py), inherited: one declaration gives the flag
-    (run.options.cli_of reads its records.CLI metadata), the typed field mypy checks `EvalConfig(...)` and
+    (run.flags.cli_of reads its records.CLI metadata), the typed field mypy checks `EvalConfig(...)` and
     `evaluate(...)` against, the jobs-file key and the request field. Engine-specific options go in `engine_args`
     (the engine's Options fields; `reasoneval engines`). Frozen, like SamplingParams: a changed configuration is
     `dataclasses.replace(cfg, n=32)`.
@@ -328,7 +319,7 @@ class EvalConfig(SamplingParams):
 
     def __post_init__(self) -> None:
         if self.greedy:  # frozen: set as the constructor does
-            for name, value in (("temperature", 0.0), ("top_p", 1.0), ("n", 1)):
+            for name, value in GREEDY.items():
                 object.__setattr__(self, name, value)
 
     def validate(self) -> None:
@@ -397,7 +388,7 @@ class EvalConfig(SamplingParams):
         if self.target_se is None and adaptive_only:
             raise UserError(f"{flags(*adaptive_only)} only apply with --target-se (adaptive sampling); with a fixed "
                             "--n every problem gets n samples: drop it or add --target-se")
-        overridden = [n for n in ("temperature", "top_p", "n") if n in given]
+        overridden = [n for n in GREEDY if n in given]
         if self.greedy and overridden:
             raise UserError(f"--greedy sets --temperature 0 --top-p 1 --n 1, so {flags(*overridden)} would be "
                             "ignored: drop one of them")
@@ -500,13 +491,11 @@ def add_run_options(parser: argparse.ArgumentParser, cls: type = EvalConfig) -> 
     add_options(parser, cls)
 
 
+# What --greedy sets (over what else is given; giving one of these with it is an error): the options that choose
+# how a problem's samples are drawn, with target_se (a sweep's job giving one overrides the defaults' others).
+GREEDY = {"temperature": 0.0, "top_p": 1.0, "n": 1}
+
 # The `reasoneval run` flags other commands share (same flag, default and help).
 GRADING_OPTIONS = ("grading_workers", "grading_timeout")
 # The judge of the rule-then-judge cascade (`run`, `score FILE`, `judge-check`).
 JUDGE_OPTIONS = ("judge_model", "judge_base_url")
-
-
-__all__ = ["CliOption", "EvalConfig", "GRADING_OPTIONS", "JUDGE_OPTIONS", "StoreWithOldSpellings", "add_field", "add_options",
-           "add_run_options", "check_values", "config_from_args", "given_flags", "default_engine", "engine_flag_values", "engine_flags",
-           "field_default", "flag_of", "json_object", "known_keys", "options_from_args", "rename_old_keys", "run_option",
-           "GIVEN", "SAMPLING", "cli_of", "takes_options_of"]

@@ -5,7 +5,7 @@
     generate_run(...)        generation only, with an engine the caller started (and owns): run/generation.py
     score_run(run_dir)       score a run directory and write summary.json, results.parquet, the table: run/score.py
 
-This module is the wiring only (and keeps the names callers import from it); each half is its own module.
+This module is the wiring only; each half is its own module (import its names from there).
 """
 
 from __future__ import annotations
@@ -20,18 +20,15 @@ from rich.console import Console
 from reasoneval.errors import RunIncomplete, UserError
 from reasoneval.results.schema import RunResult, load_run
 from reasoneval.results.scope import headline_scope
+from reasoneval.run.flags import rename_old_keys
 from reasoneval.run.generation import (
     check_run_judge,
     generate_run,
     load_tasks,
-    run_settings,
     started_engine,
-    task_scoring,
     used_plugins,
-    versions,
-    with_fewshot_pool,
 )
-from reasoneval.run.options import EvalConfig, rename_old_keys, takes_options_of
+from reasoneval.run.options import EvalConfig, takes_options_of
 from reasoneval.run.score import disk_error, score_run
 
 log = logging.getLogger("reasoneval")
@@ -102,8 +99,3 @@ def _loop_running() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-
-__all__ = ["EvalConfig", "evaluate", "evaluate_async", "generate_run", "load_tasks", "run_settings", "score_run",
-           "started_engine", "task_scoring", "used_plugins", "versions", "with_fewshot_pool"]

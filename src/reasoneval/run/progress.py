@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from reasoneval.run_files import RUN_LOG
+
 if TYPE_CHECKING:  # the CLI sets up logging with this module before it knows the command: no runner or rich imports
     from rich.console import Console
     from rich.progress import Progress
@@ -96,7 +98,7 @@ def run_log(run_dir: Path) -> Iterator[None]:
     a notebook) each get their own log.
     """
     tag = str(Path(run_dir).resolve())
-    handler = logging.FileHandler(Path(run_dir) / "run.log", encoding="utf-8")
+    handler = logging.FileHandler(Path(run_dir) / RUN_LOG, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     handler.addFilter(lambda record: _CURRENT_RUN.get() == tag)
     token = _CURRENT_RUN.set(tag)

@@ -3,12 +3,15 @@ print when a command asked for samples the run does not have (they only read sam
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shlex
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from reasoneval.records import SamplingParams
+from reasoneval.records import SamplingParams, sampling_options_set
 from reasoneval.results.schema import RunConfig, RunResult
+from reasoneval.run.flags import flag_of
 
 
 def rerun_command(result: RunResult, tasks: Sequence[str] | None = None) -> str:
@@ -35,14 +38,15 @@ def run_command(cfg: RunConfig, tasks: Sequence[str], n: int, run_dir: Path) -> 
     args += ["--n", str(n)]
     if s.seed is not None:
         args += ["--seed", str(s.seed)]
-    if s.sampling is not None:
-        default = SamplingParams()
-        for name in ("temperature", "top_p", "top_k", "min_p", "max_tokens"):
-            value = getattr(s.sampling, name)
-            if value is not None and value != getattr(default, name):
-                args += [f"--{name.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
-        for stop in s.sampling.stop:
-            args += ["--stop", stop]
+    if s.sampling is not None:  # every option away from its default (a new sampling option with no edit here)
+        flags = {f.name: flag_of(f) for f in dataclasses.fields(SamplingParams)}
+        for name, value in sampling_options_set(s.sampling, changed=True).items():
+            if isinstance(value, (tuple, list)):  # a repeatable flag
+                args += [a for v in value for a in (flags[name], str(v))]
+            elif isinstance(value, Mapping):
+                args += [flags[name], json.dumps(dict(value), ensure_ascii=False)]
+            else:
+                args += [flags[name], f"{value:g}" if isinstance(value, float) else str(value)]
     if s.system_prompt:
         args += ["--system-prompt", s.system_prompt]
     style = s.prompt_style or {}

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from reasoneval.analysis.outcomes import RESULTS_FILE
 from reasoneval.atomic import FileSet
 from reasoneval.errors import UserError
 from reasoneval.metrics import aggregate_metrics, breakdown, se_vs_k, task_metrics
@@ -25,15 +24,7 @@ from reasoneval.report.html_page import write_run_html
 from reasoneval.report.parquet import ResultsWriter
 from reasoneval.report.summary_json import write_summary
 from reasoneval.report.table import render_table
-from reasoneval.results.schema import (
-    CONFIG_FILE,
-    SUMMARY_FILE,
-    GenerationTiming,
-    RunConfig,
-    RunResult,
-    load_config,
-    load_run,
-)
+from reasoneval.results.schema import GenerationTiming, RunConfig, RunResult, load_config, load_run
 from reasoneval.results.scope import (
     Scope,
     TaskScope,
@@ -47,6 +38,7 @@ from reasoneval.results.scope import (
 from reasoneval.results.store import read_problems
 from reasoneval.results.stream import ChunkSink, ScoredProblem, score_store
 from reasoneval.run.repair import summary_config
+from reasoneval.run_files import CONFIG_FILE, RESULTS_FILE, SUMMARY_FILE
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.base import GRADING_TIMEOUT_S
 from reasoneval.scoring.judge.cascade import judged_by

@@ -157,6 +157,13 @@ SCORERS.add_lazy("cascade", "reasoneval.scoring.judge.cascade:CascadeScorer")
 SCORERS.add_lazy("hle", "reasoneval.scoring.judge.hle:HLERule")
 
 
+def needs_calibration(scoring: TaskScoring) -> bool:
+    """Whether the task's scorer scales CPU-time limits by the machine's calibration, which a run measures once and
+    keeps in its directory (`calibration.json`). A scorer class says so with `needs_calibration = True`: the
+    capability is asked of the scorer, never inferred from its name."""
+    return bool(getattr(SCORERS.get(scoring.scorer), "needs_calibration", False))
+
+
 def create_scorer(scoring: TaskScoring, context: ScoringContext) -> Scorer:
     """The scorer a task names, with its settings; a setting the scorer does not take is a one-line error."""
     factory = SCORERS.get(scoring.scorer)

@@ -34,6 +34,14 @@ from typing import Callable, Sequence
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import Score, ScoringContext, TaskScoring
+from reasoneval.scoring.lmeval_hendrycks import HENDRYCKS, hendrycks_answer, hendrycks_is_equiv, hendrycks_reference
+from reasoneval.scoring.lmeval_minerva import (
+    MINERVA_ANSWER,
+    MINERVA_INVALID,
+    check_parse_latex_runtime,
+    minerva_answer,
+    normalize_final_answer,
+)
 from reasoneval.scoring.maths.extract import last_boxed
 from reasoneval.scoring.maths.scorer import grading_pool
 
@@ -42,9 +50,6 @@ VERSION = "lmeval-0.4.13-1"
 GSM8K_STRICT = r"#### (\-?[0-9\.\,]+)"
 GSM8K_FLEXIBLE = r"(-?[$0-9.,]{2,})|(-?[0-9]+)"
 GSM8K_IGNORE = (",", r"\$", r"(?s).*#### ", r"\.$")
-# lm_eval/tasks/minerva_math/utils.py, get_unnormalized_answer
-MINERVA_ANSWER = r"Final Answer: The final answer is(.*?). I hope it is correct."
-MINERVA_END = "I hope it is correct."
 # lm-eval's names for a task's per-subject rows: its group (minerva_math with Minerva's prompt, hendrycks_math with
 # that style) and one subtask per MATH subject (EleutherAI/hendrycks_math's configs), `<group>_<suffix>`.
 LMEVAL_GROUP_TASKS = ("hendrycks_math",)
@@ -158,169 +163,6 @@ class FlexibleExtractScorer(_GsmScorer):
         super().__init__(context)
 
 
-# Minerva's normalisation (Lewkowycz et al. 2022, appendix D) as lm-eval 0.4.13 ships it.
-SUBSTITUTIONS = [("an ", ""), ("a ", ""), (".$", "$"), ("\\$", ""), (r"\ ", ""), (" ", ""), ("mbox", "text"),
-                 (",\\text{and}", ","), ("\\text{and}", ","), ("\\text{m}", "\\text{}")]
-REMOVED_EXPRESSIONS = [
-    "square", "ways", "integers", "dollars", "mph", "inches", "ft", "hours", "km", "units", "\\ldots", "sue",
-    "points", "feet", "minutes", "digits", "cents", "degrees", "cm", "gm", "pounds", "meters", "meals", "edges",
-    "students", "childrentickets", "multiples", "\\text{s}", "\\text{.}", "\\text{\ns}", "\\text{}^2",
-    "\\text{}^3", "\\text{\n}", "\\text{}", r"\mathrm{th}", r"^\circ", r"^{\circ}", r"\;", r",\!", "{,}", '"',
-    "\\dots",
-]
-
-# lm-eval removes each alpha expression in turn with re.sub(rf"(?<!\\)\b{expr}\b", "", s); removing a whole
-# word between non-word characters never makes another one match or stop matching, so one pass with all of
-# them is the same (and a 1 MB answer takes one regex pass instead of 27).
-_REMOVED_WORDS_RE = re.compile(r"(?<!\\)\b(?:" + "|".join(e for e in REMOVED_EXPRESSIONS if e.isalpha()) + r")\b")
-
-
-def normalize_final_answer(final_answer: str) -> str:
-    """lm_eval/tasks/minerva_math/utils.py normalize_final_answer, unchanged in behaviour."""
-    final_answer = final_answer.split("=")[-1]
-    final_answer = _REMOVED_WORDS_RE.sub("", final_answer)
-    for before, after in SUBSTITUTIONS:
-        final_answer = final_answer.replace(before, after)
-    for expr in REMOVED_EXPRESSIONS:
-        if expr.isalpha():
-            if expr not in final_answer:  # (nothing to remove: skip a split of a long answer)
-                continue
-            segments = re.split(r"(\\[a-zA-Z]+)", final_answer)
-            for i in range(0, len(segments), 2):
-                segments[i] = segments[i].replace(expr, "")
-            final_answer = "".join(segments)
-        else:
-            final_answer = final_answer.replace(expr, "")
-    final_answer = _first_dollar_pair_per_line(final_answer)
-    final_answer = _unwrap(final_answer, "\\text{")
-    final_answer = _unwrap(final_answer, "\\textbf{")
-    final_answer = _unwrap(final_answer, "\\overline{")
-    final_answer = _unwrap(final_answer, "\\boxed{", greedy=True)
-    final_answer = re.sub(r"(frac)([^{])(.)", "frac{\\2}{\\3}", final_answer)
-    final_answer = _brace_sqrt_index(final_answer)
-    final_answer = re.sub(r"(sqrt)(?!\[)([^{])", "sqrt{\\2}", final_answer)
-    final_answer = final_answer.replace("$", "")
-    if re.fullmatch(r"-?\d{1,3}(,\d{3})+", final_answer):
-        final_answer = final_answer.replace(",", "")
-    return final_answer
-
-
-# lm-eval's normalize_final_answer uses regexes that retry a scan to the end of the line from every position
-# (`(.*?)(\$)(.*?)(\$)(.*)` on a line without two $, `(\\text\{)(.*?)(\})` with no closing brace, ...):
-# quadratic on a long answer, in the harness process. These give the same results in linear time
-# (tests/scoring/test_pathological.py compares them with the regexes on random strings).
-
-# Tried only at line starts (each line scanned once), where `(.*?)(\$)(.*?)(\$)(.*)` is retried from every position.
-_DOLLAR_PAIR_LINE_RE = re.compile(r"^[^\n$]*\$([^\n$]*)\$[^\n]*", re.MULTILINE)
-
-
-def _first_dollar_pair_per_line(s: str) -> str:
-    r"""re.sub(r"(.*?)(\$)(.*?)(\$)(.*)", "$\\3$", s): a line (`.` stops at "\n") holding two $ becomes
-    "$" + the text between its first two $ + "$"."""
-    return _DOLLAR_PAIR_LINE_RE.sub(r"$\1$", s) if s.count("$") >= 2 else s
-
-
-def _unwrap(s: str, opener: str, *, greedy: bool = False) -> str:
-    r"""re.sub(rf"({re.escape(opener)})(.*?)(\\}})", "\\2", s) (greedy: `(.*)`): `opener` ... the first (greedy:
-    the last) "}" after it on its line becomes what is between. Linear: each line is scanned once."""
-    out: list[str] = []
-    pos = 0
-    while True:
-        i = s.find(opener, pos)
-        if i < 0:
-            break
-        start = i + len(opener)
-        eol = s.find("\n", start)
-        end = eol if eol >= 0 else len(s)
-        close = s.rfind("}", start, end) if greedy else s.find("}", start, end)
-        if close < 0:  # no "}" on this line: no other opener on it matches either
-            if eol < 0:
-                break
-            out.append(s[pos:eol])
-            pos = eol
-            continue
-        out.append(s[pos:i])
-        out.append(s[start:close])
-        pos = close + 1
-    out.append(s[pos:])
-    return "".join(out)
-
-
-def _brace_sqrt_index(s: str) -> str:
-    r"""re.sub(r"(sqrt)(\[[^\]]*\])(\w)", "\\1\\2{\\3}", s): `sqrt[n]x` -> `sqrt[n]{x}`."""
-    out: list[str] = []
-    pos = 0
-    while True:
-        i = s.find("sqrt[", pos)
-        if i < 0:
-            break
-        close = s.find("]", i + 5)
-        if close < 0:  # no "]" after this one: none after the later ones either
-            break
-        if close + 1 < len(s) and _WORD_CHAR.match(s, close + 1):
-            out.append(s[pos:close + 1])
-            out.append("{" + s[close + 1] + "}")
-            pos = close + 2
-        else:  # every "sqrt[" before this "]" ends at it too, and fails the same way
-            out.append(s[pos:close + 1])
-            pos = close + 1
-    out.append(s[pos:])
-    return "".join(out)
-
-
-_WORD_CHAR = re.compile(r"\w")
-
-
-def wild_pair_search(text: str, prefix: str, suffix: str) -> str | None:
-    r"""Group 1 of re.search(re.escape(prefix) + "(.*?)." + re.escape(suffix) + ".", text) (Minerva's answer
-    pattern), in linear time: the regex rescans the rest of the line from every `prefix` on it. The first
-    prefix of a line decides for the line (a later one's candidates are a subset of its)."""
-    cursor = 0
-    while True:
-        p = text.find(prefix, cursor)
-        if p < 0:
-            return None
-        start = p + len(prefix)
-        line_end = text.find("\n", start)
-        if line_end < 0:
-            line_end = len(text)
-        r = text.find(suffix, start + 1, line_end)
-        if r >= 0 and r + len(suffix) < line_end:
-            return text[start:r - 1]
-        cursor = line_end + 1
-
-
-def check_parse_latex_runtime() -> None:
-    """sympy's parse_latex (the sympy step) runs only on antlr4-python3-runtime 4.11: say so before scoring, not
-    as every pair quietly counted unequal."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        found = version("antlr4-python3-runtime")
-    except PackageNotFoundError:
-        found = "none"
-    if not found.startswith("4.11"):
-        raise UserError(f"lm-eval's minerva_math exact_match needs sympy's parse_latex, which needs "
-                        f"antlr4-python3-runtime 4.11 (installed: {found}): pip install 'antlr4-python3-runtime>=4.11,<4.12'")
-
-
-# lm-eval's minerva_math answer when the response has no "Final Answer: ..." sentence (get_unnormalized_answer).
-MINERVA_INVALID = "[invalidanswer]"
-
-
-def minerva_answer(text: str, pattern: re.Pattern[str] | None) -> str | None:
-    """The unnormalised answer: Minerva's sentence (lm-eval appends "I hope it is correct." so that a response
-    stopped right after the answer matches), another style's `pattern` (one group), or the last \\boxed{}
-    (pattern None); None where there is none."""
-    if pattern is None:
-        return last_boxed(text)
-    if pattern.pattern == MINERVA_ANSWER:
-        found = wild_pair_search(text + MINERVA_END, "Final Answer: The final answer is", " I hope it is correct")
-        return found.strip() if found is not None else None
-    m = pattern.search(text + MINERVA_END)
-    return m.group(1).strip() if m else None
-
-
 class ExactMatchScorer:
     """lm-eval's `exact_match` for MATH: minerva_math's by default (the answer in the style's format, `pattern`,
     default Minerva's "Final Answer: The final answer is X. I hope it is correct."; with `pattern` "boxed" the
@@ -372,147 +214,6 @@ class ExactMatchScorer:
                     statuses[i] = "timeout"
         return [Score(correct=ok, value=ok, answer=a, status=st if a is not None else "no_answer")
                 for ok, a, st in zip(equal, answers, statuses)]
-
-
-# lm_eval/tasks/hendrycks_math/utils.py (0.4.13): the `hendrycks_math` task's answer and Hendrycks' is_equiv.
-# A `pattern` of this value (the `hendrycks_math` prompt style's answer format) selects it.
-HENDRYCKS = "hendrycks_math"
-
-
-def lmeval_last_boxed_only_string(string: str) -> str | None:
-    """last_boxed_only_string of lm-eval's minerva_math and hendrycks_math utils.py (the same code), unchanged in
-    behaviour: the last `\\boxed{...}` (or `\\fbox{...}`) with its braces, or the text after a `\\boxed ` up to the
-    next `$`."""
-    idx = string.rfind("\\boxed")
-    if "\\boxed " in string:
-        return "\\boxed " + string.split("\\boxed ")[-1].split("$")[0]
-    if idx < 0:
-        idx = string.rfind("\\fbox")
-        if idx < 0:
-            return None
-    depth = 0
-    for i in range(idx, len(string)):
-        if string[i] == "{":
-            depth += 1
-        if string[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return string[idx:i + 1]
-    return None
-
-
-def lmeval_remove_boxed(s: str) -> str | None:
-    """remove_boxed of the same files; None where lm-eval's asserts would fail (`\\fbox`)."""
-    if "\\boxed " in s:
-        return s[len("\\boxed "):] if s.startswith("\\boxed ") else None
-    if s.startswith("\\boxed{") and s.endswith("}"):
-        return s[len("\\boxed{"):-1]
-    return None
-
-
-def lmeval_boxed_answer(solution: str) -> str | None:
-    """remove_boxed(last_boxed_only_string(solution)): the reference both MATH tasks of lm-eval compare with,
-    and hendrycks_math's few-shot target; None where lm-eval would fail on the row."""
-    boxed = lmeval_last_boxed_only_string(solution)
-    return lmeval_remove_boxed(boxed) if boxed is not None else None
-
-
-def hendrycks_reference(problem: Problem) -> str:
-    """What lm-eval's hendrycks_math compares a response with: the boxed answer of the problem's solution where
-    the task has solutions (the Hub's MATH), else its answer."""
-    solution = problem.metadata.get("solution")
-    found = lmeval_boxed_answer(str(solution)) if solution else None
-    return problem.answer if found is None else found
-
-
-def hendrycks_answer(text: str) -> str:
-    """process_results' answer: the text between the first and the last `$`, or all of it with fewer than two."""
-    first, last = text.find("$"), text.rfind("$")
-    return text if first == last else text[first + 1:last]
-
-
-def hendrycks_is_equiv(str1: str, str2: str) -> bool:
-    """Hendrycks' is_equiv: strip_string on both, then equality; where strip_string raises (as it does on some
-    strings: `a/b` with non-integers, a trailing `\\sqrt`, two `\\text{ `), the strings themselves."""
-    try:
-        return _strip_string(str1) == _strip_string(str2)
-    except Exception:
-        return str1 == str2
-
-
-def _fix_fracs(string: str) -> str:
-    substrs = string.split("\\frac")
-    new_str = substrs[0]
-    if len(substrs) > 1:
-        for substr in substrs[1:]:
-            new_str += "\\frac"
-            if substr[0] == "{":  # (an empty one raises IndexError, as in lm-eval: is_equiv falls back)
-                new_str += substr
-            else:
-                if len(substr) < 2:
-                    return string
-                a, b = substr[0], substr[1]
-                if b != "{":
-                    new_str += "{" + a + "}{" + b + "}" + substr[2:]
-                else:
-                    new_str += "{" + a + "}" + b + substr[2:]
-    return new_str
-
-
-def _fix_a_slash_b(string: str) -> str:
-    if len(string.split("/")) != 2:
-        return string
-    a_text, b_text = string.split("/")
-    a, b = int(a_text), int(b_text)  # a ValueError propagates, as in lm-eval (only AssertionError is caught)
-    if string != f"{a}/{b}":
-        return string
-    return "\\frac{" + str(a) + "}{" + str(b) + "}"
-
-
-def _remove_right_units(string: str) -> str:
-    if "\\text{ " in string:
-        splits = string.split("\\text{ ")
-        if len(splits) != 2:
-            raise ValueError("more than one \\text{ ")  # lm-eval's assert
-        return splits[0]
-    return string
-
-
-def _fix_sqrt(string: str) -> str:
-    if "\\sqrt" not in string:
-        return string
-    splits = string.split("\\sqrt")
-    new_string = splits[0]
-    for split in splits[1:]:
-        if split[0] != "{":  # (an empty one raises IndexError, as in lm-eval)
-            new_string += "\\sqrt{" + split[0] + "}" + split[1:]
-        else:
-            new_string += "\\sqrt" + split
-    return new_string
-
-
-def _strip_string(string: str) -> str:
-    """Hendrycks' strip_string, step for step (each step a replace or a split: linear in the length)."""
-    string = string.replace("\n", "").replace("\\!", "").replace("\\\\", "\\")
-    string = string.replace("tfrac", "frac").replace("dfrac", "frac")
-    string = string.replace("\\left", "").replace("\\right", "")
-    string = string.replace("^{\\circ}", "").replace("^\\circ", "")
-    string = string.replace("\\$", "")
-    string = _remove_right_units(string)
-    string = string.replace("\\%", "")
-    string = string.replace(" .", " 0.").replace("{.", "{0.")
-    if len(string) == 0:
-        return string
-    if string[0] == ".":
-        string = "0" + string
-    if len(string.split("=")) == 2 and len(string.split("=")[0]) <= 2:
-        string = string.split("=")[1]
-    string = _fix_sqrt(string)
-    string = string.replace(" ", "")
-    string = _fix_fracs(string)
-    if string == "0.5":
-        string = "\\frac{1}{2}"
-    return _fix_a_slash_b(string)
 
 
 def reference_solution(problem: Problem) -> str:

@@ -97,7 +97,7 @@ def map_hendrycks_math(row: Row) -> dict[str, Any]:
     before its normalisation: remove_boxed(last_boxed_only_string(solution))."""
     # Imported here, not at the top: the grading modules (the math package starts its grading pool's
     # machinery) would make every `reasoneval tasks` pay for them (bench/cli_startup.py).
-    from reasoneval.scoring.lmeval import lmeval_boxed_answer
+    from reasoneval.scoring.lmeval_hendrycks import lmeval_boxed_answer
     from reasoneval.scoring.maths.extract import last_boxed
 
     solution = str(_col(row, "solution"))

@@ -15,18 +15,17 @@ import dataclasses
 import hashlib
 import json
 import os
-import socket
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from reasoneval.atomic import atomic_open
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
+from reasoneval.tasks.hub_client import download_rows, hub_offline
 from reasoneval.tasks.registry import TASKS
-from reasoneval.tasks.schema import NumberedRow, problems_from_rows, read_jsonl
-from reasoneval.tasks.spec import HubSource, PackageFile, TaskSpec
-
-_TRUE = {"1", "true", "yes", "on"}
+from reasoneval.tasks.schema import NumberedRow, check_limit, problems_from_rows, read_jsonl
+from reasoneval.tasks.spec import PackageFile, TaskSpec
+from reasoneval.tasks.user_data import read_rows
 
 
 def resolve_data_dir(data_dir: Path | str | None) -> Path | None:
@@ -51,13 +50,6 @@ def cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "reasoneval" / "data"
 
 
-def hub_offline() -> bool:
-    # Checked before importing `datasets` (which reads HF_* offline flags only at import time),
-    # so an offline process never tries the network.
-    return any(os.environ.get(v, "").strip().lower() in _TRUE
-               for v in ("REASONEVAL_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
-
-
 def _local_file(name: str, data_dir: Path | None, also: Sequence[str] = ()) -> tuple[str, Path] | None:
     if data_dir is not None:
         for stem in (name, *also):
@@ -72,59 +64,6 @@ def _local_file(name: str, data_dir: Path | None, also: Sequence[str] = ()) -> t
 def _how_to_get(spec: TaskSpec) -> str:
     return (f"run `reasoneval data pull {spec.name}` while online, or point --data-dir "
             f"(or REASONEVAL_DATA_DIR) at a folder holding {spec.name}.jsonl")
-
-
-OFFLINE_HINT = ("put <task>.jsonl files in a folder and point --data-dir (or REASONEVAL_DATA_DIR) at it, or run "
-                "`reasoneval data pull` where the Hub is reachable and copy ~/.cache/reasoneval/data here; "
-                "HF_HUB_OFFLINE=1 stops every attempt to reach the Hub")
-
-
-def hub_endpoint() -> str:
-    return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-
-
-def check_hub_reachable(timeout_s: float = 5.0) -> None:
-    """A one-line error within seconds when the Hub cannot be reached (offline, a firewall), instead of the
-    Hub client's own retries (25 s and more) ending in an error that names no way out."""
-    from urllib.parse import urlsplit
-
-    url = urlsplit(hub_endpoint())
-    host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
-    try:
-        socket.create_connection((host, port), timeout=timeout_s).close()
-    except OSError as e:
-        raise UserError(f"cannot reach the Hugging Face Hub at {hub_endpoint()} ({e.strerror or type(e).__name__}): "
-                        + OFFLINE_HINT) from None
-
-
-def load_hub_rows(dataset_id: str, config: str | None, split: str | None, hint: str = "") -> list[dict[str, Any]]:
-    """The raw rows of a Hub dataset split, via `datasets` (network); one-line errors."""
-    try:
-        import datasets  # imported late: slow, and not needed when data is local
-    except ImportError:
-        raise UserError("the `datasets` package is needed to load Hub datasets; pip install datasets") from None
-    cfg = f" ({config})" if config else ""
-    check_hub_reachable()
-    try:
-        ds = datasets.load_dataset(dataset_id, config, split=split)
-    except Exception as e:  # datasets raises many types (HTTP, auth, FileNotFound, ...)
-        msg = (str(e).strip().splitlines() or [""])[0][:200]
-        raise UserError(f"could not load {dataset_id}{cfg} from the Hugging Face Hub: "
-                        f"{type(e).__name__}: {msg}{hint}; offline? {OFFLINE_HINT}") from None
-    if isinstance(ds, datasets.DatasetDict):
-        if len(ds) != 1:
-            raise UserError(f"{dataset_id}{cfg} has splits {', '.join(ds)}; choose one with --split")
-        ds = next(iter(ds.values()))
-    return [dict(r) for r in ds]
-
-
-def download_rows(src: HubSource) -> list[dict[str, Any]]:
-    """The raw rows of a task's Hub source."""
-    hint = (f" (gated: accept the terms at https://huggingface.co/datasets/{src.dataset_id} and set HF_TOKEN)"
-            if src.gated else "")
-    if src.configs:
-        return [r for c in src.configs for r in load_hub_rows(src.dataset_id, c, src.split, hint)]
-    return load_hub_rows(src.dataset_id, src.config, src.split, hint)
 
 
 def convert_hub_rows(spec: TaskSpec, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -167,16 +106,11 @@ def fetch_to_cache(spec: TaskSpec) -> Path:
     return write_jsonl(cache_dir() / f"{spec.name}.jsonl", rows)
 
 
-def _check_limit(limit: int | None) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise UserError(f"--limit must be a positive integer, got {limit!r}")
-
-
 def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = None,
               options: Mapping[str, str] | None = None) -> tuple[TaskSpec, list[Problem]]:
     """The task's spec (with `origin` set) and its problems, the first `limit` if given. `options`: the task's
     --task-arg settings (a one-line error for a task that takes none); the spec records them (options_given)."""
-    _check_limit(limit)
+    check_limit(limit)
     spec = TASKS.get(name)
     if options and spec.options is None:
         raise UserError(f"task {name} takes no --task-arg (given: {', '.join(sorted(options))})")
@@ -199,6 +133,11 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
             origin = f"{kind}:{path}"
         rows = read_jsonl(path)
         digest = file_sha256(path)
+    if spec.size is not None and (spec.generate is not None or spec.data_file is not None) and len(rows) != spec.size:
+        # The rows ship with the task (a data file in its package, or code): its declared size is theirs. (A data dir's
+        # or the Hub's copy of a benchmark may differ from the size the listing expects: not checked.)
+        raise UserError(f"task {name!r} declares size {spec.size} but {origin} has {len(rows)} rows: fix "
+                        "TaskSpec.size or the data")
     if limit is not None and spec.row_to_problem is None and spec.options is None:
         rows = rows[:limit]
     problems = problems_from_rows(spec, rows)
@@ -227,8 +166,6 @@ def file_sha256(path: Path) -> str:
 def read_package_file(task: str, data: PackageFile) -> tuple[list[NumberedRow], str]:
     """The rows of a data file shipped in a package (any format --data reads), and its origin."""
     import importlib.resources
-
-    from reasoneval.tasks.user_data import read_rows
 
     package = data.resolved_package()
     resource = importlib.resources.files(package).joinpath(data.path)

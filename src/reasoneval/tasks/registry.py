@@ -11,7 +11,31 @@ from typing import Any
 
 from reasoneval.errors import UserError
 from reasoneval.registry import TASK_GROUP, Registry
-from reasoneval.tasks.spec import TaskSpec
+from reasoneval.tasks.spec import DEFAULT_PROMPTS, TaskSpec
+
+
+def declaration_errors(spec: TaskSpec) -> list[str]:
+    """What a task's declaration lacks or contradicts, one line each naming the piece and the fix (empty: complete).
+    The rows themselves are checked when the task is loaded (their count against `size`: tasks.loading); its scorer
+    and prompt style when a run resolves them (run.generation.used_plugins: a plugin's may not be found yet)."""
+    where = f"task {spec.name!r}"
+    out = []
+    if not spec.description.strip():
+        out.append(f"{where} has no description: give TaskSpec a one-line description (shown by `reasoneval tasks`)")
+    if not spec.prompt:
+        out.append(f"{where} names no prompt style, and its scorer {spec.scoring.scorer!r} has none by default (only "
+                   f"{', '.join(sorted(DEFAULT_PROMPTS))} does): add prompt=... (a prompts.PROMPTS name) to its TaskSpec")
+    sources = [n for n in ("hub", "generate", "data_file") if getattr(spec, n) is not None]
+    if len(sources) > 1:
+        out.append(f"{where} has {' and '.join(sources)}: a task has one source; keep one")
+    if spec.size is not None and (isinstance(spec.size, bool) or not isinstance(spec.size, int) or spec.size < 1):
+        out.append(f"{where} has size {spec.size!r}: give the number of problems (a positive integer) or None")
+    if spec.scoring_options and spec.options is None:
+        out.append(f"{where} passes options {', '.join(spec.scoring_options)} to its scorer but takes no options: "
+                   "give it options=... (what --task-arg does) or drop scoring_options")
+    if spec.data_file is not None and not spec.data_file.path.strip():
+        out.append(f"{where} has a data_file with no path: PackageFile(__name__, \"<file>\")")
+    return out
 
 
 def _check_task(name: str, spec: Any) -> None:
@@ -19,6 +43,9 @@ def _check_task(name: str, spec: Any) -> None:
         raise UserError(f"task {name!r} is {type(spec).__name__}, not a reasoneval.tasks.TaskSpec")
     if spec.name != name:
         raise UserError(f"task {name!r} is registered with a TaskSpec named {spec.name!r}: the names must be equal")
+    errors = declaration_errors(spec)
+    if errors:
+        raise UserError("; ".join(errors))
 
 
 TASKS: Registry[TaskSpec] = Registry("task", group=TASK_GROUP, check=_check_task)

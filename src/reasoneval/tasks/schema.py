@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from reasoneval.errors import UserError
-from reasoneval.records import Problem
-from reasoneval.tasks.choice import LETTERS, shuffle_choices
+from reasoneval.records import CHOICE_LETTERS, Problem
+from reasoneval.tasks.choice import shuffle_choices
 from reasoneval.tasks.keys import problem_key, reference_text
 from reasoneval.tasks.spec import TaskSpec
 
@@ -121,10 +121,10 @@ def _choices_of(where: str, row: Mapping[str, Any], problem: str, answer: str) -
     if not isinstance(raw, list) or len(raw) < 2 or not all(isinstance(c, str) and c.strip() for c in raw):
         raise UserError(f"{where}: 'choices' must be a list of at least 2 non-empty strings "
                         "(or use the Hub columns Question / Correct Answer / Incorrect Answer 1-3)")
-    if len(raw) > len(LETTERS):
-        raise UserError(f"{where}: at most {len(LETTERS)} choices are supported, got {len(raw)}")
+    if len(raw) > len(CHOICE_LETTERS):
+        raise UserError(f"{where}: at most {len(CHOICE_LETTERS)} choices are supported, got {len(raw)}")
     choices = [c.strip() for c in raw]
-    letters = LETTERS[: len(choices)]
+    letters = CHOICE_LETTERS[: len(choices)]
     if len(answer) == 1 and answer.upper() in letters:
         return tuple(choices), answer.upper()
     if answer in choices:
@@ -190,3 +190,8 @@ def problems_from_rows(spec: TaskSpec, rows: Iterable[NumberedRow]) -> list[Prob
         log.warning("task %s: %d rows repeat an earlier row's problem under another id, kept as distinct problems: "
                     "%s", spec.name, len(repeats), ", ".join(repeats[:5]) + (", ..." if len(repeats) > 5 else ""))
     return problems
+
+
+def check_limit(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise UserError(f"--limit must be a positive integer, got {limit!r}")

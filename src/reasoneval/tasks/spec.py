@@ -65,13 +65,21 @@ class PackageFile:
         return f"package:{self.resolved_package()}/{self.path}"
 
 
+# The prompt style a task gets when its TaskSpec names none, by its scorer: the math scorer reads the answer the
+# `boxed` style asks for. A task scored by any other scorer names its prompt style (a contest task left without one
+# would be asked for a \boxed{} answer its scorer cannot read).
+DEFAULT_PROMPTS = {"math": "boxed"}
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """A registered benchmark (or a user's data set).
 
     scoring: how responses are scored: a registered scorer and its settings (`math` with an
       optional `rel_tol`, `choice` for a letter answer; see reasoneval.scoring).
-    prompt: the registered prompt style (reasoneval.prompts.PROMPTS) the task is asked with.
+    prompt: the registered prompt style (reasoneval.prompts.PROMPTS) the task is asked with. Left out, a task
+      scored by a scorer with a default prompt (DEFAULT_PROMPTS: math's `boxed`) gets that; any other task must
+      name one (tasks.registry.declaration_errors: an error when the task is registered).
     fewshot: the few-shot style (a PROMPTS entry with exemplars) used when --num-fewshot is given
       without --prompt-style; None (the default): the task has none, and --num-fewshot without a
       --prompt-style is a one-line error (the math tasks name "minerva": math exemplars are theirs only).
@@ -103,7 +111,7 @@ class TaskSpec:
     name: str
     description: str
     scoring: TaskScoring = field(default_factory=TaskScoring)
-    prompt: str = "boxed"
+    prompt: str = ""  # "": left out (DEFAULT_PROMPTS fills it in where the scorer has a default)
     fewshot: str | None = None
     hub: HubSource | None = None
     size: int | None = None
@@ -118,6 +126,10 @@ class TaskSpec:
     options_given: tuple[tuple[str, str], ...] = ()
     scoring_options: tuple[str, ...] = ()
     data_file: PackageFile | None = None
+
+    def __post_init__(self) -> None:
+        if not self.prompt and self.scoring.scorer in DEFAULT_PROMPTS:  # frozen: set as the constructor does
+            object.__setattr__(self, "prompt", DEFAULT_PROMPTS[self.scoring.scorer])
 
     @property
     def source(self) -> str:

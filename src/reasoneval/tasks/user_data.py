@@ -17,9 +17,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
 from reasoneval.scoring.base import TaskScoring
+from reasoneval.tasks.hub_client import hub_offline, load_hub_rows
 from reasoneval.tasks.keys import problem_key, reference_text
-from reasoneval.tasks.loading import _check_limit, hub_offline, load_hub_rows
-from reasoneval.tasks.schema import NumberedRow, _get_answer, iter_jsonl_rows, metadata_of
+from reasoneval.tasks.schema import NumberedRow, _get_answer, check_limit, iter_jsonl_rows, metadata_of
 from reasoneval.tasks.spec import TaskSpec
 
 FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
@@ -155,7 +155,7 @@ def _user_problem(task: str, where: str, row: Mapping[str, Any], problem_field: 
 def load_user_data(source: str, *, problem_field: str, answer_field: str, id_field: str | None = None,
                    split: str | None = None, limit: int | None = None,
                    task_name: str | None = None, scorer: str | None = None) -> tuple[TaskSpec, list[Problem]]:
-    _check_limit(limit)
+    check_limit(limit)
     rows, origin = read_rows(source, split)
     if limit is not None:
         rows = rows[:limit]
@@ -172,7 +172,7 @@ def load_user_data(source: str, *, problem_field: str, answer_field: str, id_fie
         seen[prob.id] = where
         problems.append(prob)
     # A file scored as math answers takes the math tasks' few-shot style; other scorers have none of their own.
-    spec = TaskSpec(name=task_name, description=f"user data {source}", origin=origin,
+    spec = TaskSpec(name=task_name, description=f"user data {source}", origin=origin, prompt="boxed",
                     scoring=TaskScoring(scorer) if scorer else TaskScoring(),
                     fewshot="minerva" if scorer in (None, "math") else None)
     return spec, problems

@@ -17,9 +17,9 @@ from reasoneval.errors import UserError
 from reasoneval.report.dashboards import Checkpoint, model_checkpoint
 from reasoneval.report.runs import RunRow
 from reasoneval.results.identity import RunSettings
-from reasoneval.results.schema import CONFIG_FILE, SUMMARY_FILE, RunConfig, RunResult, load_config, load_run
-from reasoneval.results.store.sample_store import LOCK_FILE, SAMPLES_FILE
+from reasoneval.results.schema import RunConfig, RunResult, load_config, load_run
 from reasoneval.run.repair import Damage, diagnose, summary_config
+from reasoneval.run_files import CONFIG_FILE, LOCK_FILE, SAMPLES_FILE, SUMMARY_FILE
 
 # A run with no summary.json whose journal changed within this many seconds, and whose store lock is free, is being
 # scored (generation ended, `run` grades before it writes summary.json); older, it stopped before scoring: "failed".

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from reasoneval.results.schema import RunConfig
-from reasoneval.results.store.sample_store import SAMPLES_FILE
+from reasoneval.run_files import SAMPLES_FILE
 
 RATE_WINDOW_S = 60.0  # tokens/s and samples/s: over the samples that finished in the last minute
 

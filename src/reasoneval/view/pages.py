@@ -21,6 +21,7 @@ from reasoneval.report.runs import checkpoint_items, checkpoint_table, setting_l
 from reasoneval.report.svg import COLORS, esc
 from reasoneval.report.text import pct, pct_se
 from reasoneval.results.schema import RunResult
+from reasoneval.run_files import REPORT_FILE
 from reasoneval.view.folder import RUNNING, Run
 
 VIEW_CSS = CSS + """
@@ -84,8 +85,8 @@ def runs_payload(runs: Sequence[Run]) -> dict[str, Any]:
                 if cell:
                     row["cells"][t] = cell
                     row["pass1"][t] = _finite(res.tasks[t].mean)
-            if (run.dir / "report.html").is_file():
-                row["report"] = "/files/" + quote(run.rel + "/report.html" if run.rel else "report.html")
+            if (run.dir / REPORT_FILE).is_file():
+                row["report"] = "/files/" + quote(f"{run.rel}/{REPORT_FILE}" if run.rel else REPORT_FILE)
         else:
             row["tasks"] = list(run.config.tasks)
             # an adaptive run's config.json n is an index bound (2 x --max-n), not what a problem gets (issue 52.4)
@@ -236,8 +237,8 @@ setTimeout(poll, 2000);
 def run_page(run: Run, payload: Mapping[str, Any], nonce: str) -> str:
     point = run.checkpoint
     report = ""
-    if (run.dir / "report.html").is_file():
-        href = "/files/" + quote(run.rel + "/report.html" if run.rel else "report.html")
+    if (run.dir / REPORT_FILE).is_file():
+        href = "/files/" + quote(f"{run.rel}/{REPORT_FILE}" if run.rel else REPORT_FILE)
         report = f' · <a id="report" href="{esc(href)}">report.html</a> (every problem and sample)'
     training = (f' · training run <a href="/training?name={esc(quote(point.training_run))}">{esc(point.training_run)}</a>'
                 if point.training_run else "")

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.run_files import CODEFORCES_RUNS_FILE
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.codeforces import judge as judge_module
-from reasoneval.scoring.programs.codeforces.judge import CODEFORCES_RUNS_FILE
 from reasoneval.scoring.programs.scorer import sandbox_pool
 from tests.scoring.programs.test_codeforces_judge import CHECKER, DERANGEMENT_TESTS, fence, problem
 

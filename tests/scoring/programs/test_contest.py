@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.run_files import CONTEST_RUNS_FILE
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
-from reasoneval.scoring.programs.contest import CONTEST_RUNS_FILE, extract_last_block
+from reasoneval.scoring.programs.contest import extract_last_block
 from reasoneval.scoring.programs.sandbox.stdio_driver import compare_lcb, compare_tokens
 
 SUM_TESTS = [{"input": "1 2\n", "output": "3\n", "kind": "public"},

@@ -18,8 +18,8 @@ import pytest
 from scipy.stats import binomtest
 
 from reasoneval.records import Problem
+from reasoneval.run_files import CODE_RUNS_FILE
 from reasoneval.scoring.programs.sandbox import run as sandbox_run
-from reasoneval.scoring.programs.scorer import CODE_RUNS_FILE
 from reasoneval.tasks.loading import load_task
 from tests.scoring.programs.judging import (
     HE0_HEAD,

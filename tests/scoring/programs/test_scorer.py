@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.run_files import CODE_RUNS_FILE
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
-from reasoneval.scoring.programs.scorer import CODE_RUNS_FILE, extract_code
+from reasoneval.scoring.programs.scorer import extract_code
 from reasoneval.tasks.loading import load_task
 
 

@@ -10,32 +10,28 @@ through the `openai` engine; this module owns only the server's lifecycle and it
 from __future__ import annotations
 
 import asyncio
-import atexit
 import dataclasses
 import importlib.metadata
 import importlib.util
 import logging
-import os
-import shlex
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.launch.process import ServerProcess, log_tail
 from reasoneval.engines.local import kernels
 from reasoneval.engines.local.model import REPACK_MODES
 from reasoneval.engines.sampling import LLAMACPP_SERVER_FIELDS, SGLANG_SERVER_FIELDS, VLLM_SERVER_FIELDS
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request
+from reasoneval.run_files import SERVER_LOG
 from reasoneval.workers import exit_description, module_command
 
 SERVERS = ("vllm", "sglang", "llamacpp")
@@ -43,9 +39,7 @@ SERVERS = ("vllm", "sglang", "llamacpp")
 LLAMACPP_SERVER = "reasoneval.engines.launch.llamacpp_server"
 VLLM_CLI = "reasoneval.engines.launch.vllm_cli"
 HOST = "127.0.0.1"
-STOP_GRACE_S = 15.0
 EXIT_GRACE_S = 2.0  # how long a connection error waits for a dying server to become waitable
-LOG_TAIL_LINES = 8
 # How a process dies when native code fails: llama.cpp's AMX kernels end with SIGSEGV on some Intel CPUs and
 # with SIGILL on others (docs/engines.md).
 CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE)
@@ -142,6 +136,24 @@ def configured_capabilities(options: Options) -> Capabilities:
 CAPABILITIES = configured_capabilities(Options())  # the default server's; engines.capabilities asks the configured
 
 
+@dataclass(frozen=True)
+class GpuServerFlags:
+    """How a GPU server (vLLM, SGLang) spells the launch options they share."""
+
+    tensor_parallel: str
+    data_parallel: str
+    context_length: str
+    memory_share: str  # the share of GPU memory for weights + KV cache (SGLang's static fraction: the closest)
+    prefix_caching: str | None  # None: on by default (SGLang's radix cache), nothing to add
+
+
+GPU_SERVER_FLAGS = {
+    "vllm": GpuServerFlags("--tensor-parallel-size", "--data-parallel-size", "--max-model-len",
+                           "--gpu-memory-utilization", "--enable-prefix-caching"),
+    "sglang": GpuServerFlags("--tp-size", "--dp-size", "--context-length", "--mem-fraction-static", None),
+}
+
+
 def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
     """The server command line. Pure apart from locating executables and model files."""
     server = opts.server
@@ -161,34 +173,20 @@ def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
     if not model:
         raise UserError(f"--engine launch --server {server} needs --model (a Hugging Face id) or --model-path "
                         "(a checkpoint folder)")
-    cmd: list[str]
-    if server == "vllm":
-        cmd = [*vllm_command(), "serve", model, "--host", HOST, "--port", str(port),
-               "--tensor-parallel-size", str(opts.tensor_parallel_size)]
-        if opts.data_parallel_size > 1:
-            cmd += ["--data-parallel-size", str(opts.data_parallel_size)]
-        if opts.max_model_len is not None:
-            cmd += ["--max-model-len", str(opts.max_model_len)]
-        if opts.gpu_memory_utilization is not None:
-            cmd += ["--gpu-memory-utilization", str(opts.gpu_memory_utilization)]
-        if opts.dtype is not None:
-            cmd += ["--dtype", opts.dtype]
-        if opts.enable_prefix_caching:
-            cmd += ["--enable-prefix-caching"]
-        return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"), identity=identity)
-    # sglang
-    cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--host", HOST,
-           "--port", str(port), "--tp-size", str(opts.tensor_parallel_size)]
+    flags = GPU_SERVER_FLAGS[server]
+    head = [*vllm_command(), "serve", model] if server == "vllm" else \
+        [sys.executable, "-m", "sglang.launch_server", "--model-path", model]
+    cmd = [*head, "--host", HOST, "--port", str(port), flags.tensor_parallel, str(opts.tensor_parallel_size)]
     if opts.data_parallel_size > 1:
-        cmd += ["--dp-size", str(opts.data_parallel_size)]
+        cmd += [flags.data_parallel, str(opts.data_parallel_size)]
     if opts.max_model_len is not None:
-        cmd += ["--context-length", str(opts.max_model_len)]
+        cmd += [flags.context_length, str(opts.max_model_len)]
     if opts.gpu_memory_utilization is not None:
-        # SGLang's share of GPU memory for weights + KV cache: the closest analogue.
-        cmd += ["--mem-fraction-static", str(opts.gpu_memory_utilization)]
+        cmd += [flags.memory_share, str(opts.gpu_memory_utilization)]
     if opts.dtype is not None:
         cmd += ["--dtype", opts.dtype]
-    # Prefix caching (the radix cache) is on by default in SGLang: nothing to add for it.
+    if opts.enable_prefix_caching and flags.prefix_caching is not None:
+        cmd += [flags.prefix_caching]
     return ServerPlan(server, tuple(cmd) + extra, port, ("/health", "/v1/models"), identity=identity)
 
 
@@ -213,164 +211,6 @@ def _missing_server_hint(server: str) -> str | None:
     if server == "sglang" and importlib.util.find_spec("sglang") is None:
         return "--server sglang needs SGLang: pip install 'sglang[all]' (GPU only)"
     return None
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES, limit: int = 1500) -> str:
-    """The last lines of a log on one line, for an error message."""
-    try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 64_000))
-            text = f.read().decode("utf-8", "replace")
-    except OSError:
-        return "(no log)"
-    kept = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
-    out = " | ".join(kept)
-    return out[-limit:] if out else "(log is empty)"
-
-
-# ---------------------------------------------------------------------------- the subprocess
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when the parent dies, even by SIGKILL (Linux)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:  # not Linux: atexit and the signal handlers still cover normal exits
-        pass
-
-
-class ServerProcess:
-    """A running server: its process group and log file."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path, command: tuple[str, ...]) -> None:
-        self.proc = proc
-        self.log_path = log_path
-        self.command = command
-        self._stopped = False
-        self._lock = threading.Lock()
-
-    @classmethod
-    def start(cls, command: tuple[str, ...], log_path: Path) -> ServerProcess:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("ab") as log:
-            log.write(f"$ {shlex.join(command)}\n".encode())
-            log.flush()
-            # PDEATHSIG fires when the *thread* that forked exits: only safe from the main thread.
-            preexec: Callable[[], None] | None = (
-                _die_with_parent if threading.current_thread() is threading.main_thread() else None)
-            try:
-                proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True,
-                                        preexec_fn=preexec)
-            except FileNotFoundError as e:
-                raise UserError(f"cannot start the server: {command[0]!r} not found "
-                                f"(for --server vllm: pip install 'reasoneval[vllm]')") from e
-        # The child holds its own copy of the log's file descriptor; ours is closed here.
-        server = cls(proc, log_path, command)
-        _register(server)
-        return server
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def exited(self) -> int | None:
-        return self.proc.poll()
-
-    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
-        """SIGTERM to the whole process group, SIGKILL to what is left after grace_s. Idempotent."""
-        with self._lock:
-            if self._stopped:
-                return
-            self._stopped = True
-        pgid = self.proc.pid  # start_new_session: the server leads its own group
-        if self.proc.poll() is None:
-            _killpg(pgid, signal.SIGTERM)
-            try:
-                self.proc.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                pass
-        # Children that outlived the leader (or ignored SIGTERM) go too.
-        _killpg(pgid, signal.SIGKILL)
-        try:
-            self.proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-        _unregister(self)
-
-    def move_log(self, new_path: Path) -> None:
-        """Move the log (the child keeps writing to it: a rename keeps its file descriptor)."""
-        if new_path == self.log_path:
-            return
-        new_path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(self.log_path, new_path)
-        except OSError:
-            # Another filesystem: the server keeps writing the old file; leave a pointer to it.
-            new_path.write_text(f"the server log is at {self.log_path}\n")
-            return
-        self.log_path = new_path
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-# Servers to stop if reasoneval exits without closing its engine (error, Ctrl-C, SIGTERM).
-_LIVE: set[ServerProcess] = set()
-_LIVE_LOCK = threading.Lock()
-_HOOKS_INSTALLED = False
-
-
-def _stop_all() -> None:
-    with _LIVE_LOCK:
-        servers = list(_LIVE)
-    for s in servers:
-        s.stop(grace_s=5.0)
-
-
-def _on_signal(signum: int, frame: FrameType | None) -> None:
-    _stop_all()
-    previous = _PREVIOUS_HANDLERS.get(signum, signal.SIG_DFL)
-    if callable(previous):
-        previous(signum, frame)
-        return
-    # Default disposition: die by the same signal, as if we had never caught it.
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-_PREVIOUS_HANDLERS: dict[int, Any] = {}
-
-
-def _register(server: ServerProcess) -> None:
-    global _HOOKS_INSTALLED
-    with _LIVE_LOCK:
-        _LIVE.add(server)
-        if _HOOKS_INSTALLED:
-            return
-        _HOOKS_INSTALLED = True
-    atexit.register(_stop_all)
-    # SIGINT needs nothing here: it raises KeyboardInterrupt, so close() and atexit run.
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            previous = signal.getsignal(sig)
-            if previous is signal.SIG_IGN:
-                continue
-            _PREVIOUS_HANDLERS[sig] = previous
-            signal.signal(sig, _on_signal)
-
-
-def _unregister(server: ServerProcess) -> None:
-    with _LIVE_LOCK:
-        _LIVE.discard(server)
 
 
 # ---------------------------------------------------------------------------- the engine
@@ -501,7 +341,7 @@ class LaunchEngine:
 
     def attach_run(self, run_dir: Path) -> None:
         if self.server is not None:
-            self.server.move_log(Path(run_dir) / "server.log")
+            self.server.move_log(Path(run_dir) / SERVER_LOG)
 
     def describe(self) -> dict[str, Any]:
         return {"command": list(self.plan.command) if self.plan is not None else None,

@@ -11,7 +11,6 @@ out: the samples and the run's results never depend on it.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import importlib.util
 import json
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
 from reasoneval.errors import UserError
+from reasoneval.records import sampling_options_set
 from reasoneval.registry import Registry
 
 log = logging.getLogger("reasoneval")
@@ -160,14 +160,11 @@ def sampling_settings(sampling: Any) -> dict[str, str | float | int]:
     """Every sampling option the run set, read from SamplingParams' fields (so a new option is logged with no edit
     here): unset ones (None, empty) are left out; --extra-body's keys as `extra_body/<key>`; a list as JSON."""
     out: dict[str, str | float | int] = {}
-    for f in dataclasses.fields(sampling):
-        value = getattr(sampling, f.name)
-        if value is None or (isinstance(value, (tuple, list, Mapping)) and not value):
-            continue
+    for name, value in sampling_options_set(sampling).items():
         if isinstance(value, Mapping):
-            out.update({f"{f.name}/{k}": _param(v) for k, v in value.items()})
+            out.update({f"{name}/{k}": _param(v) for k, v in value.items()})
         else:
-            out[f.name] = _param(list(value) if isinstance(value, tuple) else value)
+            out[name] = _param(list(value) if isinstance(value, tuple) else value)
     return out
 
 

@@ -8,10 +8,9 @@ from typing import Any, Iterable
 
 from reasoneval.records import Problem
 from reasoneval.results.store.sample_store import iter_jsonl
+from reasoneval.run_files import PROBLEMS_FILE
 from reasoneval.scoring.base import TaskScoring
 from reasoneval.serial import from_json, to_json
-
-PROBLEMS_FILE = "problems.jsonl"
 
 
 def problem_to_dict(p: Problem) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import IO, Any, Iterator
 
 from reasoneval.errors import UserError
 from reasoneval.records import SampleRecord
+from reasoneval.run_files import LOCK_FILE, SAMPLES_FILE
 
 log = logging.getLogger("reasoneval")
 
@@ -34,8 +35,6 @@ class StoreWriteError(UserError):
     """The journal could not be written (disk full, read-only, ...); what was written is kept."""
 
 
-SAMPLES_FILE = "samples.jsonl"
-LOCK_FILE = ".lock"
 # The format of a samples.jsonl line, written first on every line as `"v"` (a header line would break
 # readers that count lines, seek to offsets or cut a torn tail). Lines without it (written before it
 # existed) are version 1, the same format. Bump it when a line's fields change meaning.

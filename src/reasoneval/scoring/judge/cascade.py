@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.run_files import JUDGEMENTS_FILE
 from reasoneval.scoring.base import Score, Scorer, ScoringContext, TaskScoring, cluster, create_scorer
-from reasoneval.scoring.judge.client import JUDGEMENTS_FILE, JudgeClient, JudgeItem, Judgement, JudgeSettings
+from reasoneval.scoring.judge.client import JudgeClient, JudgeItem, Judgement, JudgeSettings
 from reasoneval.scoring.judge.hle import calibration_error
 
 if TYPE_CHECKING:

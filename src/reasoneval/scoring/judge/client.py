@@ -30,7 +30,6 @@ from reasoneval.scoring.judge.prompts import JUDGE_PROMPTS, JudgePrompt
 
 log = logging.getLogger("reasoneval")
 
-JUDGEMENTS_FILE = "judgements.jsonl"
 
 
 @dataclass(frozen=True)

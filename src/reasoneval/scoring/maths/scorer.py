@@ -10,11 +10,10 @@ from typing import Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.run_files import GRADES_FILE
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.maths import GRADER_VERSION, GradeItem, GradingPool
 from reasoneval.scoring.maths.normalize import Policy
-
-GRADES_FILE = "grades.jsonl"
 
 
 def grading_pool(context: ScoringContext) -> GradingPool:

@@ -32,9 +32,9 @@ from pathlib import Path
 
 from reasoneval.atomic import atomic_open, atomic_write_text
 from reasoneval.errors import UserError
+from reasoneval.run_files import CALIBRATION_FILE
 from reasoneval.serial import JsonRecord
 
-CALIBRATION_FILE = "calibration.json"
 CACHE_ENV = "REASONEVAL_CALIBRATION_CACHE"
 # The workload's CPU time on the reference machine (the machine the default limits were chosen on: this project's CI
 # machine, CPython 3.11). Measured there as the whole interpreter's CPU time (0.27 s, start included); the workload

@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.run_files import CONTEST_RUNS_FILE
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.calibrate import machine_calibration
 from reasoneval.scoring.programs.sandbox import SANDBOX_VERSION, Limits, ProgramResult
@@ -32,7 +33,6 @@ from reasoneval.scoring.programs.scorer import sandbox_pool, strip_reasoning
 from reasoneval.serial import JsonRecord
 
 CONTEST_SCORER_VERSION = "1"
-CONTEST_RUNS_FILE = "contest_runs.jsonl"
 # compile_error, idleness_limit, judge_error: the codeforces scorer's (scoring/programs/codeforces/judge.py)
 VERDICTS = ("passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "no_code", "sandbox_error",
             "compile_error", "idleness_limit", "judge_error")
@@ -196,6 +196,7 @@ class ContestScorer:
 
     name = "contest"
     version = f"{CONTEST_SCORER_VERSION}.{SANDBOX_VERSION}"
+    needs_calibration = True  # its CPU limits are scaled by the run's calibration.json (scoring.needs_calibration)
 
     def __init__(self, context: ScoringContext, time_limit_s: float = 6.0, memory_mb: int = 1024,
                  compare: str = "lcb", all_tests: bool = False, calibrate: bool = True,

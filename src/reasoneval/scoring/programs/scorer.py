@@ -28,13 +28,13 @@ from typing import Callable, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.run_files import CODE_RUNS_FILE
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.sandbox import DRIVER_SOURCE, SANDBOX_VERSION, Limits, ProgramResult, SandboxPool
 from reasoneval.scoring.programs.unfenced import UnfencedParser, defines, unfenced_code
 from reasoneval.serial import JsonRecord
 
 CODE_SCORER_VERSION = "3"  # 3: an unfenced answer's cut found with at most three parses (unfenced.py)
-CODE_RUNS_FILE = "code_runs.jsonl"
 STDERR_EXCERPT = 1200
 # runs again when its candidate never started (the driver's `started` line missing: no code of its had run)
 START_RETRIES = 2

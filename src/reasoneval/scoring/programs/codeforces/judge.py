@@ -31,6 +31,7 @@ from typing import Any, Mapping, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
+from reasoneval.run_files import CODEFORCES_RUNS_FILE
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.calibrate import machine_calibration
 from reasoneval.scoring.programs.codeforces.testlib import TestlibHeader, find_testlib_header, needs_testlib
@@ -43,7 +44,6 @@ CODEFORCES_SCORER_VERSION = "1"
 NATIVE_DRIVER_SOURCE = with_prelude((Path(__file__).parent / "native_driver.py").read_text(encoding="utf-8"),
                                     "native_driver.py")
 DRIVER_SHA256 = hashlib.sha256(NATIVE_DRIVER_SOURCE.encode("utf-8")).hexdigest()
-CODEFORCES_RUNS_FILE = "codeforces_runs.jsonl"  # the run's verdict cache, as the contest scorer's contest_runs.jsonl
 LANGUAGE_TAGS = {"cpp": "cpp", "c++": "cpp", "cc": "cpp", "cxx": "cpp", "c++17": "cpp", "c++20": "cpp",
                  "python": "python", "python3": "python", "py": "python"}
 LANGUAGES = ("python", "cpp", "any")
