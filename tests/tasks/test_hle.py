@@ -14,7 +14,7 @@ import reasoneval
 from reasoneval.errors import UserError
 from reasoneval.prompts import PROMPTS
 from reasoneval.scoring.judge.hle import answer_line, calibration_error, stated_confidence
-from reasoneval.tasks import TASKS, load_task, loading
+from reasoneval.tasks import TASKS, hub_client, load_task
 from reasoneval.tasks.loading import convert_hub_rows
 from tests.fixtures.openai_server import problem_text
 from tests.tasks.conftest import HUB_FIXTURES
@@ -53,7 +53,7 @@ def test_gated_dataset_says_how_to_get_access(monkeypatch: pytest.MonkeyPatch) -
         raise PermissionError("Dataset 'cais/hle' is a gated dataset on the Hub. You must be authenticated")
 
     monkeypatch.delenv("REASONEVAL_OFFLINE")
-    monkeypatch.setattr(loading, "check_hub_reachable", lambda timeout_s=5.0: None)
+    monkeypatch.setattr(hub_client, "check_hub_reachable", lambda timeout_s=5.0: None)
     monkeypatch.setattr(datasets, "load_dataset", refuse)
     with pytest.raises(UserError) as e:
         load_task("hle")

@@ -8,7 +8,8 @@ import json
 
 
 def add_judge_check_parser(p: argparse.ArgumentParser) -> None:
-    from reasoneval.run.options import GRADING_OPTIONS, JUDGE_OPTIONS, EvalConfig, add_options
+    from reasoneval.run.flags import add_options
+    from reasoneval.run.options import GRADING_OPTIONS, JUDGE_OPTIONS, EvalConfig
 
     p.epilog = ("example:\n  reasoneval judge-check ../shared/grader_cases/dev.jsonl --judge-model judge "
                 "--judge-base-url http://localhost:8001/v1")

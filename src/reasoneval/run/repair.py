@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reasoneval.errors import UserError
-from reasoneval.results.schema import CONFIG_FILE, SUMMARY_FILE, RunConfig, load_config, load_run
-from reasoneval.results.store.sample_store import SAMPLES_FILE
+from reasoneval.results.schema import RunConfig, load_config, load_run
 from reasoneval.run.rerun import run_command
+from reasoneval.run_files import CONFIG_FILE, SAMPLES_FILE, SUMMARY_FILE
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from reasoneval.run.export import prompt_config, recorded_task_spec
 from reasoneval.run.generation import with_fewshot_pool
 from reasoneval.run.plan import LoadedTask, request_maker
 from reasoneval.run.runner import generate
+from reasoneval.run_files import SAMPLES_FILE
 from reasoneval.scoring.base import ScoringContext, create_scorer
 
 log = logging.getLogger("reasoneval")
@@ -130,7 +131,7 @@ def engine_args_of(config: RunConfig) -> dict[str, Any]:
 
 def _finished(run_dir: Path) -> dict[SampleKey, SampleRecord]:
     out: dict[SampleKey, SampleRecord] = {}
-    for d in iter_samples(Path(run_dir) / "samples.jsonl"):
+    for d in iter_samples(Path(run_dir) / SAMPLES_FILE):
         if d.get("status") == "ok":
             rec = SampleRecord.from_json_dict(d)
             out.setdefault((rec.task, rec.problem_key, rec.index), rec)

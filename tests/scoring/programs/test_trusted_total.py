@@ -20,6 +20,7 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.contest import judge
 from reasoneval.scoring.programs.sandbox import ProgramResult
+from reasoneval.scoring.programs.sandbox.keeper import recv
 from reasoneval.scoring.programs.sandbox.prelude import loads
 from reasoneval.scoring.programs.sandbox.processes import _child_pid
 from reasoneval.scoring.programs.sandbox.scratch import _remove
@@ -31,7 +32,6 @@ from reasoneval.scoring.programs.sandbox.stdio_driver import (
     compare_lcb,
     compare_tokens,
     failure_of,
-    recv,
 )
 from reasoneval.scoring.programs.scorer import sandbox_pool
 

@@ -87,7 +87,7 @@ def cache_path() -> Path:
     if env:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "reasoneval" / "calibration.json"
+    return Path(base) / "reasoneval" / CALIBRATION_FILE
 
 
 def _cpu_model() -> str:
