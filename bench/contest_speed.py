@@ -1,0 +1,262 @@
+"""Our contest judge against lcb_runner's grader (the PyPI package `nvidia-livecodebench`, in an environment of its
+own, run by bench/lcb_grade.py), side by side in one run on the same machine, same programs, same worker count:
+
+    python -m venv /tmp/lcbvenv && /tmp/lcbvenv/bin/pip install nvidia-livecodebench
+    REASONEVAL_DATA_DIR=... PYTHONPATH=src python bench/contest_speed.py --lcb-python /tmp/lcbvenv/bin/python \
+        [--workers 2] [--stdin-problems 24] [--call-problems 24] [--samples 8] [--min-tests 10] [--fixed-problems 40]
+
+(a) tests/s on CodeContests stdin programs (code_contests.jsonl), `--samples` responses per problem;
+(b) tests/s on LeetCode-style `class Solution` programs (livecodebench_public.jsonl's functional problems), the same;
+(c) at one response per problem, the fixed cost per response in worker-seconds (workers x wall) beyond the per-test
+    time, for stdin and call programs: both sides grade each response once with the problem's first test only and
+    once with all its tests; per test = (W_all - W_one) / (tests_all - tests_one), fixed = W_one / responses - per
+    test. Each figure is printed with the ratio ours / lcb_runner (tests/s: higher is better for us; fixed cost:
+    lower).
+
+The programs are written here, not taken from any source: a response reads its input (stdin: `sys.stdin.read()`;
+call: its arguments), looks it up in a table of the problem's expected outputs that the bench builds from the
+tests, and prints / returns the answer, so that every test runs on both sides (no early stop) and the cost measured
+is the judge's own per test and per response, not the solution's. Each response of a problem differs by a comment
+(neither side can reuse a result). The data files carry no reference solutions (docs of the shared data dir).
+`--min-tests` cycles a problem's tests up to that many (the shared copies hold a median of 3 tests a problem; real
+CodeContests and LiveCodeBench problems have dozens), `--max-data-kb` skips problems whose tests are bigger. The
+machine's calibration (ours: once per run) is measured before the timed part and printed apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+from reasoneval.records import Problem, SampleRecord
+from reasoneval.scoring.base import ScoringContext
+from reasoneval.scoring.programs.contest import ContestScorer
+from reasoneval.tasks.contests import code_contests_problem, livecodebench_problem
+
+HERE = Path(__file__).resolve().parent
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise SystemExit(f"contest_speed: {path} not found; set REASONEVAL_DATA_DIR to the shared data directory")
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _data_bytes(p: Problem) -> int:
+    return sum(len(t["input"]) + len(t["output"]) for t in p.payload["tests"])
+
+
+def _with_tests(p: Problem, tests: list[dict[str, Any]]) -> Problem:
+    return Problem(task=p.task, id=p.id, problem=p.problem, answer="", key=p.key, payload={**p.payload, "tests": tests})
+
+
+def cycled(p: Problem, n: int) -> Problem:
+    """The problem with its tests repeated (in order) up to at least n."""
+    tests = list(p.payload["tests"])
+    out = list(tests)
+    while len(out) < n:
+        out.append(tests[len(out) % len(tests)])
+    return _with_tests(p, out)
+
+
+def first_test_only(p: Problem) -> Problem:
+    return _with_tests(p, p.payload["tests"][:1])
+
+
+def load_problems(data_dir: Path, stdin_n: int, call_n: int, max_bytes: int) -> tuple[list[Problem], list[Problem]]:
+    stdin = []
+    for i, row in enumerate(_rows(data_dir / "code_contests.jsonl")):
+        p = code_contests_problem("code_contests", f"code_contests row {i}", row, f"code_contests-{i}")
+        if _data_bytes(p) <= max_bytes and len({_key(t["input"]) for t in p.payload["tests"]}) == len(
+                {(_key(t["input"]), t["output"]) for t in p.payload["tests"]}):
+            stdin.append(p)
+    call = []
+    for i, row in enumerate(_rows(data_dir / "livecodebench_public.jsonl")):
+        p = livecodebench_problem("livecodebench", f"livecodebench row {i}", row, f"livecodebench-{i}")
+        if p.payload["mode"] == "call" and _data_bytes(p) <= max_bytes:
+            call.append(p)
+    return stdin[:stdin_n], call[:call_n]
+
+
+def _key(text: str) -> int:
+    return zlib.crc32(" ".join(text.split()).encode("utf-8"))
+
+
+def stdin_program(p: Problem, sample: int) -> str:
+    """A script that reads all of stdin and prints the answer it finds for it in its table."""
+    table = {_key(t["input"]): t["output"] for t in p.payload["tests"]}
+    return (f"# response {sample}\nimport sys\nimport zlib\n\nANSWERS = {table!r}\n\n"
+            "data = sys.stdin.read()\n"
+            "key = zlib.crc32(' '.join(data.split()).encode('utf-8'))\n"
+            "print(ANSWERS.get(key, '-1'), end='')\n")
+
+
+def call_program(p: Problem, sample: int) -> str:
+    """A `class Solution` whose method returns the answer it finds for its arguments in its table."""
+    table = {json.dumps([json.loads(line) for line in t["input"].split("\n")]): json.loads(t["output"])
+             for t in p.payload["tests"]}
+    name = p.payload["func_name"]
+    return (f"# response {sample}\nimport json\n\nANSWERS = {table!r}\n\n\nclass Solution:\n"
+            f"    def {name}(self, *args):\n        return ANSWERS.get(json.dumps(list(args)))\n")
+
+
+def response(code: str) -> str:
+    return f"Here is my solution.\n\n```python\n{code}```\n"
+
+
+def lcb_input_output(p: Problem) -> str:
+    tests = p.payload["tests"]
+    io: dict[str, Any] = {"inputs": [t["input"] for t in tests], "outputs": [t["output"] for t in tests]}
+    if p.payload["mode"] == "call":
+        io["fn_name"] = p.payload["func_name"]
+    return json.dumps(io)
+
+
+def run_lcb(lcb_python: str, problems: list[Problem], texts: list[tuple[int, str]], workers: int
+            ) -> tuple[list[list[Any]], float]:
+    with tempfile.TemporaryDirectory() as d:
+        inp, out = Path(d) / "in.json", Path(d) / "out.json"
+        inp.write_text(json.dumps({"problems": [{"input_output": lcb_input_output(p)} for p in problems],
+                                   "programs": texts}))
+        subprocess.run([lcb_python, str(HERE / "lcb_grade.py"), str(inp), str(out), "--workers", str(workers)],
+                       check=True, cwd=d, stderr=subprocess.DEVNULL)
+        res = json.loads(out.read_text())
+    return res["results"], float(res["wall_s"])
+
+
+def run_ours(problems: list[Problem], texts: list[tuple[int, str]], workers: int) -> tuple[list[dict[str, Any]], float]:
+    """A fresh scoring context (no result cache, a new sandbox pool) per measurement; the calibration is
+    measured before the clock starts (once per run in a real run)."""
+    with ScoringContext(workers=workers) as ctx:
+        scorer = ContestScorer(ctx)
+        scorer.factor()
+        samples = [SampleRecord(task=problems[i].task, problem_key=problems[i].key, problem_id=problems[i].id,
+                                index=j, seed=0, status="ok", text=text) for j, (i, text) in enumerate(texts)]
+        t0 = time.perf_counter()
+        scores = scorer.score_many([problems[i] for i, _ in texts], samples)
+        wall = time.perf_counter() - t0
+    return [dict(s.details) for s in scores], wall
+
+
+def _lcb_passed(res: list[Any]) -> bool:
+    return bool(res) and all(x is True for x in res)
+
+
+def measure(label: str, lcb_python: str, problems: list[Problem], texts: list[tuple[int, str]], workers: int,
+            repeats: int, lcb_first: bool) -> tuple[float, float, int]:
+    """Both sides' wall time (the least of `repeats` runs, the sides alternating) and the tests run by each."""
+    n_tests = sum(len(problems[i].payload["tests"]) for i, _ in texts)
+    walls: dict[str, list[float]] = {"lcb": [], "ours": []}
+    for r in range(repeats):
+        order = ["lcb", "ours"] if (r % 2 == 0) == lcb_first else ["ours", "lcb"]
+        for who in order:
+            if who == "lcb":
+                res, wall = run_lcb(lcb_python, problems, texts, workers)
+                bad = sum(1 for x in res if not _lcb_passed(x))
+                if bad:
+                    print(f"  {label}: lcb_runner failed {bad} of {len(res)} programs, e.g. "
+                          f"{next(x for x in res if not _lcb_passed(x))[:5]}", file=sys.stderr)
+            else:
+                ours, wall = run_ours(problems, texts, workers)
+                bad = sum(1 for o in ours if o["verdict"] != "passed")
+                if bad:
+                    o = next(o for o in ours if o["verdict"] != "passed")
+                    print(f"  {label}: ours failed {bad} of {len(ours)} programs, e.g. {o['verdict']}: "
+                          f"{o.get('detail', '')[:80]}", file=sys.stderr)
+            walls[who].append(wall)
+    return min(walls["lcb"]), min(walls["ours"]), n_tests
+
+
+def throughput(label: str, a: argparse.Namespace, problems: list[Problem], program: Any, lcb_first: bool
+               ) -> dict[str, Any]:
+    problems = [cycled(p, a.min_tests) for p in problems]
+    texts = [(i, response(program(p, j))) for i, p in enumerate(problems) for j in range(a.samples)]
+    lcb, ours, n = measure(label, a.lcb_python, problems, texts, a.workers, a.repeats, lcb_first)
+    row = {"set": label, "programs": len(texts), "tests": n, "lcb_s": lcb, "ours_s": ours,
+           "lcb_tests_per_s": n / lcb, "ours_tests_per_s": n / ours, "ratio": lcb / ours}
+    print(f"{label}: {len(problems)} problems x {a.samples} responses, {n} tests, {a.workers} workers: lcb_runner "
+          f"{lcb:.2f} s ({n / lcb:.0f} tests/s), ours {ours:.2f} s ({n / ours:.0f} tests/s): "
+          f"ours/lcb_runner tests/s = {lcb / ours:.2f}", flush=True)
+    return row
+
+
+def fixed_cost(label: str, a: argparse.Namespace, problems: list[Problem], program: Any, lcb_first: bool
+               ) -> dict[str, Any]:
+    full = [cycled(p, a.min_tests) for p in problems]
+    one = [first_test_only(p) for p in full]
+    texts = [(i, response(program(p, 0))) for i, p in enumerate(full)]
+    l1, o1, n1 = measure(label + " one test", a.lcb_python, one, texts, a.workers, a.repeats, lcb_first)
+    lf, of, nf = measure(label + " all tests", a.lcb_python, full, texts, a.workers, a.repeats, not lcb_first)
+    r, w = len(texts), a.workers
+    out: dict[str, Any] = {"set": label, "responses": r, "tests_one": n1, "tests_all": nf}
+    for who, (one_s, all_s) in (("lcb", (l1, lf)), ("ours", (o1, of))):
+        per_test = w * (all_s - one_s) / (nf - n1)
+        out[who] = {"one_s": one_s, "all_s": all_s, "per_test_ws": per_test, "fixed_ws": w * one_s / r - per_test}
+    lo, oo = out["lcb"], out["ours"]
+    print(f"{label}, one response per problem, {r} responses, {a.workers} workers: fixed cost per response "
+          f"lcb_runner {lo['fixed_ws']:.3f} worker-s, ours {oo['fixed_ws']:.3f} worker-s: ours/lcb_runner = "
+          f"{oo['fixed_ws'] / lo['fixed_ws']:.2f}; per test lcb_runner {1000 * lo['per_test_ws']:.1f} ms, ours "
+          f"{1000 * oo['per_test_ws']:.1f} ms: ours/lcb_runner = {oo['per_test_ws'] / lo['per_test_ws']:.2f} "
+          f"(walls: lcb_runner {l1:.2f} / {lf:.2f} s, ours {o1:.2f} / {of:.2f} s for {n1} / {nf} tests)",
+          flush=True)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lcb-python", default="/tmp/lcbvenv/bin/python")
+    ap.add_argument("--data-dir", default=os.environ.get("REASONEVAL_DATA_DIR", ""))
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--stdin-problems", type=int, default=24, help="CodeContests problems in (a)")
+    ap.add_argument("--call-problems", type=int, default=24, help="LeetCode-style problems in (b)")
+    ap.add_argument("--samples", type=int, default=8, help="responses per problem in (a) and (b)")
+    ap.add_argument("--min-tests", type=int, default=10, help="cycle each problem's tests up to this many")
+    ap.add_argument("--fixed-problems", type=int, default=40, help="problems of each kind in (c), one response each")
+    ap.add_argument("--max-data-kb", type=int, default=256, help="skip problems whose tests are bigger")
+    ap.add_argument("--repeats", type=int, default=1, help="runs per measurement, sides alternating; least counts")
+    ap.add_argument("--only", choices=("a", "b", "c"), action="append", help="run only these parts")
+    ap.add_argument("--json", type=Path, help="write the figures here")
+    a = ap.parse_args()
+    if not a.data_dir:
+        raise SystemExit("contest_speed: give --data-dir or set REASONEVAL_DATA_DIR (the shared data directory)")
+    if not Path(a.lcb_python).is_file():
+        raise SystemExit(f"contest_speed: {a.lcb_python} not found; make lcb_runner's venv as the docstring says")
+    parts = set(a.only or ("a", "b", "c"))
+    n = max(a.stdin_problems, a.call_problems, a.fixed_problems)
+    stdin, call = load_problems(Path(a.data_dir), n, n, a.max_data_kb << 10)
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start; "
+          f"{len(stdin)} stdin and {len(call)} call problems available", flush=True)
+    with ScoringContext(workers=a.workers) as ctx:
+        t0 = time.perf_counter()
+        factor = ContestScorer(ctx).factor()
+        print(f"ours: calibration factor {factor}, {time.perf_counter() - t0:.2f} s (once per run, not timed below)",
+              flush=True)
+    figures: dict[str, Any] = {"workers": a.workers, "calibration_factor": factor}
+    start = time.perf_counter()
+    if "a" in parts:
+        figures["a"] = throughput("(a) CodeContests stdin", a, stdin[:a.stdin_problems], stdin_program, True)
+    if "b" in parts:
+        figures["b"] = throughput("(b) LeetCode-style call", a, call[:a.call_problems], call_program, False)
+    if "c" in parts:
+        figures["c_stdin"] = fixed_cost("(c) stdin", a, stdin[:a.fixed_problems], stdin_program, True)
+        figures["c_call"] = fixed_cost("(c) call", a, call[:a.fixed_problems], call_program, False)
+    figures["load_average_end"] = os.getloadavg()[0]
+    print(f"done in {time.perf_counter() - start:.0f} s; load average {os.getloadavg()[0]:.1f} at the end "
+          f"(median of the three: {statistics.median(os.getloadavg()):.1f})")
+    if a.json:
+        a.json.write_text(json.dumps(figures, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
