@@ -13,6 +13,10 @@ own, run by bench/lcb_grade.py), side by side in one run on the same machine, sa
     test. Each figure is printed with the ratio ours / lcb_runner (tests/s: higher is better for us; fixed cost:
     lower).
 
+Every figure is given twice: by wall time (worker-seconds = workers x wall: what a user waits for) and by CPU time
+(the grading process and every process it reaped, on each side: what the work costs, which moves much less than
+wall time when other jobs load the machine).
+
 The programs are written here, not taken from any source: a response reads its input (stdin: `sys.stdin.read()`;
 call: its arguments), looks it up in a table of the problem's expected outputs that the bench builds from the
 tests, and prints / returns the answer, so that every test runs on both sides (no early stop) and the cost measured
@@ -123,7 +127,8 @@ def lcb_input_output(p: Problem) -> str:
 
 
 def run_lcb(lcb_python: str, problems: list[Problem], texts: list[tuple[int, str]], workers: int
-            ) -> tuple[list[list[Any]], float]:
+            ) -> tuple[list[list[Any]], float, float]:
+    """lcb_runner's verdicts, its wall time and its CPU time (bench/lcb_grade.py measures both around its pool)."""
     with tempfile.TemporaryDirectory() as d:
         inp, out = Path(d) / "in.json", Path(d) / "out.json"
         inp.write_text(json.dumps({"problems": [{"input_output": lcb_input_output(p)} for p in problems],
@@ -131,62 +136,72 @@ def run_lcb(lcb_python: str, problems: list[Problem], texts: list[tuple[int, str
         subprocess.run([lcb_python, str(HERE / "lcb_grade.py"), str(inp), str(out), "--workers", str(workers)],
                        check=True, cwd=d, stderr=subprocess.DEVNULL)
         res = json.loads(out.read_text())
-    return res["results"], float(res["wall_s"])
+    return res["results"], float(res["wall_s"]), float(res["cpu_s"])
 
 
-def run_ours(problems: list[Problem], texts: list[tuple[int, str]], workers: int) -> tuple[list[dict[str, Any]], float]:
-    """A fresh scoring context (no result cache, a new sandbox pool) per measurement; the calibration is
+def run_ours(problems: list[Problem], texts: list[tuple[int, str]], workers: int
+             ) -> tuple[list[dict[str, Any]], float, float]:
+    """Our verdicts, wall time and CPU time (this process and every process it reaped: the sandboxes and what ran
+    in them). A fresh scoring context (no result cache, a new sandbox pool) per measurement; the calibration is
     measured before the clock starts (once per run in a real run)."""
     with ScoringContext(workers=workers) as ctx:
         scorer = ContestScorer(ctx)
         scorer.factor()
         samples = [SampleRecord(task=problems[i].task, problem_key=problems[i].key, problem_id=problems[i].id,
                                 index=j, seed=0, status="ok", text=text) for j, (i, text) in enumerate(texts)]
+        c0 = os.times()
         t0 = time.perf_counter()
         scores = scorer.score_many([problems[i] for i, _ in texts], samples)
+        ctx.close()  # the pool's sandboxes end and are reaped inside the measurement
         wall = time.perf_counter() - t0
-    return [dict(s.details) for s in scores], wall
+        c1 = os.times()
+    return [dict(s.details) for s in scores], wall, sum(c1[:4]) - sum(c0[:4])
 
 
 def _lcb_passed(res: list[Any]) -> bool:
     return bool(res) and all(x is True for x in res)
 
 
+Cost = dict[str, tuple[float, float]]  # side -> (wall s, CPU s)
+
+
 def measure(label: str, lcb_python: str, problems: list[Problem], texts: list[tuple[int, str]], workers: int,
-            repeats: int, lcb_first: bool) -> tuple[float, float, int]:
-    """Both sides' wall time (the least of `repeats` runs, the sides alternating) and the tests run by each."""
+            repeats: int, lcb_first: bool) -> tuple[Cost, int]:
+    """Both sides' wall and CPU time (the least of `repeats` runs, the sides alternating) and the tests run."""
     n_tests = sum(len(problems[i].payload["tests"]) for i, _ in texts)
-    walls: dict[str, list[float]] = {"lcb": [], "ours": []}
+    runs: dict[str, list[tuple[float, float]]] = {"lcb": [], "ours": []}
     for r in range(repeats):
         order = ["lcb", "ours"] if (r % 2 == 0) == lcb_first else ["ours", "lcb"]
         for who in order:
             if who == "lcb":
-                res, wall = run_lcb(lcb_python, problems, texts, workers)
+                res, wall, cpu = run_lcb(lcb_python, problems, texts, workers)
                 bad = sum(1 for x in res if not _lcb_passed(x))
                 if bad:
                     print(f"  {label}: lcb_runner failed {bad} of {len(res)} programs, e.g. "
                           f"{next(x for x in res if not _lcb_passed(x))[:5]}", file=sys.stderr)
             else:
-                ours, wall = run_ours(problems, texts, workers)
+                ours, wall, cpu = run_ours(problems, texts, workers)
                 bad = sum(1 for o in ours if o["verdict"] != "passed")
                 if bad:
                     o = next(o for o in ours if o["verdict"] != "passed")
                     print(f"  {label}: ours failed {bad} of {len(ours)} programs, e.g. {o['verdict']}: "
                           f"{o.get('detail', '')[:80]}", file=sys.stderr)
-            walls[who].append(wall)
-    return min(walls["lcb"]), min(walls["ours"]), n_tests
+            runs[who].append((wall, cpu))
+    return {who: (min(w for w, _ in v), min(c for _, c in v)) for who, v in runs.items()}, n_tests
 
 
 def throughput(label: str, a: argparse.Namespace, problems: list[Problem], program: Any, lcb_first: bool
                ) -> dict[str, Any]:
     problems = [cycled(p, a.min_tests) for p in problems]
     texts = [(i, response(program(p, j))) for i, p in enumerate(problems) for j in range(a.samples)]
-    lcb, ours, n = measure(label, a.lcb_python, problems, texts, a.workers, a.repeats, lcb_first)
-    row = {"set": label, "programs": len(texts), "tests": n, "lcb_s": lcb, "ours_s": ours,
-           "lcb_tests_per_s": n / lcb, "ours_tests_per_s": n / ours, "ratio": lcb / ours}
+    cost, n = measure(label, a.lcb_python, problems, texts, a.workers, a.repeats, lcb_first)
+    (lw, lc), (ow, oc) = cost["lcb"], cost["ours"]
+    row = {"set": label, "programs": len(texts), "tests": n, "lcb_wall_s": lw, "ours_wall_s": ow, "lcb_cpu_s": lc,
+           "ours_cpu_s": oc, "ratio_tests_per_s": lw / ow, "ratio_tests_per_cpu_s": lc / oc}
     print(f"{label}: {len(problems)} problems x {a.samples} responses, {n} tests, {a.workers} workers: lcb_runner "
-          f"{lcb:.2f} s ({n / lcb:.0f} tests/s), ours {ours:.2f} s ({n / ours:.0f} tests/s): "
-          f"ours/lcb_runner tests/s = {lcb / ours:.2f}", flush=True)
+          f"{lw:.2f} s ({n / lw:.0f} tests/s), ours {ow:.2f} s ({n / ow:.0f} tests/s): "
+          f"ours/lcb_runner tests/s = {lw / ow:.2f}; CPU: lcb_runner {lc:.1f} s, ours {oc:.1f} s: "
+          f"ours/lcb_runner tests per CPU-s = {lc / oc:.2f}", flush=True)
     return row
 
 
@@ -195,20 +210,24 @@ def fixed_cost(label: str, a: argparse.Namespace, problems: list[Problem], progr
     full = [cycled(p, a.min_tests) for p in problems]
     one = [first_test_only(p) for p in full]
     texts = [(i, response(program(p, 0))) for i, p in enumerate(full)]
-    l1, o1, n1 = measure(label + " one test", a.lcb_python, one, texts, a.workers, a.repeats, lcb_first)
-    lf, of, nf = measure(label + " all tests", a.lcb_python, full, texts, a.workers, a.repeats, not lcb_first)
+    c1, n1 = measure(label + " one test", a.lcb_python, one, texts, a.workers, a.fixed_repeats, lcb_first)
+    cf, nf = measure(label + " all tests", a.lcb_python, full, texts, a.workers, a.fixed_repeats, not lcb_first)
     r, w = len(texts), a.workers
     out: dict[str, Any] = {"set": label, "responses": r, "tests_one": n1, "tests_all": nf}
-    for who, (one_s, all_s) in (("lcb", (l1, lf)), ("ours", (o1, of))):
-        per_test = w * (all_s - one_s) / (nf - n1)
-        out[who] = {"one_s": one_s, "all_s": all_s, "per_test_ws": per_test, "fixed_ws": w * one_s / r - per_test}
+    for who in ("lcb", "ours"):
+        (w1, cpu1), (wf, cpuf) = c1[who], cf[who]
+        per_test = w * (wf - w1) / (nf - n1)
+        per_test_cpu = (cpuf - cpu1) / (nf - n1)
+        out[who] = {"one": [w1, cpu1], "all": [wf, cpuf], "per_test_ws": per_test, "fixed_ws": w * w1 / r - per_test,
+                    "per_test_cpu_s": per_test_cpu, "fixed_cpu_s": cpu1 / r - per_test_cpu}
     lo, oo = out["lcb"], out["ours"]
     print(f"{label}, one response per problem, {r} responses, {a.workers} workers: fixed cost per response "
-          f"lcb_runner {lo['fixed_ws']:.3f} worker-s, ours {oo['fixed_ws']:.3f} worker-s: ours/lcb_runner = "
-          f"{oo['fixed_ws'] / lo['fixed_ws']:.2f}; per test lcb_runner {1000 * lo['per_test_ws']:.1f} ms, ours "
-          f"{1000 * oo['per_test_ws']:.1f} ms: ours/lcb_runner = {oo['per_test_ws'] / lo['per_test_ws']:.2f} "
-          f"(walls: lcb_runner {l1:.2f} / {lf:.2f} s, ours {o1:.2f} / {of:.2f} s for {n1} / {nf} tests)",
-          flush=True)
+          f"lcb_runner {lo['fixed_ws']:.3f} worker-s, ours {oo['fixed_ws']:.3f}: ours/lcb_runner = "
+          f"{oo['fixed_ws'] / lo['fixed_ws']:.2f} (CPU-s: {lo['fixed_cpu_s']:.3f}, {oo['fixed_cpu_s']:.3f}: "
+          f"{oo['fixed_cpu_s'] / lo['fixed_cpu_s']:.2f}); per test lcb_runner {1000 * lo['per_test_ws']:.1f} ms, "
+          f"ours {1000 * oo['per_test_ws']:.1f} ms (CPU: {1000 * lo['per_test_cpu_s']:.1f}, "
+          f"{1000 * oo['per_test_cpu_s']:.1f} ms); walls: lcb_runner {c1['lcb'][0]:.2f} / {cf['lcb'][0]:.2f} s, "
+          f"ours {c1['ours'][0]:.2f} / {cf['ours'][0]:.2f} s for {n1} / {nf} tests", flush=True)
     return out
 
 
@@ -223,7 +242,9 @@ def main() -> int:
     ap.add_argument("--min-tests", type=int, default=10, help="cycle each problem's tests up to this many")
     ap.add_argument("--fixed-problems", type=int, default=40, help="problems of each kind in (c), one response each")
     ap.add_argument("--max-data-kb", type=int, default=256, help="skip problems whose tests are bigger")
-    ap.add_argument("--repeats", type=int, default=1, help="runs per measurement, sides alternating; least counts")
+    ap.add_argument("--repeats", type=int, default=1, help="runs per measurement in (a) and (b), sides alternating; "
+                    "the least counts")
+    ap.add_argument("--fixed-repeats", type=int, default=2, help="the same in (c)")
     ap.add_argument("--only", choices=("a", "b", "c"), action="append", help="run only these parts")
     ap.add_argument("--json", type=Path, help="write the figures here")
     a = ap.parse_args()

@@ -9,7 +9,8 @@ graded as lcb_runner grades a generation: its `extract_code` (the last fenced bl
 (one process per program, tests in order, 6 s per test, stop at the first failure), run over a
 ProcessPoolExecutor of `--workers` processes as its `evaluate_generations` does. OUT: per program the result list
 (True, or an error code: -1 global timeout, -2 wrong answer / compile error, -3 time limit, -4 runtime error) and
-the wall time of the whole grading.
+the wall time of the whole grading, and its CPU time (the grading process and every process it reaped: pool
+workers, managers, test processes).
 """
 
 # own-environment: livecodebench (nvidia-livecodebench in a venv of its own, as the docstring says)
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -44,11 +46,14 @@ def main() -> int:
     a = ap.parse_args()
     data = json.load(open(a.inp))
     jobs = [(data["problems"][i], text, a.timeout) for i, text in data["programs"]]
+    t0 = os.times()
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=a.workers) as ex:
         results = list(ex.map(_grade, jobs))
     wall = time.perf_counter() - start
-    json.dump({"results": results, "wall_s": wall}, open(a.out, "w"))
+    t1 = os.times()
+    cpu = sum(t1[:4]) - sum(t0[:4])
+    json.dump({"results": results, "wall_s": wall, "cpu_s": cpu}, open(a.out, "w"))
     print(f"lcb_runner graded {len(jobs)} programs in {wall:.2f} s", file=sys.stderr)
     return 0
 
