@@ -14,8 +14,9 @@ own, run by bench/lcb_grade.py), side by side in one run on the same machine, sa
     lower).
 
 Every figure is given twice: by wall time (worker-seconds = workers x wall: what a user waits for) and by CPU time
-(the grading process and every process it reaped, on each side: what the work costs, which moves much less than
-wall time when other jobs load the machine).
+(every process of that side, read from a cgroup v1 `cpuacct` group the bench puts itself in, so that processes no
+one waits for, such as a sandbox's PID 1, count too: what the work costs, which moves much less than wall time when
+other jobs load the machine; "nan" where there is no such cgroup to make; run as root).
 
 The programs are written here, not taken from any source: a response reads its input (stdin: `sys.stdin.read()`;
 call: its arguments), looks it up in a table of the problem's expected outputs that the bench builds from the
@@ -126,36 +127,82 @@ def lcb_input_output(p: Problem) -> str:
     return json.dumps(io)
 
 
+class CpuMeter:
+    """CPU time of this process and all its descendants, from a cgroup v1 cpuacct group of its own (descendants
+    that leave it for a v2 memory cgroup stay in it: the hierarchies are separate). `read()` is None without one."""
+
+    ROOT = Path("/sys/fs/cgroup/cpuacct")
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+        self.home: Path | None = None
+        try:
+            own = next(line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+                       if "cpuacct" in line.split(":", 2)[1].split(","))
+            self.home = self.ROOT / own.strip().lstrip("/")
+            path = self.home / f"reasoneval-speed-{os.getpid()}"
+            path.mkdir()
+            (path / "cgroup.procs").write_text(str(os.getpid()))
+            self.path = path
+        except (OSError, StopIteration, IndexError):
+            self.path = None
+
+    def read(self) -> float | None:
+        if self.path is None:
+            return None
+        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+
+    def close(self) -> None:
+        if self.path is not None and self.home is not None:
+            try:
+                (self.home / "cgroup.procs").write_text(str(os.getpid()))
+                self.path.rmdir()
+            except OSError:
+                pass
+            self.path = None
+
+
+CPU = CpuMeter()
+
+
+def _cpu_now() -> float:
+    got = CPU.read()
+    return float("nan") if got is None else got
+
+
 def run_lcb(lcb_python: str, problems: list[Problem], texts: list[tuple[int, str]], workers: int
             ) -> tuple[list[list[Any]], float, float]:
-    """lcb_runner's verdicts, its wall time and its CPU time (bench/lcb_grade.py measures both around its pool)."""
+    """lcb_runner's verdicts, its wall time (bench/lcb_grade.py measures it around its pool) and its CPU time (its
+    whole process, the interpreter's start and imports included: about 0.1 CPU-s, once per run)."""
     with tempfile.TemporaryDirectory() as d:
         inp, out = Path(d) / "in.json", Path(d) / "out.json"
         inp.write_text(json.dumps({"problems": [{"input_output": lcb_input_output(p)} for p in problems],
                                    "programs": texts}))
+        cpu0 = _cpu_now()
         subprocess.run([lcb_python, str(HERE / "lcb_grade.py"), str(inp), str(out), "--workers", str(workers)],
                        check=True, cwd=d, stderr=subprocess.DEVNULL)
+        cpu = _cpu_now() - cpu0
         res = json.loads(out.read_text())
-    return res["results"], float(res["wall_s"]), float(res["cpu_s"])
+    return res["results"], float(res["wall_s"]), cpu
 
 
 def run_ours(problems: list[Problem], texts: list[tuple[int, str]], workers: int
              ) -> tuple[list[dict[str, Any]], float, float]:
-    """Our verdicts, wall time and CPU time (this process and every process it reaped: the sandboxes and what ran
-    in them). A fresh scoring context (no result cache, a new sandbox pool) per measurement; the calibration is
+    """Our verdicts, wall time and CPU time (this process, the sandboxes and everything that ran in them). A fresh
+    scoring context (no result cache, a new sandbox pool) per measurement; the calibration is
     measured before the clock starts (once per run in a real run)."""
     with ScoringContext(workers=workers) as ctx:
         scorer = ContestScorer(ctx)
         scorer.factor()
         samples = [SampleRecord(task=problems[i].task, problem_key=problems[i].key, problem_id=problems[i].id,
                                 index=j, seed=0, status="ok", text=text) for j, (i, text) in enumerate(texts)]
-        c0 = os.times()
+        c0 = _cpu_now()
         t0 = time.perf_counter()
         scores = scorer.score_many([problems[i] for i, _ in texts], samples)
         ctx.close()  # the pool's sandboxes end and are reaped inside the measurement
         wall = time.perf_counter() - t0
-        c1 = os.times()
-    return [dict(s.details) for s in scores], wall, sum(c1[:4]) - sum(c0[:4])
+        cpu = _cpu_now() - c0
+    return [dict(s.details) for s in scores], wall, cpu
 
 
 def _lcb_passed(res: list[Any]) -> bool:
@@ -274,6 +321,7 @@ def main() -> int:
     figures["load_average_end"] = os.getloadavg()[0]
     print(f"done in {time.perf_counter() - start:.0f} s; load average {os.getloadavg()[0]:.1f} at the end "
           f"(median of the three: {statistics.median(os.getloadavg()):.1f})")
+    CPU.close()
     if a.json:
         a.json.write_text(json.dumps(figures, indent=1) + "\n")
     return 0
