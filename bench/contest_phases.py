@@ -48,12 +48,21 @@ def fork_wait() -> None:
     os.waitpid(pid, 0)
 
 
-def judge(problem: Problem, text: str) -> None:
-    with ScoringContext(workers=1) as ctx:
-        scorer = ContestScorer(ctx, calibrate=False)
+class Judge:
+    """One scoring context for every call (its sandbox pool's start and probe are once per run, not per response);
+    each call's text differs by a comment, so that no result comes from the context's cache."""
+
+    def __init__(self) -> None:
+        self.ctx = ScoringContext(workers=1)
+        self.scorer = ContestScorer(self.ctx, calibrate=False)
+        self.calls = 0
+
+    def __call__(self, problem: Problem, text: str) -> None:
+        self.calls += 1
+        text = text.replace("```python\n", f"```python\n# call {self.calls}\n", 1)
         s = SampleRecord(task="bench", problem_key=problem.key, problem_id=problem.id, index=0, seed=0, status="ok",
                          text=text)
-        d = scorer.score_many([problem], [s])[0].details
+        d = self.scorer.score_many([problem], [s])[0].details
         assert d["verdict"] == "passed", d
 
 
@@ -93,6 +102,8 @@ def main() -> int:
         return Problem(task="bench", id=f"{mode}{tests}", problem="", answer="", key=f"{mode}{tests}",
                        payload={"tests": t, "mode": mode, "func_name": "add"})
 
+    judge = Judge()
+    judge(problem("stdin", 1), "```python\nprint(0)\n```")  # the pool's start
     stdin_text = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
     call_text = "```python\nclass Solution:\n    def add(self, a, b):\n        return a + b\n```"
     for mode, text in (("stdin", stdin_text), ("call", call_text)):
@@ -102,6 +113,7 @@ def main() -> int:
         slope = [(m - o) / (a.tests - 1) for m, o in zip(many, one)]
         print(f"  {'  -> per test':<58} {1000 * slope[0]:8.2f} {1000 * slope[1]:8.2f}")
         print(f"  {'  -> fixed per response':<58} {1000 * (one[0] - slope[0]):8.1f} {1000 * (one[1] - slope[1]):8.1f}")
+    judge.ctx.close()
     print(f"load average {os.getloadavg()[0]:.1f} at the end", file=sys.stderr)
     CPU.close()
     return 0
