@@ -1,5 +1,5 @@
 """Where our contest judge's fixed cost per response and its cost per test go (a companion of
-bench/contest_speed.py): each phase timed on its own, wall and CPU time (this process and what it reaped).
+bench/contest_speed.py): each phase timed on its own, wall and CPU time (this process and all its descendants).
 
     PYTHONPATH=src python bench/contest_phases.py [--repeats 10] [--tests 40]
 
@@ -26,7 +26,7 @@ from reasoneval.scoring.programs.contest import LCB_IMPORTS, PRELOAD, ContestSco
 from reasoneval.scoring.programs.sandbox.run import Limits, Sandbox
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from contest_speed import CPU, _cpu_now  # this folder is no package
+from contest_speed import cpu_meter, cpu_now  # this folder is no package
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
@@ -34,10 +34,10 @@ def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
     `repeats` calls, in seconds."""
     walls, cpus = [], []
     for _ in range(repeats):
-        c0, t0 = _cpu_now(), time.perf_counter()
+        c0, t0 = cpu_now(), time.perf_counter()
         fn()
         walls.append(time.perf_counter() - t0)
-        cpus.append(_cpu_now() - c0)
+        cpus.append(cpu_now() - c0)
     return statistics.median(walls), statistics.median(cpus)
 
 
@@ -115,7 +115,7 @@ def main() -> int:
         print(f"  {'  -> fixed per response':<58} {1000 * (one[0] - slope[0]):8.1f} {1000 * (one[1] - slope[1]):8.1f}")
     judge.ctx.close()
     print(f"load average {os.getloadavg()[0]:.1f} at the end", file=sys.stderr)
-    CPU.close()
+    cpu_meter().close()
     return 0
 
 

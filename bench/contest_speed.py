@@ -97,10 +97,15 @@ def _key(text: str) -> int:
     return zlib.crc32(" ".join(text.split()).encode("utf-8"))
 
 
+# what a model's program typically starts with (unused here, but every test on our side, and every program on
+# lcb_runner's, pays for them)
+MODEL_IMPORTS = "from collections import defaultdict, deque, Counter\nimport heapq, bisect, math, itertools\n"
+
+
 def stdin_program(p: Problem, sample: int) -> str:
     """A script that reads all of stdin and prints the answer it finds for it in its table."""
     table = {_key(t["input"]): t["output"] for t in p.payload["tests"]}
-    return (f"# response {sample}\nimport sys\nimport zlib\n\nANSWERS = {table!r}\n\n"
+    return (f"# response {sample}\nimport sys\nimport zlib\n{MODEL_IMPORTS}\nANSWERS = {table!r}\n\n"
             "data = sys.stdin.read()\n"
             "key = zlib.crc32(' '.join(data.split()).encode('utf-8'))\n"
             "print(ANSWERS.get(key, '-1'), end='')\n")
@@ -111,7 +116,7 @@ def call_program(p: Problem, sample: int) -> str:
     table = {json.dumps([json.loads(line) for line in t["input"].split("\n")]): json.loads(t["output"])
              for t in p.payload["tests"]}
     name = p.payload["func_name"]
-    return (f"# response {sample}\nimport json\n\nANSWERS = {table!r}\n\n\nclass Solution:\n"
+    return (f"# response {sample}\nimport json\n{MODEL_IMPORTS}\nANSWERS = {table!r}\n\n\nclass Solution:\n"
             f"    def {name}(self, *args):\n        return ANSWERS.get(json.dumps(list(args)))\n")
 
 
@@ -162,11 +167,17 @@ class CpuMeter:
             self.path = None
 
 
-CPU = CpuMeter()
+_METER: list[CpuMeter] = []  # made on first use (importing this module moves no process into a cgroup)
 
 
-def _cpu_now() -> float:
-    got = CPU.read()
+def cpu_meter() -> CpuMeter:
+    if not _METER:
+        _METER.append(CpuMeter())
+    return _METER[0]
+
+
+def cpu_now() -> float:
+    got = cpu_meter().read()
     return float("nan") if got is None else got
 
 
@@ -178,10 +189,10 @@ def run_lcb(lcb_python: str, problems: list[Problem], texts: list[tuple[int, str
         inp, out = Path(d) / "in.json", Path(d) / "out.json"
         inp.write_text(json.dumps({"problems": [{"input_output": lcb_input_output(p)} for p in problems],
                                    "programs": texts}))
-        cpu0 = _cpu_now()
+        cpu0 = cpu_now()
         subprocess.run([lcb_python, str(HERE / "lcb_grade.py"), str(inp), str(out), "--workers", str(workers)],
                        check=True, cwd=d, stderr=subprocess.DEVNULL)
-        cpu = _cpu_now() - cpu0
+        cpu = cpu_now() - cpu0
         res = json.loads(out.read_text())
     return res["results"], float(res["wall_s"]), cpu
 
@@ -196,12 +207,12 @@ def run_ours(problems: list[Problem], texts: list[tuple[int, str]], workers: int
         scorer.factor()
         samples = [SampleRecord(task=problems[i].task, problem_key=problems[i].key, problem_id=problems[i].id,
                                 index=j, seed=0, status="ok", text=text) for j, (i, text) in enumerate(texts)]
-        c0 = _cpu_now()
+        c0 = cpu_now()
         t0 = time.perf_counter()
         scores = scorer.score_many([problems[i] for i, _ in texts], samples)
         ctx.close()  # the pool's sandboxes end and are reaped inside the measurement
         wall = time.perf_counter() - t0
-        cpu = _cpu_now() - c0
+        cpu = cpu_now() - c0
     return [dict(s.details) for s in scores], wall, cpu
 
 
@@ -302,6 +313,8 @@ def main() -> int:
     parts = set(a.only or ("a", "b", "c"))
     n = max(a.stdin_problems, a.call_problems, a.fixed_problems)
     stdin, call = load_problems(Path(a.data_dir), n, n, a.max_data_kb << 10)
+    meter = cpu_meter()
+    print(f"CPU time: {'from ' + str(meter.path) if meter.path else 'nan (no cgroup v1 cpuacct group could be made)'}")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start; "
           f"{len(stdin)} stdin and {len(call)} call problems available", flush=True)
     with ScoringContext(workers=a.workers) as ctx:
@@ -321,7 +334,7 @@ def main() -> int:
     figures["load_average_end"] = os.getloadavg()[0]
     print(f"done in {time.perf_counter() - start:.0f} s; load average {os.getloadavg()[0]:.1f} at the end "
           f"(median of the three: {statistics.median(os.getloadavg()):.1f})")
-    CPU.close()
+    cpu_meter().close()
     if a.json:
         a.json.write_text(json.dumps(figures, indent=1) + "\n")
     return 0
