@@ -46,6 +46,7 @@ from typing import Any
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import ScoringContext
 from reasoneval.scoring.programs.contest import ContestScorer
+from reasoneval.scoring.programs.scorer import sandbox_pool
 from reasoneval.tasks.contests import code_contests_problem, livecodebench_problem
 
 HERE = Path(__file__).resolve().parent
@@ -324,7 +325,8 @@ def main() -> int:
     with ScoringContext(workers=a.workers) as ctx:
         t0 = time.perf_counter()
         factor = ContestScorer(ctx).factor()
-        print(f"ours: calibration factor {factor}, {time.perf_counter() - t0:.2f} s (once per run, not timed below)",
+        print(f"ours: calibration factor {factor}, {time.perf_counter() - t0:.2f} s (once per run, not timed below); "
+              f"sandbox mode {sandbox_pool(ctx).sandbox.mode} (REASONEVAL_SANDBOX=bwrap|rlimits picks one)",
               flush=True)
     figures: dict[str, Any] = {"workers": a.workers, "calibration_factor": factor}
     start = time.perf_counter()
