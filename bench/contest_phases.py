@@ -6,8 +6,9 @@ bench/contest_speed.py): each phase timed on its own, wall and CPU time (this pr
 Phases: the calibration (once per run); a sandbox that runs `pass` (bwrap or the fallback, and the interpreter's
 start); the same importing the keeper's preload list; the header's `from X import *` lines executed once with the
 modules loaded (what every stdin test pays again); a fork + exit + wait of an interpreter that imported the preload
-list (the per-test process); the whole judge on one response with 1 test and with `--tests` tests (its fixed cost
-and its slope per test) for a stdin script and a `class Solution`.
+list (the per-test process); the keeper's per-test step with and without the header (in a fresh fork the header
+costs far more than warm: its refcount writes copy pages); the whole judge on one response with 1 test and with
+`--tests` tests (its fixed cost and its slope per test) for a stdin script and a `class Solution`.
 """
 
 from __future__ import annotations
@@ -66,6 +67,32 @@ class Judge:
         assert d["verdict"] == "passed", d
 
 
+def keeper_per_test(n: int) -> None:
+    """The stdin keeper's per-test step (stdio_driver.Keeper.script: fork, run, watch, reap) outside any sandbox,
+    in this process with the preload modules imported, for programs with and without the header: what a test
+    costs apart from the sandbox's frames and compare."""
+    try:
+        from reasoneval.scoring.programs.sandbox import stdio_driver
+        from reasoneval.scoring.programs.sandbox.prelude import _ignore_signals, _restore_signals
+    except ImportError as e:
+        print(f"  keeper per test: n/a here ({e})")
+        return
+    saved = _ignore_signals()
+    cmd_r, res_w = os.pipe()
+    try:
+        keeper = stdio_driver.Keeper({"codes": [], "mode": "stdin"}, saved, cmd_r, res_w)
+        lim = {"cpu_s": 5.0, "wall_s": 50.0, "memory_mb": 1024}
+        for label, code in (("keeper per test: `pass`", "pass"),
+                            ("keeper per test: the header, then `pass`", LCB_IMPORTS + "\npass")):
+            keeper.compiled = compile(code, "<solution>", "exec")
+            w, c = timed(lambda: [keeper.script(b"1 2\n", lim) for _ in range(n)], 1)
+            print(f"  {label:<58} {1000 * w / n:8.2f} {1000 * c / n:8.2f}", flush=True)
+    finally:
+        _restore_signals(saved)
+        os.close(cmd_r)
+        os.close(res_w)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=10)
@@ -94,6 +121,8 @@ def main() -> int:
     print(f"  {'header lines executed, modules loaded (per test, stdin)':<58} {1000 * w / n:8.2f} {1000 * c / n:8.2f}")
     w, c = timed(lambda: [fork_wait() for _ in range(n)], 3)
     print(f"  {'fork + exit + wait, preload imported (per test)':<58} {1000 * w / n:8.2f} {1000 * c / n:8.2f}")
+
+    keeper_per_test(a.repeats * 30)
 
     def problem(mode: str, tests: int) -> Problem:
         t = [{"input": f"{i} {i}\n", "output": f"{2 * i}\n", "kind": "test"} for i in range(tests)]
