@@ -183,18 +183,22 @@ def cpu_now() -> float:
     return float("nan") if got is None else got
 
 
+LCB_IDLE_CPU = [0.0]  # set in main()
+
+
 def run_lcb(lcb_python: str, problems: list[Problem], texts: list[tuple[int, str]], workers: int
             ) -> tuple[list[list[Any]], float, float]:
-    """lcb_runner's verdicts, its wall time (bench/lcb_grade.py measures it around its pool) and its CPU time (its
-    whole process, the interpreter's start and imports included: about 0.1 CPU-s, once per run)."""
+    """lcb_runner's verdicts, its wall time (bench/lcb_grade.py measures it once its workers have started and
+    imported the grader: a once-per-run cost, as our calibration is) and its CPU time (its whole process, less
+    LCB_IDLE_CPU: what the same process costs grading nothing, i.e. its start, imports and warm-up)."""
     with tempfile.TemporaryDirectory() as d:
         inp, out = Path(d) / "in.json", Path(d) / "out.json"
         inp.write_text(json.dumps({"problems": [{"input_output": lcb_input_output(p)} for p in problems],
                                    "programs": texts}))
         cpu0 = cpu_now()
-        subprocess.run([lcb_python, str(HERE / "lcb_grade.py"), str(inp), str(out), "--workers", str(workers)],
-                       check=True, cwd=d, stderr=subprocess.DEVNULL)
-        cpu = cpu_now() - cpu0
+        subprocess.run([lcb_python, str(HERE / "lcb_grade.py"), str(inp), str(out), "--workers", str(workers),
+                        "--warm"], check=True, cwd=d, stderr=subprocess.DEVNULL)
+        cpu = cpu_now() - cpu0 - LCB_IDLE_CPU[0]
         res = json.loads(out.read_text())
     return res["results"], float(res["wall_s"]), cpu
 
@@ -328,7 +332,11 @@ def main() -> int:
         print(f"ours: calibration factor {factor}, {time.perf_counter() - t0:.2f} s (once per run, not timed below); "
               f"sandbox mode {sandbox_pool(ctx).sandbox.mode} (REASONEVAL_SANDBOX=bwrap|rlimits picks one)",
               flush=True)
-    figures: dict[str, Any] = {"workers": a.workers, "calibration_factor": factor}
+    idle = [run_lcb(a.lcb_python, [], [], a.workers)[2] for _ in range(2)]
+    LCB_IDLE_CPU[0] = min(idle)
+    print(f"lcb_runner: its process grading nothing (start, imports, workers warmed) costs {min(idle):.2f} CPU-s: "
+          "subtracted from each of its CPU figures", flush=True)
+    figures: dict[str, Any] = {"workers": a.workers, "calibration_factor": factor, "lcb_idle_cpu_s": min(idle)}
     start = time.perf_counter()
     if "a" in parts:
         figures["a"] = throughput("(a) CodeContests stdin", a, stdin[:a.stdin_problems], stdin_program, True)
