@@ -113,7 +113,13 @@ def main() -> int:
         print(f"  {name:<58} {1000 * r[0]:8.1f} {1000 * r[1]:8.1f}", flush=True)
         return r
 
-    row("calibration (3 runs of the workload, once per run)", measure_workload, 1)
+    def calibration() -> None:
+        try:
+            measure_workload()
+        except TypeError:  # a calibration that times the programs' interpreter (issue 48) is told which
+            measure_workload(sandbox.python)  # type: ignore[call-arg]
+
+    row("calibration (3 runs of the workload, once per run)", calibration, 1)
     lim = Limits(timeout_s=30)
     row("sandbox running `pass` (start, interpreter, exit)", lambda: sandbox.run("pass", lim))
     row("sandbox importing the preload list", lambda: sandbox.run("import " + ", ".join(PRELOAD), lim))
