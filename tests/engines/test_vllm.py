@@ -316,6 +316,16 @@ class TestEngine:
         assert not fp.get("partial") and not fingerprint_id(fp).startswith("~")
 
 
+    def test_repro_counts_divergence_in_the_served_models_tokens(self, served: Served, model_dir: Path) -> None:
+        from reasoneval.run.repro import checkpoint_tokenizer
+
+        tokenize = checkpoint_tokenizer(str(model_dir))
+        assert tokenize is not None
+        text = "Let's add 17 and 25: 17 + 25 = 42. The answer is \\boxed{42}."
+        assert tokenize(text) == list(served.engine._tokenizer.encode(text, add_special_tokens=False))
+        assert len(tokenize(text)) > len(text.split())  # tokens, not words
+
+
 # ------------------------------------------------------------------ end to end through the CLI
 
 
