@@ -139,6 +139,23 @@ def test_vllm_engine_description_gives_its_fingerprint(monkeypatch: pytest.Monke
     assert fingerprint.collect(_config("vllm", engine.describe()))["deterministic_mode"] == "batch-invariant"
 
 
+def test_vllm_fingerprint_takes_what_the_started_engine_served_over_what_was_asked() -> None:
+    from reasoneval.engines import vllm
+
+    asked = vllm.create(CommonOptions(model="org/m"), vllm.Options()).describe()
+    fp = fingerprint.collect(_config("vllm", asked))
+    # not started: nobody has said which dtype or batch limit vLLM picks
+    assert fp["dtype"] == "auto (the checkpoint's)" and fp["batch"] == fingerprint.UNKNOWN
+    served = {**asked, "vllm_version": "0.32.0", "served_dtype": "bfloat16", "quantization": "none",
+              "max_num_seqs": 256, "max_num_batched_tokens": 4096, "served_max_model_len": 8192,
+              "served_prefix_caching": True, "enforce_eager": False}
+    fp = fingerprint.collect(_config("vllm", served))
+    assert fp["engine_version"] == "vllm 0.32.0" and fp["dtype"] == "bfloat16" and fp["quantisation"] == "none"
+    assert fp["batch"] == 256 and fp["max_num_batched_tokens"] == 4096 and fp["max_model_len"] == 8192
+    # vLLM's own default turned prefix caching on, though the option was left off
+    assert fp["prefix_caching"] is True and fp["enforce_eager"] is False
+
+
 def test_ray_engine_fingerprint_is_its_inner_engines_with_replicas(tmp_path: Path) -> None:
     from reasoneval.engines import vllm
 

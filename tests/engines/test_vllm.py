@@ -281,6 +281,51 @@ class TestEngine:
         timing(f"output tokens/s, {n} concurrent requests: {tokens / wall:.1f} ({tokens} tokens in {wall:.1f} s)")
 
 
+    def test_run_config_records_the_served_engines_fingerprint(self, served: Served, model_dir: Path,
+                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A run on the module's engine (no second start-up): config.json's fingerprint says what served it, as
+        vLLM itself reports it (its version, the dtype, the batch limits it picked) and the checkpoint's content."""
+        import vllm
+
+        from reasoneval.engines.checkpoint import checkpoint_identity
+        from reasoneval.results.fingerprint import UNKNOWN, fingerprint_id
+        from reasoneval.run.pipeline import EvalConfig, generate_run, load_tasks
+
+        monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
+        cfg = EvalConfig(tasks=["arith"], limit=2, n=1, max_tokens=8, engine="vllm", concurrency=4,
+                         engine_args={"model_path": str(model_dir), "max_model_len": MAX_MODEL_LEN, "dtype": "bfloat16",
+                                      "server_args": EAGER},
+                         output_dir=str(tmp_path / "results"), progress=False, print_table=False, max_retries=0)
+        run_dir, _, stats = served.run(generate_run(cfg, load_tasks(cfg), served.engine, served.info))
+        assert stats.done == 2
+        fp = json.loads((run_dir / "config.json").read_text())["fingerprint"]
+        scheduler = served.engine._llm.vllm_config.scheduler_config
+        assert fp["engine"] == "vllm" and fp["engine_version"] == f"vllm {vllm.__version__}"
+        assert fp["model"] == model_dir.name and fp["model_identity"] == checkpoint_identity(model_dir.resolve())
+        assert fp["dtype"] == "bfloat16" and fp["quantisation"] == "none"  # the converted safetensors are unquantised
+        assert fp["tensor_parallel"] == 1 and fp["data_parallel"] == 1
+        # the batch limits vLLM chose for this machine (not asked), and the requests in flight the runner allowed
+        assert isinstance(fp["batch"], int) and fp["batch"] == scheduler.max_num_seqs >= 1
+        assert fp["max_num_batched_tokens"] == scheduler.max_num_batched_tokens
+        assert fp["concurrency"] == 4 and fp["max_model_len"] == MAX_MODEL_LEN
+        assert fp["enforce_eager"] is True and fp["server_args"] == "--enforce-eager"
+        assert fp["prefix_caching"] is False and fp["deterministic_mode"] == "off"
+        assert fp["accelerator"] == "none (CPU)" and fp["sampling"]["max_tokens"] == 8
+        # what nobody reported is unknown, never guessed
+        assert fp["weights_sha256"] == UNKNOWN and fp["threads"] == UNKNOWN
+        assert not fp.get("partial") and not fingerprint_id(fp).startswith("~")
+
+
+    def test_repro_counts_divergence_in_the_served_models_tokens(self, served: Served, model_dir: Path) -> None:
+        from reasoneval.run.repro import checkpoint_tokenizer
+
+        tokenize = checkpoint_tokenizer(str(model_dir))
+        assert tokenize is not None
+        text = "Let's add 17 and 25: 17 + 25 = 42. The answer is \\boxed{42}."
+        assert tokenize(text) == list(served.engine._tokenizer.encode(text, add_special_tokens=False))
+        assert len(tokenize(text)) > len(text.split())  # tokens, not words
+
+
 # ------------------------------------------------------------------ end to end through the CLI
 
 

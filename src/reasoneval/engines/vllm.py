@@ -159,6 +159,35 @@ def _parse_server_args(engine_args_cls: Any, model: str, server_args: tuple[str,
     return {k: v for k, v in given.items() if k in fields and k != "model" and defaults.get(k) != v}
 
 
+def _plain(value: Any) -> Any:
+    """A config value as JSON holds it: enums and torch dtypes by name ("torch.bfloat16" -> "bfloat16")."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(getattr(value, "value", value)).removeprefix("torch.")
+
+
+def served_settings(llm: Any) -> dict[str, Any]:
+    """What a started AsyncLLM runs with, for config.json and the run's fingerprint: vLLM fills in what was not
+    asked (the checkpoint's dtype, the batch limit it picks for the machine), and these change the tokens.
+    None where this vLLM keeps a setting elsewhere (recorded as unknown, never guessed)."""
+    config = getattr(llm, "vllm_config", None)
+    model = getattr(config, "model_config", None) or getattr(llm, "model_config", None)
+    scheduler = getattr(config, "scheduler_config", None)
+    cache = getattr(config, "cache_config", None)
+
+    def get(part: Any, name: str) -> Any:
+        return _plain(getattr(part, name, None)) if part is not None else None
+
+    # vLLM's model config says None for weights stored unquantised
+    quantization = get(model, "quantization") or ("none" if model is not None else None)
+    return {"served_dtype": get(model, "dtype"), "quantization": quantization,
+            "revision": get(model, "revision"), "enforce_eager": get(model, "enforce_eager"),
+            "max_num_seqs": get(scheduler, "max_num_seqs"),
+            "max_num_batched_tokens": get(scheduler, "max_num_batched_tokens"),
+            "chunked_prefill": get(scheduler, "enable_chunked_prefill"),
+            "served_prefix_caching": get(cache, "enable_prefix_caching"), "kv_cache_dtype": get(cache, "cache_dtype")}
+
+
 def _is(e: BaseException, *names: str) -> bool:
     """Match vLLM exceptions by class name: their modules moved between vLLM versions."""
     return any(c.__name__ in names for c in type(e).__mro__)
@@ -180,6 +209,8 @@ class VLLMEngine:
         self._ids = itertools.count()
         self.max_model_len: int | None = None
         self.startup_s: float | None = None
+        # vLLM's version and the settings the started engine runs with (describe(): config.json's fingerprint)
+        self._served: dict[str, Any] = {}
 
     async def start(self) -> EngineInfo:
         t0 = time.perf_counter()
@@ -198,6 +229,8 @@ class VLLMEngine:
         self._sampling_cls = vllm.SamplingParams
         self._final_only = RequestOutputKind.FINAL_ONLY
         self.max_model_len = int(self._llm.model_config.max_model_len)
+        self._served = {"vllm_version": getattr(vllm, "__version__", None), "served_max_model_len": self.max_model_len,
+                        **served_settings(self._llm)}
         self.startup_s = time.perf_counter() - t0
         return EngineInfo(model=self.model_name, model_identity=self.identity, max_model_len=self.max_model_len,
                           max_concurrency=MAX_CONCURRENCY)
@@ -294,7 +327,8 @@ class VLLMEngine:
         pass
 
     def describe(self) -> dict[str, Any]:
-        return {"model": self.model, **dataclasses.asdict(self.opts)}
+        """The options as asked, and once started what vLLM serves with (its version, dtype, batch limits)."""
+        return {"model": self.model, **dataclasses.asdict(self.opts), **self._served}
 
 
 def create(common: CommonOptions, options: Options) -> VLLMEngine:

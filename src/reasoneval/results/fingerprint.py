@@ -260,16 +260,24 @@ def _launch(c: RunConfig, here: bool) -> dict[str, Any]:
 
 
 def _vllm(c: RunConfig, here: bool) -> dict[str, Any]:
+    """vLLM in process: the options as asked, and what the started engine served with (engines/vllm.py
+    `served_settings`: the checkpoint's dtype when none was asked, the batch limits vLLM picked)."""
     d = c.engine_config
     version = d.get("vllm_version") or (_vllm_version() if here else None)
+    prefix = d.get("served_prefix_caching")
     return {"engine_version": f"vllm {version}" if version else UNKNOWN,
             "weights_sha256": UNKNOWN, "hub_revision": _known(d.get("revision")),
-            "quantisation": _known(d.get("quantization")), "dtype": d.get("dtype") or "auto (the checkpoint's)",
+            "quantisation": _known(d.get("quantization")),
+            "dtype": d.get("served_dtype") or d.get("dtype") or "auto (the checkpoint's)",
+            "kv_cache_dtype": _known(d.get("kv_cache_dtype")),
             "tensor_parallel": _known(d.get("tensor_parallel_size")),
             "data_parallel": _known(d.get("data_parallel_size")), "batch": _known(d.get("max_num_seqs")),
-            "concurrency": c.concurrency, "max_model_len": _known(d.get("max_model_len")),
+            "max_num_batched_tokens": _known(d.get("max_num_batched_tokens")),
+            "chunked_prefill": _known(d.get("chunked_prefill")), "concurrency": c.concurrency,
+            "max_model_len": _known(d.get("served_max_model_len") or d.get("max_model_len")),
             "deterministic_mode": _batch_invariant() if here else UNKNOWN,
-            "kernels": _known(d.get("attention_backend")), "prefix_caching": _known(d.get("enable_prefix_caching")),
+            "kernels": _known(d.get("attention_backend")), "enforce_eager": _known(d.get("enforce_eager")),
+            "prefix_caching": _known(d.get("enable_prefix_caching") if prefix is None else prefix),
             "server_args": " ".join(d.get("server_args") or []) or "none", "threads": UNKNOWN,
             **_accelerator(here)}
 

@@ -218,6 +218,30 @@ def gguf_tokenizer(path: str | None) -> Callable[[str], Sequence[object]] | None
     return lambda text: list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
 
+def checkpoint_tokenizer(folder: str | None) -> Callable[[str], Sequence[object]] | None:
+    """The tokenizer of a local model folder (what vLLM served) where transformers is installed, read from the folder
+    only (nothing from a hub); None otherwise (positions are then counted in words)."""
+    if not folder or not Path(folder).is_dir():
+        return None
+    try:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except Exception as e:  # no transformers, or a folder without a tokenizer: words instead
+        log.info("repro: no tokenizer in %s (%s); divergence positions are in words", folder, e)
+        return None
+    return lambda text: list(tok.encode(text, add_special_tokens=False))
+
+
+def _served_folder(config: RunConfig) -> str | None:
+    """The local model folder that served the run (vLLM in process, or a launched vLLM server), if any."""
+    if config.engine == "vllm":
+        return str(config.engine_config.get("model") or "") or None
+    if config.engine == "launch" and config.engine_config.get("server") == "vllm":
+        return next((str(x) for x in config.engine_config.get("command") or [] if Path(str(x)).is_dir()), None)
+    return None
+
+
 def _served_gguf(config: RunConfig) -> str | None:
     """The GGUF file that served the run (the local engine's, or a launched llama.cpp server's), if any."""
     if config.engine == "local":
@@ -293,7 +317,7 @@ def repro(run_dir: str | Path, opts: ReproOptions) -> ReproReport:
                                base_url=common.base_url if engine_name == "openai" else None)
     fp_run, fp_repro = fingerprint.of_config(config), fingerprint.collect(mine)
     diffs = {k: [a, b] for k, a, b in fingerprint.differences(fp_run, fp_repro)}
-    tokenizer = gguf_tokenizer(_served_gguf(config))
+    tokenizer = gguf_tokenizer(_served_gguf(config)) or checkpoint_tokenizer(_served_folder(config))
     report = summarize(pairs, failed=len(keys) - len(pairs_keys), tokenize=tokenizer,
                        unit="token" if tokenizer else "word", run_dir=str(run_dir), repro_dir=str(repro_dir),
                        varied=opts.varied(), fingerprint_differences=diffs)
