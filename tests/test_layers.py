@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "reasoneval"
 # "reasoneval" is the package's own __init__ (the facade: reasoneval.evaluate, load_run), "__main__" `python -m`.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("version", "errors", "run_files"),  # primitives (run_files: the names of a run directory's files)
-    ("atomic", "workers", "serial", "registry"),
+    ("atomic", "workers", "serial", "registry", "machine"),
     ("records",),
     ("metrics", "engines"),  # pure functions of correctness arrays; Engine.generate(Request) -> Completion
     ("scoring",),  # Scorer.score_many -> Score

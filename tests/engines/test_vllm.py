@@ -289,7 +289,8 @@ class TestEngine:
 
         from reasoneval.engines.checkpoint import checkpoint_identity
         from reasoneval.results.fingerprint import UNKNOWN, fingerprint_id
-        from reasoneval.run.pipeline import EvalConfig, generate_run, load_tasks
+        from reasoneval.run.generation import generate_run, load_tasks
+        from reasoneval.run.options import EvalConfig
 
         monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
         cfg = EvalConfig(tasks=["arith"], limit=2, n=1, max_tokens=8, engine="vllm", concurrency=4,

@@ -17,14 +17,14 @@ from pathlib import Path
 
 from reasoneval.engines.local.model import default_model_path, file_identity
 from reasoneval.errors import UserError
+from reasoneval.machine import user_cache_dir
 
 INSTALL_HINT = "pip install 'reasoneval[convert]'"
 _DTYPES = ("bfloat16", "float16", "float32")
 
 
 def model_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "reasoneval" / "models"
+    return user_cache_dir() / "models"
 
 
 def converted_dir(gguf: Path, cache: Path | None = None, dtype: str = "bfloat16") -> Path:

@@ -22,7 +22,9 @@ import struct
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from reasoneval import machine
 from reasoneval.atomic import atomic_write_text
+from reasoneval.machine import user_cache_file
 from reasoneval.results.schema import RunConfig
 
 # The fingerprint's own format; bump when a key changes meaning.
@@ -37,11 +39,7 @@ _CHUNK = 1 << 20
 # ---- weights: a GGUF file's sha256, cached by path, size and mtime --------------------------------------------
 
 def hash_cache_path() -> Path:
-    env = os.environ.get(HASH_CACHE_ENV, "").strip()
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "reasoneval" / "weights_sha256.json"
+    return user_cache_file(HASH_CACHE_ENV, "weights_sha256.json")
 
 
 def weights_sha256(path: str | Path) -> str:
@@ -185,14 +183,7 @@ def _gguf(path: Any) -> dict[str, Any]:
 
 def cpu_model() -> str:
     """This machine's CPU model (/proc/cpuinfo's model name); unknown where there is none."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return UNKNOWN
+    return machine.cpu_model() or UNKNOWN
 
 
 def _cpu(d: Mapping[str, Any], here: bool) -> dict[str, Any]:

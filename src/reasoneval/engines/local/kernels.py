@@ -17,13 +17,13 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import os
 import platform
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from reasoneval.atomic import atomic_write_text
 from reasoneval.engines.local.model import cpu_flags
+from reasoneval.machine import cpu_model, user_cache_file
 
 CACHE_ENV = "REASONEVAL_KERNEL_CACHE"
 PLAIN = "plain"
@@ -34,22 +34,11 @@ UNSTABLE = "llama.cpp's repacked {what} kernels are unstable on this CPU: using 
 
 
 def cache_path() -> Path:
-    env = os.environ.get(CACHE_ENV, "").strip()
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "reasoneval" / "kernels.json"
+    return user_cache_file(CACHE_ENV, "kernels.json")
 
 
 def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    return cpu_model() or platform.processor() or "unknown CPU"
 
 
 def llama_cpp_version() -> str | None:

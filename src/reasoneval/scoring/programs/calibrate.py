@@ -32,6 +32,7 @@ from pathlib import Path
 
 from reasoneval.atomic import atomic_open, atomic_write_text
 from reasoneval.errors import UserError
+from reasoneval.machine import cpu_model, user_cache_file
 from reasoneval.run_files import CALIBRATION_FILE
 from reasoneval.serial import JsonRecord
 
@@ -83,22 +84,11 @@ def programs_python() -> str:
 
 
 def cache_path() -> Path:
-    env = os.environ.get(CACHE_ENV, "").strip()
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "reasoneval" / CALIBRATION_FILE
+    return user_cache_file(CACHE_ENV, CALIBRATION_FILE)
 
 
 def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    return cpu_model() or platform.processor() or "unknown CPU"
 
 
 def machine_key(python: str) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from reasoneval.atomic import atomic_write_text
 from reasoneval.errors import UserError
+from reasoneval.machine import user_cache_dir
 
 TESTLIB_ENV = "REASONEVAL_TESTLIB_H"
 TESTLIB_SHA256_ENV = "REASONEVAL_TESTLIB_SHA256"
@@ -51,9 +52,7 @@ def needs_testlib(source: str) -> bool:
 
 
 def cached_testlib_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME", "").strip()
-    root = Path(base).expanduser() if base else Path.home() / ".cache"
-    return root / "reasoneval" / "testlib" / TESTLIB_TAG / "testlib.h"
+    return user_cache_dir() / "testlib" / TESTLIB_TAG / "testlib.h"
 
 
 def _digest(data: bytes) -> str:
