@@ -8,6 +8,7 @@ With REASONEVAL_REQUIRE_VLLM=1 (set by the CI script) a missing vLLM is an error
 CI step cannot pass without running them. Timings go to $REASONEVAL_VLLM_TIMINGS when it is set.
 """
 
+# own-environment: vllm (its CPU build, installed by scripts/ci_vllm.sh for the `vllm`-marked tests)
 from __future__ import annotations
 
 import asyncio
