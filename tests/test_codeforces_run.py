@@ -52,6 +52,9 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     assert set(cf["breakdown"]["contest_year"]) == {"2021", "2025"}
     config = json.loads((run_dir / "config.json").read_text())
     assert config["datasets"]["codeforces"]["options"] == {"language": "any"}
+    # the calibration its CPU limits were scaled by, measured at generation and recorded (scoring.needs_calibration)
+    assert config["calibration"]["factor"] > 0
+    assert json.loads((run_dir / "calibration.json").read_text())["factor"] == config["calibration"]["factor"]
     import pyarrow.parquet as pq
     rows = {r["id"]: [json.loads(d) for d in r["details"]]
             for r in pq.read_table(run_dir / "results.parquet", columns=["id", "details"]).to_pylist()}

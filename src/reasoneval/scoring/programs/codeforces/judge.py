@@ -211,6 +211,7 @@ class CodeforcesScorer:
 
     name = "codeforces"
     version = f"{CODEFORCES_SCORER_VERSION}.{SANDBOX_VERSION}"
+    needs_calibration = True  # its CPU limits are scaled by the run's calibration.json (scoring.needs_calibration)
 
     def __init__(self, context: ScoringContext, time_limit_s: float = 2.0, memory_mb: int = 256,
                  all_tests: bool = False, calibrate: bool = True, wall_factor: float = 10.0,
