@@ -68,6 +68,17 @@ def run_args(base_url: str, work: Path, *extra: str, output: str = "results") ->
             "--no-progress", *extra]
 
 
+def run_in(server: Any, work: Path, capsys: Any, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`reasoneval run` in this process against the loopback server, into work/results (run_args)."""
+    return cli_inprocess(run_args(server.base_url, work, *extra), capsys)
+
+
+def only_run_dir(work: Path) -> Path:
+    """The one run directory under work/results."""
+    (d,) = [p for p in (work / "results").glob("*/*") if p.is_dir() and (p / "config.json").exists()]
+    return d
+
+
 def arith_rows(task: str, count: int, start: int = 0) -> list[dict[str, Any]]:
     """Problems whose answers the scripted model below computes (or gets wrong, by seed)."""
     return [{"id": f"{task}-{i}", "problem": f"What is ${i + 3} + {2 * i + 1}$?", "answer": str(3 * i + 4)}

@@ -12,7 +12,9 @@ from typing import Any, Callable
 import pytest
 
 from tests.fixtures.openai_server import OpenAIServer
-from tests.reliability._helpers import arith_reply, cli_inprocess, run_args, write_data
+from tests.reliability._helpers import arith_reply, cli_inprocess, write_data
+from tests.reliability._helpers import only_run_dir as _run_dir
+from tests.reliability._helpers import run_in as _run
 
 TASKS = {"aime24": 6, "math500": 4}
 
@@ -20,15 +22,6 @@ TASKS = {"aime24": 6, "math500": 4}
 @pytest.fixture
 def server(make_openai_server: Callable[..., OpenAIServer]) -> OpenAIServer:
     return make_openai_server(responder=arith_reply)
-
-
-def _run(server: OpenAIServer, tmp_path: Path, capsys: Any, *extra: str) -> Any:
-    return cli_inprocess(run_args(server.base_url, tmp_path, *extra), capsys)
-
-
-def _run_dir(tmp_path: Path) -> Path:
-    (d,) = [p for p in (tmp_path / "results").glob("*/*") if p.is_dir() and (p / "config.json").exists()]
-    return d
 
 
 def _headline_files(run_dir: Path) -> dict[str, Any]:

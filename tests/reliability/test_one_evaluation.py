@@ -11,6 +11,8 @@ import pytest
 
 from tests.fixtures.openai_server import OpenAIServer
 from tests.reliability._helpers import arith_reply, cli_inprocess, run_args, write_data
+from tests.reliability._helpers import only_run_dir as _run_dir
+from tests.reliability._helpers import run_in as _run
 
 FIGURES = ("num_samples", "mean", "stderr", "ci95", "stderr_resample", "pass_at_k", "maj_at_k", "samples_per_problem")
 
@@ -18,15 +20,6 @@ FIGURES = ("num_samples", "mean", "stderr", "ci95", "stderr_resample", "pass_at_
 @pytest.fixture
 def server(make_openai_server: Callable[..., OpenAIServer]) -> OpenAIServer:
     return make_openai_server(responder=arith_reply)
-
-
-def _run(server: OpenAIServer, tmp_path: Path, capsys: Any, *extra: str) -> Any:
-    return cli_inprocess(run_args(server.base_url, tmp_path, *extra), capsys)
-
-
-def _run_dir(tmp_path: Path) -> Path:
-    (d,) = [p for p in (tmp_path / "results").glob("*/*") if p.is_dir() and (p / "config.json").exists()]
-    return d
 
 
 def _verdicts(run_dir: Path, n: int) -> dict[str, list[bool]]:
