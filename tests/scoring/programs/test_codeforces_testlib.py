@@ -1,6 +1,7 @@
 """testlib.h for C++ checkers: where it comes from (a chosen file, the cache, a pinned download over a loopback
-server here), the one-line error offline or on a digest mismatch, and a checker that includes it built and run by
-the judge. The header used is our own stand-in with the few functions the checker calls, not testlib."""
+server here), the one-line error offline or on a digest mismatch (with the real pin and with a test's own), and a
+checker that includes it built and run by the judge. The header used is our own stand-in with the few functions the
+checker calls, not testlib."""
 
 from __future__ import annotations
 
@@ -66,18 +67,25 @@ int main(int argc, char** argv) {
 
 
 @pytest.fixture
-def no_testlib(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No chosen file, an empty cache under tmp_path, no pin: the state of a fresh machine."""
+def fresh_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No chosen file, no digest in the environment, an empty cache under tmp_path; the code's own pin."""
     monkeypatch.delenv(testlib_module.TESTLIB_ENV, raising=False)
     monkeypatch.delenv(testlib_module.TESTLIB_SHA256_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(testlib_module, "TESTLIB_SHA256", "")
     return tmp_path
 
 
 @pytest.fixture
-def served(no_testlib: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """A loopback server with the stand-in at TESTLIB_URL; yields the paths it was asked for."""
+def no_testlib(fresh_machine: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh machine with the pin emptied (a fork's trust on first use), to test the other paths with the stand-in."""
+    monkeypatch.setattr(testlib_module, "TESTLIB_SHA256", "")
+    return fresh_machine
+
+
+@pytest.fixture
+def served(fresh_machine: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """A loopback server with the stand-in at TESTLIB_URL; yields the paths it was asked for (the pin as the test
+    sets it: the code's own unless it asks for another)."""
     asked: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -139,7 +147,8 @@ def test_a_wrong_download_is_refused(served: list[str], monkeypatch: pytest.Monk
     assert not cached_testlib_path().exists()
 
 
-def test_without_a_pin_the_first_download_is_recorded(served: list[str]) -> None:
+def test_without_a_pin_the_first_download_is_recorded(served: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(testlib_module, "TESTLIB_SHA256", "")
     first = find_testlib_header()
     record = cached_testlib_path().with_name("testlib.h.sha256")
     assert record.read_text().strip() == first.sha256
@@ -167,3 +176,37 @@ def test_a_testlib_checker_is_built_with_the_header_and_decides(no_testlib: Path
                     fence("python", "print('x')\n")])
     assert [d["verdict"] for d in got] == ["passed", "wrong_answer", "wrong_answer"]
     assert "p[1] = 1" in got[1]["detail"] and got[2]["detail"].startswith("presentation error")
+
+
+def test_the_code_pins_one_commit_and_its_sha256() -> None:
+    commit, digest = testlib_module.TESTLIB_COMMIT, testlib_module.TESTLIB_SHA256
+    assert len(commit) == 40 and all(c in "0123456789abcdef" for c in commit)
+    assert len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
+    # the URL names the commit the digest is for (a branch or tag could move), and so does the cache's folder
+    assert testlib_module.TESTLIB_URL.endswith(f"/MikeMirzayanov/testlib/{commit}/testlib.h")
+    assert commit in str(cached_testlib_path())
+
+
+def test_with_the_real_pin_a_file_that_is_not_testlib_is_refused(served: list[str]) -> None:
+    pinned = testlib_module.TESTLIB_SHA256
+    stand_in = hashlib.sha256(STAND_IN.encode()).hexdigest()
+    # a download that is not the pinned file: one line naming the expected and the actual digest, nothing cached
+    with pytest.raises(UserError) as e:
+        find_testlib_header()
+    msg = str(e.value)
+    assert "\n" not in msg and f"has sha256 {stand_in}, not the pinned {pinned}" in msg
+    assert testlib_module.TESTLIB_ENV in msg and not cached_testlib_path().exists()
+    # a copy put in the cache by hand is checked on every use, not only when it arrives
+    cached_testlib_path().parent.mkdir(parents=True)
+    cached_testlib_path().write_text(STAND_IN)
+    with pytest.raises(UserError, match=f"has sha256 {stand_in}, not the pinned {pinned}"):
+        find_testlib_header()
+    assert served == ["/testlib.h"]  # the cache's copy was refused without a second download
+
+
+def test_the_environment_can_vouch_for_another_file(served: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(testlib_module.TESTLIB_SHA256_ENV, hashlib.sha256(STAND_IN.encode()).hexdigest().upper())
+    assert find_testlib_header().text == STAND_IN and cached_testlib_path().read_text() == STAND_IN
+    cached_testlib_path().write_text(STAND_IN + "// tampered\n")  # and the cached copy is checked again
+    with pytest.raises(UserError, match="not the pinned"):
+        find_testlib_header()

@@ -1,17 +1,17 @@
 """testlib.h for the C++ checkers and interactors written against it (docs/contests.md, "testlib.h").
 
-No package in the registries this project installs from (PyPI, Debian, npm) ships testlib.h, so it is fetched at
-run time from its upstream, pinned to a release tag, and cached; it is never part of this repository. Where it
-comes from, first that applies:
+It is fetched at run time from its upstream, pinned to one commit and that file's sha256, and cached; it is never part
+of this repository. Where it comes from, first that applies:
 
 1. `$REASONEVAL_TESTLIB_H`: a testlib.h file you chose (used as it is; its sha256 goes with every verdict's key).
-2. The cache, `$XDG_CACHE_HOME/reasoneval/testlib/<tag>/testlib.h` (else `~/.cache/...`): checked against the
-   pinned sha256 (TESTLIB_SHA256, or `$REASONEVAL_TESTLIB_SHA256`); without a pin, against the digest recorded when
-   it was downloaded (`testlib.h.sha256` beside it: trust on first use); a file put there by hand with neither a
-   pin nor a record is used as it is.
-3. A download of TESTLIB_URL (the tag's file), checked the same way, then written to the cache.
+2. The cache, `$XDG_CACHE_HOME/reasoneval/testlib/<commit>/testlib.h` (else `~/.cache/...`): checked against the
+   pinned sha256 (TESTLIB_SHA256, or `$REASONEVAL_TESTLIB_SHA256` for another file you vouch for); with the pin
+   emptied (a fork that wants trust on first use), against the digest recorded when it was downloaded
+   (`testlib.h.sha256` beside it).
+3. A download of TESTLIB_URL (the file at the pinned commit), checked the same way, then written to the cache.
 
-Offline, or a digest that does not match: a one-line error saying where to put the file or which variable to set.
+Offline, or a digest that does not match: a one-line error naming both digests, where to put the file and which
+variable to set.
 """
 
 from __future__ import annotations
@@ -30,12 +30,14 @@ from reasoneval.machine import user_cache_dir
 
 TESTLIB_ENV = "REASONEVAL_TESTLIB_H"
 TESTLIB_SHA256_ENV = "REASONEVAL_TESTLIB_SHA256"
-TESTLIB_TAG = "0.9.41"
-TESTLIB_URL = f"https://raw.githubusercontent.com/MikeMirzayanov/testlib/{TESTLIB_TAG}/testlib.h"
-# The tag's sha256. Empty: not pinned yet, because the machine this was written on reaches no GitHub and no package
-# carries the file, so the digest could not be read from the release; until it is set here (or in
-# $REASONEVAL_TESTLIB_SHA256) the first download's digest is recorded and every later use is checked against it.
-TESTLIB_SHA256 = ""
+# testlib's master at this commit (its `#define VERSION "0.9.45"`, 206,468 bytes, LF line endings). The pair is pinned
+# on two independent witnesses that agree (docs/contests.md, "testlib.h", says how it was checked): the testlib.h
+# that PyPI's autocode-mcp 1.0.6 ships (autocode_mcp/templates/testlib.h) hashes to TESTLIB_SHA256, and a public
+# project's replay scripts pin this same commit to this same sha256; nixpkgs' testlib package fetches this commit.
+TESTLIB_COMMIT = "1e4e8a24c79c6bad3becbdb5a332ffc352b7d5dd"
+TESTLIB_VERSION = "0.9.45"
+TESTLIB_URL = f"https://raw.githubusercontent.com/MikeMirzayanov/testlib/{TESTLIB_COMMIT}/testlib.h"
+TESTLIB_SHA256 = "bb323e3c89285214966076e0d23d5a295c5f6126da7ff198c1276ddb95ecb1a0"
 FETCH_TIMEOUT_S = 30.0
 INCLUDES_TESTLIB = re.compile(r'^\s*#\s*include\s*[<"]testlib\.h[>"]', re.MULTILINE)
 
@@ -52,7 +54,7 @@ def needs_testlib(source: str) -> bool:
 
 
 def cached_testlib_path() -> Path:
-    return user_cache_dir() / "testlib" / TESTLIB_TAG / "testlib.h"
+    return user_cache_dir() / "testlib" / TESTLIB_COMMIT / "testlib.h"
 
 
 def _digest(data: bytes) -> str:
@@ -60,8 +62,8 @@ def _digest(data: bytes) -> str:
 
 
 def _what_to_do(cache: Path) -> str:
-    return (f"download testlib.h of testlib {TESTLIB_TAG} ({TESTLIB_URL}) to {cache}, or set {TESTLIB_ENV} to a "
-            "testlib.h file")
+    return (f"download testlib.h {TESTLIB_VERSION} at commit {TESTLIB_COMMIT[:12]} ({TESTLIB_URL}) to {cache}, or "
+            f"set {TESTLIB_ENV} to a testlib.h file")
 
 
 def _expected(cache: Path) -> str | None:
