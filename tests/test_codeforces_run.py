@@ -26,6 +26,9 @@ SCRIPT = {
     "Given two integers a and b": fence("a, b = map(int, input().split())\nprint(a + b)"),
     "Print the largest of the n numbers": fence(LARGEST_CPP, "cpp"),
     "Count pairs i < j": fence("print(0)"),  # wrong on the first (public) test
+    # several right answers (unrated: the rating below stays the two rated problems'), judged by the row's
+    # generated_checker: a right permutation that is not the reference's
+    "Print any permutation p of 1..n": fence("n = int(input())\nprint(*([n] + list(range(1, n))))"),
 }
 
 
@@ -43,10 +46,10 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     run_dir = next((out / "test-model").iterdir())
     table = capsys.readouterr().out
     assert "codeforces [rating_band=<1200 (newbie-pupil)]" in table
-    assert "codeforces: Codeforces rating 1600 (95% CI" in table and "(1 unrated left out)" in table
+    assert "codeforces: Codeforces rating 1600 (95% CI" in table and "(2 unrated left out)" in table
     summary = json.loads((run_dir / "summary.json").read_text())
     cf = summary["tasks"]["codeforces"]
-    assert cf["num_problems"] == 3 and cf["mean"] == pytest.approx(2 / 3)
+    assert cf["num_problems"] == 4 and cf["mean"] == pytest.approx(3 / 4)
     assert cf["breakdown"]["rating_band"]["<1200 (newbie-pupil)"]["mean"] == pytest.approx(1.0)
     assert cf["breakdown"]["rating_band"][">=2400 (grandmaster)"]["mean"] == pytest.approx(0.0)
     assert set(cf["breakdown"]["contest_year"]) == {"2021", "2025"}
@@ -61,10 +64,11 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     assert [d["language"] for d in rows["9003/E"]] == ["cpp", "cpp"]
     assert all(d["verdict"] == "passed" for d in rows["9003/E"])
     assert all(d["verdict"] == "wrong_answer" and d["first_failure"]["kind"] == "public" for d in rows["9003/F"])
+    assert all(d["verdict"] == "passed" and d["tests_passed"] == 4 for d in rows["9001/B"])  # by its checker
     # two rated problems, 800 solved every time and 2400 never: the Elo curve puts the model half way
     rating = cf["rating"]
     assert rating["rating"] == pytest.approx(1600, abs=1) and rating["num_problems"] == 2
-    assert rating["num_unrated"] == 1 and rating["num_samples"] == 4
+    assert rating["num_unrated"] == 2 and rating["num_samples"] == 4
 
     assert main(["analyze", str(run_dir), "--rating"]) == 0
     text = capsys.readouterr().out
@@ -81,7 +85,7 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
 
     # `report` re-scores from the run's verdict cache (codeforces_runs.jsonl): no program runs again
     cached = (run_dir / "codeforces_runs.jsonl").read_text().splitlines()
-    assert len(cached) == 3  # one per distinct program (both samples of a problem got the same response)
+    assert len(cached) == 4  # one per distinct program (both samples of a problem got the same response)
     assert main(["report", str(run_dir)]) == 0
     assert "percentile 77 (CI" in capsys.readouterr().out  # 1600 among active Codeforces users (metrics/rating.py)
     assert (run_dir / "codeforces_runs.jsonl").read_text().splitlines() == cached
@@ -90,7 +94,7 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     exported = tmp_path / "sft.jsonl"
     assert main(["export", str(run_dir), "-o", str(exported), "--correct-only"]) == 0
     rows = [json.loads(x) for x in exported.read_text().splitlines()]
-    assert sorted(r["problem_id"] for r in rows) == ["9001/A", "9001/A", "9003/E", "9003/E"]
+    assert sorted(r["problem_id"] for r in rows) == ["9001/A", "9001/A", "9001/B", "9001/B", "9003/E", "9003/E"]
     assert all("a Python 3 or C++17 program" in r["messages"][0]["content"] for r in rows)
 
 

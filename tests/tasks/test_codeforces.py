@@ -25,10 +25,14 @@ def test_gradable_problems_kept_and_the_others_left_out_with_a_count(tmp_path: P
                                                                       caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="reasoneval"):
         spec, problems = load_task("codeforces", data_dir=_data_dir(tmp_path))
-    assert [p.id for p in problems] == ["9001/A", "9003/E", "9003/F"]
-    assert ("4 of 7 problems left out: 1 several right answers (its generated_checker's calling convention is "
-            "unverified), 1 interactive (the dataset ships no interactor), 1 official tests incomplete, 1 reads a "
-            "file, not stdin") in caplog.text.replace("codeforces: ", "")
+    assert [p.id for p in problems] == ["9001/A", "9001/B", "9003/E", "9003/F"]
+    assert ("3 of 7 problems left out: 1 interactive (the dataset ships no interactor), 1 official tests incomplete, "
+            "1 reads a file, not stdin") in caplog.text.replace("codeforces: ", "")
+    # several right answers: graded by the row's generated_checker, in open-r1's convention
+    assert problems[1].payload["checker"] == {"language": "python", "protocol": "open-r1",
+                                              "source": problems[1].payload["checker"]["source"]}
+    assert problems[1].payload["checker"]["source"].startswith("import sys\n\n\ndef main(input_path, output_path")
+    assert "checker" not in problems[0].payload
     a = problems[0]
     assert a.payload["tests"][0] == {"input": "2 3\n", "output": "5\n", "kind": "public"}
     assert [t["kind"] for t in a.payload["tests"]] == ["public", "official", "official", "official"]
@@ -36,8 +40,8 @@ def test_gradable_problems_kept_and_the_others_left_out_with_a_count(tmp_path: P
     assert a.metadata["rating"] == 800 and a.metadata["rating_band"] == "<1200 (newbie-pupil)"
     assert a.metadata["contest_date"] == "2021-01-05" and a.metadata["contest_year"] == 2021
     assert "# Sum of Two" in a.problem and "## Input" in a.problem and "time limit per test: 1 seconds" in a.problem
-    assert "rating" not in problems[1].metadata  # unrated: no rating, no band
-    assert problems[2].metadata["rating_band"].startswith(">=2400")
+    assert "rating" not in problems[2].metadata  # unrated: no rating, no band
+    assert problems[3].metadata["rating_band"].startswith(">=2400")
 
 
 def test_keep_incomplete_grades_against_the_incomplete_tests(tmp_path: Path) -> None:
@@ -52,7 +56,7 @@ def test_date_window(tmp_path: Path) -> None:
     assert [p.id for p in problems] == ["9003/E", "9003/F"]
     assert dict(spec.options_given) == {"since": "2025-01-01", "until": "2025-12-31"}
     _, early = load_task("codeforces", data_dir=_data_dir(tmp_path), options={"until": "2021-12-31"})
-    assert [p.id for p in early] == ["9001/A"]
+    assert [p.id for p in early] == ["9001/A", "9001/B"]
 
 
 @pytest.mark.parametrize("options, message", [

@@ -12,15 +12,16 @@ Each row becomes a Problem for the `contest` scorer (tests kind "official", the 
 metadata for the breakdowns and the rating (metrics/rating.py): rating, rating_band, contest_date, contest_year.
 
 What the judge cannot grade yet is left out with a count (a warning, and `reasoneval tasks`' loading): problems whose
-official tests are incomplete (as APPS's rows without tests), file-input problems, interactive problems and problems
-that need their checker (several right answers: compared as text a right answer would fail silently). The task
+official tests are incomplete (as APPS's rows without tests), file-input problems and interactive problems. Problems
+with several right answers are graded by their generated_checker (payload checker, protocol "open-r1": the judge runs
+it in open-r1's convention, scoring/programs/codeforces/open_r1_checker.py). The task
 options (`--task-arg`): since/until (contest dates, both ends included, as LiveCodeBench's), language (the language
 the prompt asks for: python, cpp or any; the judge reads each program's language from its fence), keep=incomplete
 to grade problems against their incomplete official tests anyway, all_tests.
 
 Judged by the `codeforces` scorer (scoring/programs/codeforces/judge.py): C++ and Python, checkers and interactors
-in testlib's protocol. open-r1/codeforces' default rows carry no interactor, and their generated_checker's calling
-convention could not be checked here, so those problems stay out (counted) rather than be judged by a guess.
+in testlib's protocol, generated checkers in open-r1's. open-r1/codeforces' default rows carry no interactor, so
+interactive problems stay out (counted).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any, Mapping
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
+from reasoneval.scoring.programs.codeforces.open_r1_checker import PROTOCOL as OPEN_R1_PROTOCOL
 from reasoneval.tasks.contests import _all_tests, rating_band, row_rating
 from reasoneval.tasks.keys import problem_key
 
@@ -45,8 +47,7 @@ SCORING_OPTIONS = ("all_tests", "language")  # also the codeforces scorer's sett
 LANGUAGES = ("python", "cpp", "any")
 # Why a problem is left out, by the payload flag that marks it (in this order: the first that applies).
 SKIPPED = (("incomplete_tests", "official tests incomplete"), ("file_input", "reads a file, not stdin"),
-           ("interactive", "interactive (the dataset ships no interactor)"),
-           ("needs_checker", "several right answers (its generated_checker's calling convention is unverified)"))
+           ("interactive", "interactive (the dataset ships no interactor)"))
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -127,11 +128,11 @@ def codeforces_problem(task: str, where: str, row: Row, default_id: str) -> Prob
                                "compare": "tokens"}
     flags = {"incomplete_tests": row.get("official_tests_complete") is False or not official,
              "file_input": str(row.get("input_mode") or "stdio") != "stdio",
-             "interactive": bool(str(row.get("interaction_format") or "").strip()),
-             "needs_checker": bool(str(row.get("generated_checker") or "").strip())}
+             "interactive": bool(str(row.get("interaction_format") or "").strip())}
     payload.update({k: True for k, v in flags.items() if v})
-    if flags["needs_checker"]:
-        payload["checker"] = str(row["generated_checker"])
+    if str(row.get("generated_checker") or "").strip():  # several right answers: its checker decides
+        payload["checker"] = {"language": "python", "source": str(row["generated_checker"]),
+                              "protocol": OPEN_R1_PROTOCOL}
     return Problem(task=task, id=pid, problem=text, answer="", key=problem_key(text, json.dumps(tests[:3])),
                    payload={k: v for k, v in payload.items() if v is not None}, metadata=meta)
 

@@ -2,7 +2,8 @@
 judge"): the program's language from its fenced block, C++ compiled with g++ -O2 -std=c++17 inside the sandbox
 under compile limits, each test run in a fresh limited process, the output compared as tokens, or read by the
 problem's checker (testlib's protocol: input, output, answer files; exit 0 OK, 1 wrong answer, 2 presentation
-error, 3 the checker failed), or an interactive problem's program and interactor talking over pipes. A C++
+error, 3 the checker failed; open-r1's generated_checker through codeforces/open_r1_checker.py's adapter), or an
+interactive problem's program and interactor talking over pipes. A C++
 checker or interactor that includes testlib.h gets it written beside it (codeforces/testlib.py says from where).
 
 The samples of one problem run together, up to BATCH in one sandbox (sandbox/run.py's Sandbox.run with the trusted
@@ -34,6 +35,8 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.run_files import CODEFORCES_RUNS_FILE
 from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.calibrate import machine_calibration
+from reasoneval.scoring.programs.codeforces.open_r1_checker import PROTOCOL as OPEN_R1_PROTOCOL
+from reasoneval.scoring.programs.codeforces.open_r1_checker import open_r1_adapter
 from reasoneval.scoring.programs.codeforces.testlib import TestlibHeader, find_testlib_header, needs_testlib
 from reasoneval.scoring.programs.contest import ContestOutcome, ContestRunCache
 from reasoneval.scoring.programs.sandbox.run import SANDBOX_VERSION, Limits, ProgramResult
@@ -242,6 +245,13 @@ class CodeforcesScorer:
         def source(key: str) -> tuple[str, str] | None:
             v = pl.get(key)
             if isinstance(v, Mapping) and v.get("source"):
+                protocol = v.get("protocol") or "testlib"
+                if protocol == OPEN_R1_PROTOCOL and key == "checker":  # open-r1's generated_checker, adapted
+                    return "python", open_r1_adapter(str(v["source"]))
+                if protocol != "testlib":
+                    raise UserError(f"problem {problem.id}: its {key} has protocol {protocol!r}; the judge runs "
+                                    f"'testlib' (input output answer, exit status) and, for checkers, "
+                                    f"{OPEN_R1_PROTOCOL!r} (open-r1's generated_checker)")
                 return str(v.get("language") or "python"), str(v["source"])
             return ("python", v) if isinstance(v, str) and v.strip() else None
 
