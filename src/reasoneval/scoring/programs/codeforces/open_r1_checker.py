@@ -1,4 +1,5 @@
-"""open-r1/codeforces' `generated_checker` run in testlib's protocol (docs/contests.md, "generated_checker").
+"""open-r1/codeforces' `generated_checker` run in testlib's protocol (docs/contests.md, "Codeforces": "Several right
+answers: the row's generated_checker decides").
 
 The convention, as open-r1's own code and the checkers themselves show it (docs/contests.md cites both): a generated
 checker is a Python file run as `checker.py INPUT REFERENCE_OUTPUT SUBMISSION_OUTPUT` (its `main(input_path,
@@ -43,6 +44,10 @@ try:
 except subprocess.TimeoutExpired:
     sys.stderr.write("the generated checker ran out of time ({timeout!r} s)")
     sys.exit(3)
+try:
+    os.unlink(path)  # not left beside the next program of the batch
+except OSError:
+    pass
 said = r.stdout.decode("utf-8", "replace").strip()
 if r.returncode == 0 and said == "1":
     sys.exit(0)
