@@ -16,7 +16,9 @@ an expected output it was not sent for a checker run, after every candidate proc
 files into the private /tmp, runs one command at a time (fork, rlimits, exec) with its stdin and stdout in files,
 measures its CPU and wall time, kills every other process of the namespace after each command, and answers the
 driver with the exit status and the output. The driver compares (or reads the checker's exit status: testlib's
-0 OK, 1 wrong answer, 2 presentation error, 3 the checker failed) and writes the verdict.
+0 OK, 1 wrong answer, 2 presentation error, 3 the checker failed) and writes the verdict. The checker and the
+interactor, once built, are sealed: the keeper holds their bytes, removes the files, and writes them back only for
+their own runs, so a program (which runs in the same folder, as the same user) can neither replace nor read them.
 
 Interactive problems: the keeper starts the interactor (input file, output log as its arguments) and the program
 with two pipes between them; both are limited; when the wall clock runs out while neither used its CPU time (a
@@ -212,6 +214,7 @@ def _interact(cmd, saved):
 
 def keeper_side(saved, cmd_r, res_w):
     os.makedirs(WORK, exist_ok=True)
+    sealed = {}
     while True:
         try:
             cmd = recv(cmd_r)
@@ -230,6 +233,22 @@ def keeper_side(saved, cmd_r, res_w):
                     os.remove(p)
                 except OSError:
                     pass
+            send(res_w, {"ok": True})
+        elif op == "seal":  # the judge's own programs, kept out of the candidates' reach between their runs
+            for path in cmd["paths"]:
+                with open(path, "rb") as f:
+                    sealed[path] = f.read()
+                os.remove(path)
+            send(res_w, {"ok": True})
+        elif op == "unseal":
+            path = cmd["path"]
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+            with os.fdopen(fd, "wb") as f:
+                f.write(sealed[path])
             send(res_w, {"ok": True})
         elif op == "run":
             send(res_w, _run(cmd, saved))
@@ -309,9 +328,10 @@ class Judge:
         self.ask({"op": "write", "path": WORK + "/output.txt", "data": r["stdout"]})
         argv = self.argv(checker["language"], "checker") + [WORK + "/input.txt", WORK + "/output.txt",
                                                             WORK + "/answer.txt"]
+        self.ask({"op": "unseal", "path": self.argv(checker["language"], "checker")[-1]})
         c = self.ask({"op": "run", "argv": argv, "cpu_s": 10.0, "wall_s": 20.0, "memory_mb": 1024,
                       "read_stdout": False})
-        self.ask({"op": "remove", "paths": [WORK + "/answer.txt"]})
+        self.ask({"op": "remove", "paths": [WORK + "/answer.txt", self.argv(checker["language"], "checker")[-1]]})
         detail = _printable(c["stderr"][-DETAIL:])
         if c["killed"] or c["sig"] is not None or c["code"] not in (0, 1, 2):
             status = c["code"] if c["sig"] is None else f"signal {c['sig']}"
@@ -325,9 +345,12 @@ class Judge:
         if lim.get("interactor"):
             self.ask({"op": "write", "path": WORK + "/log.txt", "data": ""})
             iargv = self.argv(lim["interactor"]["language"], "interactor") + [WORK + "/input.txt", WORK + "/log.txt"]
+            ipath = self.argv(lim["interactor"]["language"], "interactor")[-1]
+            self.ask({"op": "unseal", "path": ipath})
             r = self.ask({"op": "interact", "wall_s": lim["wall_s"], "program": dict(limits, argv=program_argv),
                           "interactor": {"argv": iargv, "cpu_s": 10.0, "wall_s": lim["wall_s"],
                                          "memory_mb": 1024}})
+            self.ask({"op": "remove", "paths": [ipath]})
             p, i = r["program"], r["interactor"]
             if r["timed_out"] and p["cpu"] < lim["cpu_s"] and i["cpu"] < 10.0:
                 return IDLE, f"no progress for {p['wall']:.1f} s (a deadlock, or a program that stopped reading)", p
@@ -363,6 +386,8 @@ class Judge:
                 if failed:
                     detail = _printable(f"{name} does not build: {failed}")
                     return [dict(base, verdict=JUDGE_FAIL, detail=detail) for _ in programs]
+                self.ask({"op": "seal", "paths": [self.argv(prog["language"], name)[-1]]})
+                self.ask({"op": "remove", "paths": [WORK + "/" + name + ".cpp"]})
         return [self.verdict(program, base) for program in programs]
 
     def verdict(self, program, base):
