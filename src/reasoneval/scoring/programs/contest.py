@@ -28,6 +28,7 @@ from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.calibrate import machine_calibration
 from reasoneval.scoring.programs.sandbox import SANDBOX_VERSION, Limits, ProgramResult
 from reasoneval.scoring.programs.sandbox.fallback import SHM_BYTES, VAR_TMP_BYTES
+from reasoneval.scoring.programs.sandbox.session import SessionSlots
 from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_SOURCE
 from reasoneval.scoring.programs.scorer import sandbox_pool, strip_reasoning
 from reasoneval.serial import JsonRecord
@@ -160,12 +161,13 @@ class Batch:
         scratch = [["/tmp", self.limits().tmp_mb << 20], ["/var/tmp", VAR_TMP_BYTES], ["/dev/shm", SHM_BYTES]]
         cand = {"codes": [q.code for q in self.programs], "mode": p.mode, "func_name": p.func_name,
                 "preload": list(PRELOAD), "scratch": scratch}
-        head = json.dumps(cand, ensure_ascii=True).encode("ascii")
         trusted = {"tests": [{"input": i, "output": o} for i, o in p.tests], "programs": len(self.programs),
                    "mode": p.mode, "compare": p.compare, "cpu_s": p.cpu_s, "wall_s": p.wall_s,
                    "memory_mb": p.memory_mb, "all_tests": p.all_tests,
                    "max_output": max(1 << 20, 4 * max((len(o) for _, o in p.tests), default=0))}
-        return b"%012d" % len(head) + head + json.dumps(trusted, ensure_ascii=True).encode("ascii")
+        # two parts, each a 12-digit length and its JSON (the driver reads batch after batch: sandbox/session.py)
+        parts = [json.dumps(x, ensure_ascii=True).encode("ascii") for x in (cand, trusted)]
+        return b"".join(b"%012d" % len(part) + part for part in parts)
 
 
 def problem_tests(problem: Problem) -> list[dict[str, Any]]:
@@ -288,9 +290,11 @@ class ContestScorer:
             with lock:
                 results.update({k: o for (k, _), o in zip(items, outcomes)})
 
+        sessions: SessionSlots = self.context.resource("contest_sessions", lambda: SessionSlots(pool))
+
         def run_batch(items: list[tuple[str, ContestProgram]]) -> list[ContestOutcome]:
             batch = Batch(tuple(p for _, p in items))
-            r = pool.run_many([STDIO_DRIVER_SOURCE], batch.limits(), stdins=[batch.stdin()])[0]
+            r = sessions.run(STDIO_DRIVER_SOURCE, batch.limits(), batch.stdin())
             return judge(r, len(batch.first.tests), len(items))
 
         from concurrent.futures import ThreadPoolExecutor
