@@ -21,10 +21,10 @@ from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.contest import judge
 from reasoneval.scoring.programs.sandbox import ProgramResult
 from reasoneval.scoring.programs.sandbox.keeper import recv
-from reasoneval.scoring.programs.sandbox.session import SessionSlots
 from reasoneval.scoring.programs.sandbox.prelude import loads
 from reasoneval.scoring.programs.sandbox.processes import _child_pid
 from reasoneval.scoring.programs.sandbox.scratch import _remove
+from reasoneval.scoring.programs.sandbox.session import SessionSlots
 from reasoneval.scoring.programs.sandbox.stdio_driver import (
     RUNTIME,
     WRONG,

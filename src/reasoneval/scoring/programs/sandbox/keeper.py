@@ -111,7 +111,6 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
         # lcb_runner's reliability guard sets builtins.quit to None: calling quit() is a runtime error there, and
         # here (every test's processes are forks of this one; exit() and sys.exit() stay: docs/contests.md)
         __import__("builtins").quit = None  # type: ignore[attr-defined]
-        import ctypes  # (the sample keeper's clone and capset: imported once, before any fork)
         try:
             import gc
             gc.freeze()  # the keeper's objects are never collected in a test's processes: fewer pages copied
@@ -185,7 +184,7 @@ def sample_keeper(saved, libc, cmd_r, res_w, scratch):
     record, the program's output; call mode: `c` + a call's input per call (CallServer). `e` ends the sample."""
     lim = loads(recv(cmd_r).decode("ascii"))
     code = recv(cmd_r)
-    head = None
+    head = {"end": "compile", "err": ""}
     try:
         compiled = compile(code.decode("utf-8", "surrogatepass"), "<solution>", "exec")
     except BaseException as e:
@@ -204,7 +203,7 @@ def sample_keeper(saved, libc, cmd_r, res_w, scratch):
             record, out = dict(head), b""
         else:
             try:
-                record, out = runner.run(frame[1:]) if kind == b"t" else runner.call(frame[1:])
+                record, out = runner.call(frame[1:]) if kind == b"c" else runner.run(frame[1:])
             except BaseException as e:
                 record, out = {"end": "error", "err": "sample keeper: " + type(e).__name__ + ": " + str(e)[:200]}, b""
             if kind == b"t":
@@ -408,6 +407,9 @@ class Test:
         if end == "exit":
             _status(head, status)
         return head, b"".join(out) if end != "output" else b""
+
+    def call(self, data):  # (call mode's: CallServer)
+        return {"end": "error", "err": "a call frame for a stdin program"}, b""
 
     def close(self):
         pass
