@@ -160,7 +160,7 @@ class Batch:
         # the private scratch directories and their sizes (the keeper empties them between tests: stdio_driver.py)
         scratch = [["/tmp", self.limits().tmp_mb << 20], ["/var/tmp", VAR_TMP_BYTES], ["/dev/shm", SHM_BYTES]]
         cand = {"codes": [q.code for q in self.programs], "mode": p.mode, "func_name": p.func_name,
-                "preload": list(PRELOAD), "scratch": scratch}
+                "preload": list(PRELOAD), "header": LCB_IMPORTS, "scratch": scratch}
         trusted = {"tests": [{"input": i, "output": o} for i, o in p.tests], "programs": len(self.programs),
                    "mode": p.mode, "compare": p.compare, "cpu_s": p.cpu_s, "wall_s": p.wall_s,
                    "memory_mb": p.memory_mb, "all_tests": p.all_tests,

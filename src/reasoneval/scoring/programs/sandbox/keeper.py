@@ -111,6 +111,15 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
         # lcb_runner's reliability guard sets builtins.quit to None: calling quit() is a runtime error there, and
         # here (every test's processes are forks of this one; exit() and sys.exit() stay: docs/contests.md)
         __import__("builtins").quit = None  # type: ignore[attr-defined]
+        # The programs' import header (ours, trusted: every program starts with it), run once here into the module
+        # every stdin test's program runs in: a test's process runs only what follows it (a fresh process per test
+        # still; its module a copy, as every page of a fork is).
+        header = setup.get("header") or ""
+        main = None
+        if header:
+            main = type(os)("__main__")
+            main.__dict__["__builtins__"] = __builtins__
+            exec(compile(header, "<solution>", "exec"), main.__dict__)
         try:
             import gc
             gc.freeze()  # the keeper's objects are never collected in a test's processes: fewer pages copied
@@ -121,7 +130,7 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
                 recv(ctl_r)
             except BaseException:
                 break
-            status = _one_sample(saved, libc, ctl_r, cmd_r, res_w, scratch)
+            status = _one_sample(saved, libc, ctl_r, cmd_r, res_w, scratch, (header, main))
             cleaned = empty_private_dirs(scratch)
             send(res_w, dumps({"clean": cleaned, "status": status}).encode("ascii"))
     except BaseException:
@@ -156,13 +165,13 @@ def _fork_into_namespaces(flags):
     return pid
 
 
-def _one_sample(saved, libc, ctl_r, cmd_r, res_w, scratch):
+def _one_sample(saved, libc, ctl_r, cmd_r, res_w, scratch, header):
     """Fork the sample's keeper (it alone ever holds the sample's program) and wait until it is gone."""
     pid = os.fork()
     if pid == 0:
         try:
             os.close(ctl_r)
-            sample_keeper(saved, libc, cmd_r, res_w, scratch)
+            sample_keeper(saved, libc, cmd_r, res_w, scratch, header)
         except BaseException:
             pass
         os._exit(1)
@@ -178,15 +187,22 @@ def _one_sample(saved, libc, ctl_r, cmd_r, res_w, scratch):
 
 # --- the sample's keeper: one per sample, its program's process per test ---
 
-def sample_keeper(saved, libc, cmd_r, res_w, scratch):
+def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
     """One sample: its settings and program, compiled once, then per test (`t` + the input) the program forked
     straight into fresh PID and IPC namespaces, where it is PID 1 (its end ends every process of the test), and a
     record, the program's output; call mode: `c` + a call's input per call (CallServer). `e` ends the sample."""
     lim = loads(recv(cmd_r).decode("ascii"))
     code = recv(cmd_r)
     head = {"end": "compile", "err": ""}
+    text, main = header
     try:
-        compiled = compile(code.decode("utf-8", "surrogatepass"), "<solution>", "exec")
+        source = code.decode("utf-8", "surrogatepass")
+        compiled = compile(source, "<solution>", "exec")  # the whole program: its syntax errors, as lcb_runner's
+        if main is not None and lim.get("mode") != "call" and source.startswith(text + "\n"):
+            # what follows the header, on the same lines as in the whole program (tracebacks read the same), run
+            # in the module the header already ran in
+            compiled = compile("\n" * (text.count("\n") + 1) + source[len(text) + 1:], "<solution>", "exec")
+            lim["main"] = main
     except BaseException as e:
         compiled, head = None, {"end": "compile", "err": type(e).__name__ + ": " + str(e)[:200]}
     del code
@@ -294,7 +310,7 @@ class Test:
                 os._exit(121)
             if lim.get("mode") == "call":
                 serve_calls(self.compiled, lim.get("func_name") or "", self.saved, *self.server_fds)
-            run_script(self.compiled, self.saved)
+            run_script(self.compiled, self.saved, lim.get("main"))
         if pid > 0:
             self.seen, self.high = {pid: 0.0}, pid
         return pid

@@ -55,11 +55,13 @@ def _print_traceback():
         pass
 
 
-def run_script(compiled, saved):
-    """The test's program (stdin mode): a real script."""
+def run_script(compiled, saved, module=None):
+    """The test's program (stdin mode): a real script (`module`: the `__main__` module its import header already
+    ran in)."""
     _restore_signals(saved)
-    module = type(sys)("__main__")
-    module.__dict__["__builtins__"] = __builtins__
+    if module is None:
+        module = type(sys)("__main__")
+        module.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = module
     sys.argv = ["solution.py"]
     code = 0

@@ -277,7 +277,7 @@ def judge_batch(in_fd, ctl_w, cmd_w, res_r, started):
         cand = _read_part(in_fd)
         codes = [str(c).encode("utf-8", "surrogatepass") for c in cand["codes"]]
         if not started:
-            send(ctl_w, dumps({"preload": list(cand.get("preload", ())),
+            send(ctl_w, dumps({"preload": list(cand.get("preload", ())), "header": str(cand.get("header") or ""),
                                "scratch": list(cand.get("scratch", ()))}).encode("ascii"))
         part = _read_part(in_fd)
         tests = part["tests"]
