@@ -31,7 +31,7 @@ import time
 
 # <prelude>: in the sandbox this import block is dropped (the driver's text already holds prelude.py's text, and
 # this file's text follows it: sandbox/texts.py); the harness and the tests import the names from there.
-from reasoneval.scoring.programs.sandbox.prelude import _drop_capabilities, _read_exact, loads
+from reasoneval.scoring.programs.sandbox.prelude import _drop_capabilities, _no_capabilities, _read_exact, loads
 
 # </prelude>
 # <program>: in the sandbox this import block is program.py's text (without its own prelude import block)
@@ -39,7 +39,7 @@ from reasoneval.scoring.programs.sandbox.program import _limits_in_child, run_sc
 
 # </program>
 # <scratch>: in the sandbox this import block is scratch.py's text
-from reasoneval.scoring.programs.sandbox.scratch import PRIVATE_DIRS, empty_private_dirs
+from reasoneval.scoring.programs.sandbox.scratch import PRIVATE_DIRS, empty_private_dirs, left_in
 
 # </scratch>
 
@@ -48,7 +48,8 @@ TICK = 0.01
 CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
 WALL = 0x40000000  # __WALL: wait for every child, whatever signal it was cloned to send at its exit
 PROBE = 256  # PIDs above the highest seen looked at every tick (a namespace numbers its new processes upwards)
-SHORT_PROBE = 16  # the same at a call's start and end (call mode: a few syscalls per call)
+SHORT_PROBE = 16
+PIPE_AHEAD = 1 << 15  # input bytes written before the program starts (a pipe holds 64 KiB)  # the same at a call's start and end (call mode: a few syscalls per call)
 
 
 def _write_all(fd, data):  # (the stdio driver's frames: both sides use these)
@@ -223,7 +224,7 @@ def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
             except BaseException as e:
                 record, out = {"end": "error", "err": "sample keeper: " + type(e).__name__ + ": " + str(e)[:200]}, b""
             if kind == b"t":
-                record["clean"] = empty_private_dirs(scratch)
+                record["clean"] = empty_private_dirs(scratch) if left_in(scratch) else 0
         send(res_w, dumps(record).encode("ascii"))
         send(res_w, out)
     runner.close()
@@ -246,13 +247,15 @@ def _status(head, status):
         head["code"] = os.WEXITSTATUS(status)
 
 
-def _end(pid):
+def _end(pid, kill=True):
     """Kill the test's PID 1 (the kernel then kills every process of its namespace, and PID 1 reaps them: their CPU
-    is in its children's time) and reap it: (status, CPU seconds of every process of the test, max RSS in KiB)."""
-    try:
-        os.kill(pid, 9)
-    except OSError:
-        pass
+    is in its children's time) and reap it: (status, CPU seconds of every process of the test, max RSS in KiB).
+    `kill` False: it has ended (its exit ended the rest)."""
+    if kill:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
     while True:
         try:
             _pid, status, ru = os.wait4(pid, WALL)
@@ -275,6 +278,7 @@ class Test:
         self.compiled, self.lim, self.saved, self.libc = compiled, lim, saved, libc
         self.private_fds, self.scratch = private_fds, scratch
         self.own = (os.getpid(), os.getppid(), 1)
+        self.nothing = _no_capabilities()  # capset's arguments, made once: a test's process only calls it
         self.seen = {}  # pid -> the most CPU seen on its own clock
         self.high = 0
         self.server_fds: tuple = ()  # call mode: the server's request and reply ends
@@ -303,7 +307,7 @@ class Test:
                     os.dup2(fd, target)
                 for fd in self.private_fds + tuple(close):
                     os.close(fd)
-                _drop_capabilities(self.libc)
+                _drop_capabilities(self.libc, self.nothing)
                 os.setsid()
                 _limits_in_child(lim["cpu_s"] * lim.get("cpu_times", 1), lim.get("memory_mb"))
             except BaseException:
@@ -319,19 +323,25 @@ class Test:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        if len(data) <= PIPE_AHEAD:  # the whole input fits the pipe: written before the program starts
+            _write_all(in_w, data)
+            os.close(in_w)
+            in_w, data = -1, b""
         start = time.monotonic()
-        pid = self._spawn((in_r, out_w, err_w), (in_w, out_r, err_r))
+        pid = self._spawn((in_r, out_w, err_w), (in_w, out_r, err_r) if in_w >= 0 else (out_r, err_r))
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         if pid == -1:
             for fd in (in_w, out_r, err_r):
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
             return {"end": "error", "err": "no namespaces of its own for the test"}, b""
         return self._watch(pid, start, in_w, data, out_r, err_r)
 
     def _watch(self, pid, start, in_w, data, out_r, err_r):
         lim = self.lim
-        os.set_blocking(in_w, False)
+        if in_w >= 0:
+            os.set_blocking(in_w, False)
         os.set_blocking(out_r, False)
         os.set_blocking(err_r, False)
         view = memoryview(data)
@@ -341,7 +351,7 @@ class Test:
         end = None
         open_fds = [out_r, err_r]
         writing = in_w if view else None
-        if writing is None:
+        if writing is None and in_w >= 0:
             os.close(in_w)
         next_look = start + TICK
         limit = lim["cpu_s"]
@@ -398,7 +408,7 @@ class Test:
                 end = "wall"
         wall = time.monotonic() - start
         # every process of the test ends with its PID 1, the program's process; reaped, it tells the CPU of all
-        status, total, rss = _end(pid)
+        status, total, rss = _end(pid, end != "exit")
         for fd in list(open_fds):  # what is left in the pipes (every writer is gone now)
             while True:
                 try:

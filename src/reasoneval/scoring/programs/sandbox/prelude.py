@@ -109,16 +109,22 @@ def _own_pid_namespace_for_children(libc):
     return children is None or (children != "?" and children != link("pid"))
 
 
-def _drop_capabilities(libc):
-    """No capability left in any set (bwrap gives the driver CAP_SYS_ADMIN in the sandbox's user namespace for
-    the unshare above; nothing the candidate runs may have it)."""
+def _no_capabilities():
+    """capset(2)'s arguments for no capability in any set (made ahead: a test's process then only calls it)."""
     import ctypes  # (imported already by _harden)
 
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
-    data = (ctypes.c_uint32 * 6)()
-    if libc.capset(ctypes.byref(Header(CAPABILITY_VERSION_3, 0)), data) != 0:
+    return ctypes.byref(Header(CAPABILITY_VERSION_3, 0)), (ctypes.c_uint32 * 6)()
+
+
+def _drop_capabilities(libc, nothing=None):
+    """No capability left in any set (bwrap gives the driver CAP_SYS_ADMIN in the sandbox's user namespace for
+    the unshare above; nothing the candidate runs may have it). `nothing`: _no_capabilities() made ahead."""
+    header, data = nothing or _no_capabilities()
+    if libc.capset(header, data) != 0:
+        import ctypes
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
