@@ -152,17 +152,24 @@ def _only_sys_admin(libc):
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
+_CLONE = []  # (before, syscall, after in the child, after in the parent): looked up once
+
+
 def _fork_into_namespaces(flags):
     """fork(), the child in new namespaces (`flags`): clone(2) with them, wrapped as os.fork wraps its fork (the
     interpreter's before- and after-fork steps), with the GIL held throughout. -1 where the kernel refuses."""
-    import ctypes
-    api = ctypes.pythonapi
-    api.PyOS_BeforeFork()
-    pid = ctypes.PyDLL(None).syscall(56, flags | 17, None, None, None, None)  # clone(flags | SIGCHLD), as fork
+    if not _CLONE:
+        import ctypes
+        api = ctypes.pythonapi
+        _CLONE.extend((api.PyOS_BeforeFork, ctypes.PyDLL(None).syscall, api.PyOS_AfterFork_Child,
+                       api.PyOS_AfterFork_Parent))
+    before, syscall, child, parent = _CLONE
+    before()
+    pid = syscall(56, flags | 17, None, None, None, None)  # clone(flags | SIGCHLD), as fork
     if pid == 0:
-        api.PyOS_AfterFork_Child()
+        child()
     else:
-        api.PyOS_AfterFork_Parent()
+        parent()
     return pid
 
 
