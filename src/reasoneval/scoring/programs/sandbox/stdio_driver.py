@@ -278,6 +278,7 @@ def judge_batch(in_fd, ctl_w, cmd_w, res_r, started):
         codes = [str(c).encode("utf-8", "surrogatepass") for c in cand["codes"]]
         if not started:
             send(ctl_w, dumps({"preload": list(cand.get("preload", ())), "header": str(cand.get("header") or ""),
+                               "ahead": list(cand.get("ahead", ())),
                                "scratch": list(cand.get("scratch", ()))}).encode("ascii"))
         part = _read_part(in_fd)
         tests = part["tests"]
