@@ -2,7 +2,7 @@
 fresh set of namespaces for every test, the **test's init**, PID 1 of them, which runs one program on one test's
 input, measures the CPU of every process of the test and ends them all, and the program's own process. Run inside
 the sandbox as part of the stdio driver's text (sandbox/texts.py); standard library only. The framing both sides
-use (`send`, `recv`, `dumps`) is here too.
+use (`send`, `recv`) is here too.
 
 Per test (docs/sandbox.md, "Contest programs"):
 
@@ -23,7 +23,6 @@ Per test (docs/sandbox.md, "Contest programs"):
    (every directory is made 0700 and its entries moved to the top before removal: no depth, mode or name can
    stop it), then says `clean`.
 """
-import _json
 import os
 import select
 import struct
@@ -31,7 +30,7 @@ import time
 
 # <prelude>: in the sandbox this import block is dropped (the driver's text already holds prelude.py's text, and
 # this file's text follows it: sandbox/texts.py); the harness and the tests import the names from there.
-from reasoneval.scoring.programs.sandbox.prelude import _drop_capabilities, _no_capabilities, _read_exact, loads
+from reasoneval.scoring.programs.sandbox.prelude import _drop_capabilities, _no_capabilities, _read_exact, dumps, loads
 
 # </prelude>
 # <program>: in the sandbox this import block is program.py's text (without its own prelude import block)
@@ -48,8 +47,8 @@ TICK = 0.01
 CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
 WALL = 0x40000000  # __WALL: wait for every child, whatever signal it was cloned to send at its exit
 PROBE = 256  # PIDs above the highest seen looked at every tick (a namespace numbers its new processes upwards)
-SHORT_PROBE = 16
-PIPE_AHEAD = 1 << 15  # input bytes written before the program starts (a pipe holds 64 KiB)  # the same at a call's start and end (call mode: a few syscalls per call)
+SHORT_PROBE = 16  # the same at a call's start and end (call mode: a few syscalls per call)
+PIPE_AHEAD = 1 << 15  # input bytes written before the program starts (a pipe holds 64 KiB)
 
 
 def _write_all(fd, data):  # (the stdio driver's frames: both sides use these)
@@ -67,28 +66,6 @@ def recv(fd):
     if n > MAX_FRAME:
         raise ValueError("frame too large")
     return _read_exact(fd, n)
-
-
-def dumps(x):
-    """JSON of the driver's own small records (None, bool, int, float, str, list, dict with str keys)."""
-    if x is None:
-        return "null"
-    if x is True:
-        return "true"
-    if x is False:
-        return "false"
-    t = type(x)
-    if t is int:
-        return int.__repr__(x)
-    if t is float:
-        return float.__repr__(x) if x == x and x not in (float("inf"), float("-inf")) else "null"
-    if t is str:
-        return _json.encode_basestring_ascii(x)
-    if t is list or t is tuple:
-        return "[" + ",".join([dumps(v) for v in x]) + "]"
-    if t is dict:
-        return "{" + ",".join([_json.encode_basestring_ascii(str(k)) + ":" + dumps(v) for k, v in x.items()]) + "}"
-    raise ValueError("cannot write a " + t.__name__)
 
 
 # --- the keeper: one per sandbox, a fresh sample keeper per sample ---
@@ -153,7 +130,7 @@ def _only_sys_admin(libc):
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
-_CLONE = []  # (before, syscall, after in the child, after in the parent): looked up once
+_CLONE: list = []  # (before, syscall, after in the child, after in the parent): looked up once
 
 
 def _fork_into_namespaces(flags):
@@ -202,7 +179,7 @@ def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
     record, the program's output; call mode: `c` + a call's input per call (CallServer). `e` ends the sample."""
     lim = loads(recv(cmd_r).decode("ascii"))
     code = recv(cmd_r)
-    head = {"end": "compile", "err": ""}
+    head: dict = {"end": "compile", "err": ""}
     text, main, ahead = header
     try:
         source = code.decode("utf-8", "surrogatepass")

@@ -83,6 +83,34 @@ def loads(text):
     return value
 
 
+def dumps(x):
+    """JSON text of None, bool, int, float (finite), str, list, and dict with str keys: what encode() gives, and
+    every record the drivers write; anything else is a ValueError."""
+    if x is None:
+        return "null"
+    if x is True:
+        return "true"
+    if x is False:
+        return "false"
+    t = type(x)
+    if t is int:
+        return int.__repr__(x)
+    if t is float:
+        if x != x or x in (_INF, -_INF):
+            raise ValueError("non-finite float")
+        return float.__repr__(x)
+    if t is str:
+        return _json.encode_basestring_ascii(x)
+    if t is list:
+        return "[" + ",".join([dumps(v) for v in x]) + "]"
+    if t is dict:
+        return "{" + ",".join([_json.encode_basestring_ascii(k) + ":" + dumps(v) for k, v in x.items()]) + "}"
+    raise ValueError("cannot write a " + t.__name__)
+
+
+_INF = float("inf")
+
+
 def _read_part(in_fd):
     """The candidate's part of the input: a 12-digit ASCII length, then that many bytes of JSON (the trusted part
     after it is read only once the candidate's process is forked)."""

@@ -28,7 +28,7 @@ import os
 import sys
 
 # <keeper>: in the sandbox this import block is keeper.py's text (without its own prelude import block)
-from reasoneval.scoring.programs.sandbox.keeper import dumps, keeper_side, recv, send
+from reasoneval.scoring.programs.sandbox.keeper import keeper_side, recv, send
 
 # </keeper>
 # <prelude>: in the sandbox this import block is prelude.py's own text (a driver runs as the text of `python -I -c`,
@@ -39,6 +39,7 @@ from reasoneval.scoring.programs.sandbox.prelude import (
     _drop_capabilities,
     _ignore_signals,
     _read_part,
+    dumps,
     loads,
 )
 
