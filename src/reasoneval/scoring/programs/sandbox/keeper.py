@@ -1,27 +1,29 @@
-"""The candidate's side of the contest driver (stdio_driver.py is the trusted side): the **keeper**, which makes a
-fresh set of namespaces for every test, the **test's init**, PID 1 of them, which runs one program on one test's
-input, measures the CPU of every process of the test and ends them all, and the program's own process. Run inside
-the sandbox as part of the stdio driver's text (sandbox/texts.py); standard library only. The framing both sides
-use (`send`, `recv`) is here too.
+"""The candidate's side of the contest driver (stdio_driver.py is the trusted side): the **keeper**, one per sandbox,
+which forks a **sample keeper** per sample, which forks the sample's program straight into fresh namespaces for
+every test, watches it from outside them, and ends it with everything it started. Run inside the sandbox as part of
+the stdio driver's text (sandbox/texts.py); standard library only. The framing both sides use (`send`, `recv`) is
+here too.
 
-Per test (docs/sandbox.md, "Contest programs"):
+docs/sandbox.md, "Contest programs":
 
 1. The keeper (forked by the driver before the driver read any program, input or expected output, so its memory
    never holds one; in the driver's PID namespace, non-dumpable, out of every program's reach) keeps
-   CAP_SYS_ADMIN of the sandbox's user namespace (and no other capability) for one thing: it forks each test's
-   init straight into new namespaces (`clone(CLONE_NEWPID | CLONE_NEWIPC)`). So every test starts in a PID
-   namespace (its program is PID 2, whatever ran before) and an IPC namespace (no System V object or POSIX queue
-   of an earlier test) of its own, in the keeper's network namespace (no loopback up: no socket state).
-2. The test's init drops every capability, reads the test's settings, program and input from the driver (the
-   keeper never reads them), compiles the program and forks it with its limits. Every tick it adds up the CPU of
-   every process of its namespace (each PID's own CPU clock, the most seen of each, and what it has reaped:
-   `RUSAGE_CHILDREN`), kills them all (`kill(-1)`: PID 1 of its own namespace) past the CPU limit or the wall
-   guard, or when the program's process ends, reaps every one, and reports the exact total (every process of
-   the namespace is reaped by its parent or by this init, so `RUSAGE_CHILDREN` holds the CPU of all; the seccomp
-   filter refuses the `SIGCHLD` dispositions that would let a child go unreaped). Its exit ends the namespaces.
-3. The keeper reaps it and empties the private scratch directories without recursion and whatever the modes
-   (every directory is made 0700 and its entries moved to the top before removal: no depth, mode or name can
-   stop it), then says `clean`.
+   CAP_SYS_ADMIN of the sandbox's user namespace (and no other capability) to make each test's namespaces, imports
+   the preload list and runs the programs' import header (ours) into a `__main__` module, once per sandbox.
+2. Per sample it forks the sample keeper, the only process that ever holds that sample's program: it reads the
+   program from the driver and compiles it once.
+3. Per test the sample keeper forks the program straight into new PID and IPC namespaces
+   (`clone(CLONE_NEWPID | CLONE_NEWIPC)`): the program is PID 1 of its own namespace, finds no System V object or
+   POSIX queue of an earlier test, and is in the keeper's network namespace (no loopback up: no socket state).
+   Every tick the sample keeper reads the CPU clock of every process of the test (PIDs of the sandbox's namespace,
+   given out in order: the ones seen and the next PROBE), and kills the program past the CPU limit or the wall
+   guard: the kernel then kills every process of its namespace, which the program (their PID 1) reaps. Reaping the
+   program (`wait4`) gives the exact CPU of all of them (every process of the namespace was reaped by its parent or
+   by PID 1; the seccomp filter refuses the `SIGCHLD` dispositions that would let a child go unreaped). The program
+   ending ends the namespace the same way: no process of a test outlives it.
+4. After each test the sample keeper empties the private scratch directories without recursion and whatever the
+   modes (every directory is made 0700 and its entries moved to the top before removal: no depth, mode or name can
+   stop it); after the sample the keeper reaps it, does the same and says `clean`.
 """
 import os
 import select
@@ -48,6 +50,7 @@ CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
 WALL = 0x40000000  # __WALL: wait for every child, whatever signal it was cloned to send at its exit
 PROBE = 256  # PIDs above the highest seen looked at every tick (a namespace numbers its new processes upwards)
 SHORT_PROBE = 16  # the same at a call's start and end (call mode: a few syscalls per call)
+RESERVED_PIDS = 300  # where the kernel gives out PIDs again past pid_max (kernel/pid.c)
 PIPE_AHEAD = 1 << 15  # input bytes written before the program starts (a pipe holds 64 KiB)
 
 
@@ -233,6 +236,16 @@ def _names(code):
     return names
 
 
+def pids_after(pid, n, top):
+    """The `n` PIDs a PID namespace gives out after `pid`: upwards, and from RESERVED_PIDS again at `top`
+    (pid_max)."""
+    out = []
+    for _ in range(n):
+        pid = pid + 1 if pid + 1 < top else RESERVED_PIDS
+        out.append(pid)
+    return out
+
+
 def _cpu_of(pid):
     """A process's own CPU time so far (all its threads, not its children), from its CPU-time clock; None once it
     is gone."""
@@ -286,17 +299,18 @@ class Test:
         self.server_fds: tuple = ()  # call mode: the server's request and reply ends
 
     def probe(self, window):
-        """Look at the processes of the test: each one seen, and `window` PIDs above the highest."""
-        for pid in list(self.seen) + list(range(self.high + 1, self.high + 1 + window)):
+        """Look at the processes of the test: each one seen, and the `window` PIDs the namespace gives out after the
+        last one seen (upwards, and from RESERVED_PIDS again past pid_max: a session's sandbox goes round)."""
+        for pid in list(self.seen) + pids_after(self.high, window, self.lim.get("pid_max") or 1 << 22):
             if pid in self.own:
                 continue
             c = _cpu_of(pid)
             if c is None:
                 continue
+            if pid not in self.seen:
+                self.high = pid  # (the window is looked at in the order PIDs are given out)
             if c > self.seen.get(pid, -1.0):
                 self.seen[pid] = c
-            if pid > self.high:
-                self.high = pid
 
     def _spawn(self, fds, close):
         """The program's process, PID 1 of fresh PID and IPC namespaces: stdin, stdout and stderr from `fds`, every

@@ -1,6 +1,6 @@
-"""The program's own process in a contest test (forked by the test's init, keeper.py): a stdin program as a real
-script, a LeetCode-style program as one call, with its limits. Part of the stdio driver's text in the sandbox
-(sandbox/texts.py); standard library only."""
+"""The program's own process in a contest test (forked by the sample's keeper into fresh namespaces, keeper.py): a
+stdin program as a real script, a LeetCode-style program as a server of the sample's calls, with its limits. Part of
+the stdio driver's text in the sandbox (sandbox/texts.py); standard library only."""
 import os
 import sys
 

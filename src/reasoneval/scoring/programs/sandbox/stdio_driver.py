@@ -1,25 +1,25 @@
 """The trusted driver of contest programs (stdin/stdout scripts and LeetCode-style calls), run inside the sandbox
 as `python -I -c <this file's text> IN OUT`; never imported by the harness. Standard library only. Its text is
-prelude.py's, then keeper.py's (the candidate's side: the keeper, each test's init, the program's process), then
+prelude.py's, then keeper.py's (the candidate's side: the keeper, each sample's keeper, the program's process), then
 this file's (sandbox/texts.py).
 
-Same isolation as driver.py (docs/sandbox.md): IN (a host file) holds a 12-digit ASCII length, that many bytes of
-JSON with the candidate's part ({"codes", "mode": "stdin"|"call", "func_name", "preload", "scratch"}), then, up to
-EOF, JSON with the trusted part ({"tests": [{"input", "output"}], "programs", "compare", "cpu_s", "wall_s",
-"memory_mb", "all_tests", "max_output"}). OUT is the verdict channel, one JSON line.
+Same isolation as driver.py (docs/sandbox.md). IN (a pipe from the harness: sandbox/session.py) holds batch after
+batch, each two parts, a 12-digit ASCII length then that many bytes of JSON: the candidate's part ({"codes",
+"mode": "stdin"|"call", "func_name", "preload", "header", "ahead", "scratch"}; the keeper's settings are the first
+batch's) and the trusted part ({"tests": [{"input", "output"}], "programs", "compare", "cpu_s", "wall_s",
+"memory_mb", "all_tests", "max_output", "pid_max"}). OUT is the verdict channel, one JSON line per batch.
 
 1. The driver ignores every signal it can, makes itself non-dumpable and forks the **keeper** before it reads
    anything of IN: the keeper's memory never holds a program, an input or an expected output. The keeper keeps
    CAP_SYS_ADMIN of the sandbox's user namespace (for the namespaces of each test); the driver drops every
    capability, then reads IN.
-2. For each program (sample) and each test, the driver asks the keeper for a test: the keeper forks a helper
-   that makes fresh PID, IPC and network namespaces and forks the test's init in them (keeper.py). The driver
-   sends that init, and no other process, the test's settings, this one program and the test's *input* (never
-   its output); the init runs the program (stdin mode: a real script, `__main__`, the input on a real stdin
-   pipe; call mode: the module as `__solution__`, one call `Solution().<func_name>(*args)` or a top-level
-   function, the result as JSON), counts the CPU of every process of the test, ends them all and reports. The
-   keeper then empties the private scratch directories and says `clean`. No process of a test outlives it, and
-   no process of one sample ever holds another sample's program.
+2. For each program (sample) the driver asks the keeper for a sample keeper and sends it, and no other process,
+   the settings and this one program; then, per test, the test's *input* (never its output). The sample keeper
+   runs the program in fresh PID and IPC namespaces for each test (stdin mode: a real script, `__main__`, the
+   input on a real stdin pipe; call mode: the module as `__solution__` in one server per sample, one call
+   `Solution().<func_name>(*args)` or a top-level function per test, the result as JSON), counts the CPU of every
+   process of the test, ends them all, empties the scratch directories and reports (keeper.py). No process of a
+   test outlives it, and no process of one sample ever holds another sample's program.
 3. The driver (trusted) compares each output with the expected one, in its own interpreter, and stops at the
    first failing test unless `all_tests`. The verdict line: {"verdicts": [{"verdict", "passed", "ran", "total",
    "first", "cpu", "detail"}, ...]}; a failure of one program's judging is that program's "error" alone.
@@ -288,7 +288,7 @@ def judge_batch(in_fd, ctl_w, cmd_w, res_r, started):
             raise ValueError("another number of programs than the candidate's part holds")
         lim = {"cpu_s": float(part["cpu_s"]), "wall_s": float(part["wall_s"]), "memory_mb": part.get("memory_mb"),
                "max_output": int(part.get("max_output", 1 << 26)), "mode": cand.get("mode", "stdin"),
-               "func_name": cand.get("func_name") or ""}
+               "func_name": cand.get("func_name") or "", "pid_max": int(part.get("pid_max") or 0)}
         for code in codes:
             verdicts.append(judge_program(code, tests, part, lim, ctl_w, cmd_w, res_r))
     except EOFError:
