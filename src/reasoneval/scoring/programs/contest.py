@@ -150,9 +150,9 @@ class ContestProgram:
 
 @dataclass(frozen=True)
 class Batch:
-    """Programs of one problem (samples) run in one sandbox, one after the other, each test in a fresh process and
-    with every process and scratch file of the test before gone (sandbox/stdio_driver.py): a sandbox's start and
-    the keeper's imports paid once for several samples."""
+    """Programs of one problem (samples) judged together, one after the other, each test in a fresh process in fresh
+    namespaces and with every process and scratch file of the test before gone (sandbox/keeper.py), by the worker's
+    sandbox session (sandbox/session.py: a sandbox's start and the keeper's imports paid once per worker)."""
 
     programs: tuple[ContestProgram, ...]
 
