@@ -579,18 +579,21 @@ class SandboxPool:
         self.sandbox = get_sandbox(mode, python)
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sandbox")
         self._slots = list(range(self.workers))
-        self._slots_lock = threading.Lock()
+        self._slots_free = threading.Condition()
 
     @contextmanager
     def slot(self) -> Iterator[int]:
-        """A free sandbox slot (its uid as root, its cgroup), held for the block."""
-        with self._slots_lock:
+        """A free sandbox slot (its uid as root, its cgroup), held for the block (waiting for one: the code scorer's
+        runs and the contest scorer's sessions share the slots)."""
+        with self._slots_free:
+            self._slots_free.wait_for(lambda: bool(self._slots))
             slot = self._slots.pop()
         try:
             yield slot
         finally:
-            with self._slots_lock:
+            with self._slots_free:
                 self._slots.append(slot)
+                self._slots_free.notify()
 
     def _run_one(self, source: str, limits: Limits | None, stdin: bytes | None = None) -> ProgramResult:
         with self.slot() as slot:

@@ -194,6 +194,9 @@ class SessionSlots:
                     session = DriverSession(self.pool.sandbox, source, limits, slot)
                 except OSError as e:
                     return ProgramResult("error", None, "", f"sandbox could not start: {e}", 0.0)
+            sandbox = self.pool.sandbox
+            if sandbox.use_cgroup:  # the slot's memory bound is this batch's (a code run may have used the slot)
+                sandbox.cgroups.slot(slot, limits.memory_mb << 20)
             r = session.run(request, limits.timeout_s)
             if session.alive:
                 with self._lock:
