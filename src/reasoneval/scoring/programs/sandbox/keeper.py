@@ -32,7 +32,14 @@ import time
 
 # <prelude>: in the sandbox this import block is dropped (the driver's text already holds prelude.py's text, and
 # this file's text follows it: sandbox/texts.py); the harness and the tests import the names from there.
-from reasoneval.scoring.programs.sandbox.prelude import _drop_capabilities, _no_capabilities, _read_exact, dumps, loads
+from reasoneval.scoring.programs.sandbox.prelude import (
+    _drop_capabilities,
+    _no_capabilities,
+    _read_exact,
+    _restore_signals,
+    dumps,
+    loads,
+)
 
 # </prelude>
 # <program>: in the sandbox this import block is program.py's text (without its own prelude import block)
@@ -202,7 +209,10 @@ def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
             except BaseException:
                 pass
     del code
-    runner = (CallServer if lim.get("mode") == "call" else Test)(compiled, lim, saved, libc, (cmd_r, res_w), scratch)
+    # The handlers Python started with, here once for every test's process (no process but the driver's and the
+    # keeper's can reach this one to signal it: the programs are each in a PID namespace of their own).
+    _restore_signals(saved)
+    runner = (CallServer if lim.get("mode") == "call" else Test)(compiled, lim, {}, libc, (cmd_r, res_w), scratch)
     while True:
         try:
             frame = recv(cmd_r)
