@@ -245,7 +245,7 @@ def test_a_directory_tree_no_cleanup_can_be_stopped_by() -> None:
 
 @pytest.mark.usefixtures("mode")
 def test_no_test_sees_the_pid_or_process_of_an_earlier_one() -> None:
-    """Every test's program is PID 2 of a namespace of its own, with no /proc to see the sandbox's numbering."""
-    probe = "import os\na, b = map(int, input().split())\nprint(a + b + (os.getpid() != 2) + os.path.exists('/proc/1'))\n"
+    """Every test's program is PID 1 of a namespace of its own, with no /proc to see the sandbox's numbering."""
+    probe = "import os\na, b = map(int, input().split())\nprint(a + b + (os.getpid() != 1) + os.path.exists('/proc/1'))\n"
     got = verdicts(score(problem(SUM_TESTS), [probe + f"# {i}\n" for i in range(3)]))
     assert got == ["passed"] * 3

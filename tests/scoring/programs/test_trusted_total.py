@@ -24,6 +24,7 @@ from reasoneval.scoring.programs.sandbox.keeper import recv
 from reasoneval.scoring.programs.sandbox.prelude import loads
 from reasoneval.scoring.programs.sandbox.processes import _child_pid
 from reasoneval.scoring.programs.sandbox.scratch import _remove
+from reasoneval.scoring.programs.sandbox.session import SessionSlots
 from reasoneval.scoring.programs.sandbox.stdio_driver import (
     RUNTIME,
     WRONG,
@@ -196,18 +197,18 @@ WRITE_FRAME = ("import os, stat, fcntl, struct, time\nclass Solution:\n    def t
 
 
 def _score_batch(p: Problem, codes: Sequence[str]) -> tuple[list[str], int]:
-    """Verdicts of `codes` scored together (one batch: the samples of one problem) and how many sandboxes ran."""
+    """Verdicts of `codes` scored together (one batch: the samples of one problem) and how many batches ran."""
     runs = [0]
     with ScoringContext(workers=1) as ctx:
         scorer = create_scorer(TaskScoring("contest", {"time_limit_s": 1.0, "calibrate": False}), ctx)
-        pool = sandbox_pool(ctx)
-        real = pool.run_many
+        sessions = ctx.resource("contest_sessions", lambda: SessionSlots(sandbox_pool(ctx)))
+        real = sessions.run
 
-        def counting(sources: Sequence[str], limits: Any = None, stdins: Any = None) -> Any:
-            runs[0] += len(sources)
-            return real(sources, limits, stdins)
+        def counting(source: str, limits: Any, request: bytes) -> Any:
+            runs[0] += 1
+            return real(source, limits, request)
 
-        pool.run_many = counting  # type: ignore[method-assign]
+        sessions.run = counting  # type: ignore[method-assign]
         samples = [SampleRecord(task="t", problem_key=p.key, problem_id=p.id, index=i, seed=0, status="ok",
                                 text=f"```python\n{c}\n```") for i, c in enumerate(codes)]
         return [s.details["verdict"] for s in scorer.score_many([p] * len(codes), samples)], runs[0]

@@ -28,6 +28,7 @@ from reasoneval.scoring.base import Score, ScoringContext
 from reasoneval.scoring.programs.calibrate import machine_calibration
 from reasoneval.scoring.programs.sandbox import SANDBOX_VERSION, Limits, ProgramResult
 from reasoneval.scoring.programs.sandbox.fallback import SHM_BYTES, VAR_TMP_BYTES
+from reasoneval.scoring.programs.sandbox.session import SessionSlots
 from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_SOURCE
 from reasoneval.scoring.programs.scorer import sandbox_pool, strip_reasoning
 from reasoneval.serial import JsonRecord
@@ -49,9 +50,21 @@ LCB_IMPORTS = (
     "import collections\nimport heapq\nimport bisect\nimport copy\nimport math\nimport random\nimport statistics\n"
     "import itertools\nimport functools\nimport operator\nimport io\nimport sys\nimport json\n"
     "sys.setrecursionlimit(50000)\n")
+# The modules the keeper imports before any test (each test's process is a fork of it): the header's, and what a
+# program commonly imports besides. Not `threading`: once imported, every fork runs its after-fork step (~0.5 ms of
+# CPU per test's process, measured); a program that imports it pays that in its own tests only.
 PRELOAD = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
-           "itertools", "functools", "operator", "io", "json", "typing", "resource", "traceback", "threading",
-           "decimal", "fractions")
+           "itertools", "functools", "operator", "io", "json", "typing", "resource", "traceback", "decimal",
+           "fractions")
+# Standard-library modules that do nothing but define names when imported (no output, no process, no file, no
+# network). A sample's keeper imports those a program names before the program's tests start, once per sample: each
+# test's process, a fork, then finds them loaded, as PRELOAD's (importing zlib in a fresh fork costs ~0.45 ms, per
+# test). The program itself still runs every import statement of its own in every test.
+IMPORTS_AHEAD = ("array", "zlib", "hashlib", "binascii", "base64", "struct", "queue", "threading", "cmath", "numbers",
+                 "enum", "dataclasses", "textwrap", "pprint", "calendar", "secrets", "contextlib", "abc", "weakref",
+                 "unicodedata", "difflib", "graphlib", "collections.abc", "fractions", "decimal", "copy", "time",
+                 "gc", "ast", "sched", "shlex", "csv", "string", "numbers", "fnmatch", "glob", "keyword", "bz2",
+                 "lzma", "zoneinfo", "locale", "signal", "errno", "select", "stat", "math", "bisect", "heapq")
 _FENCE_LINE = re.compile(r"```")
 
 
@@ -137,9 +150,9 @@ class ContestProgram:
 
 @dataclass(frozen=True)
 class Batch:
-    """Programs of one problem (samples) run in one sandbox, one after the other, each test in a fresh process and
-    with every process and scratch file of the test before gone (sandbox/stdio_driver.py): a sandbox's start and
-    the keeper's imports paid once for several samples."""
+    """Programs of one problem (samples) judged together, one after the other, each test in a fresh process in fresh
+    namespaces and with every process and scratch file of the test before gone (sandbox/keeper.py), by the worker's
+    sandbox session (sandbox/session.py: a sandbox's start and the keeper's imports paid once per worker)."""
 
     programs: tuple[ContestProgram, ...]
 
@@ -159,13 +172,24 @@ class Batch:
         # the private scratch directories and their sizes (the keeper empties them between tests: stdio_driver.py)
         scratch = [["/tmp", self.limits().tmp_mb << 20], ["/var/tmp", VAR_TMP_BYTES], ["/dev/shm", SHM_BYTES]]
         cand = {"codes": [q.code for q in self.programs], "mode": p.mode, "func_name": p.func_name,
-                "preload": list(PRELOAD), "scratch": scratch}
-        head = json.dumps(cand, ensure_ascii=True).encode("ascii")
+                "preload": list(PRELOAD), "header": LCB_IMPORTS, "ahead": list(IMPORTS_AHEAD), "scratch": scratch}
         trusted = {"tests": [{"input": i, "output": o} for i, o in p.tests], "programs": len(self.programs),
                    "mode": p.mode, "compare": p.compare, "cpu_s": p.cpu_s, "wall_s": p.wall_s,
                    "memory_mb": p.memory_mb, "all_tests": p.all_tests,
-                   "max_output": max(1 << 20, 4 * max((len(o) for _, o in p.tests), default=0))}
-        return b"%012d" % len(head) + head + json.dumps(trusted, ensure_ascii=True).encode("ascii")
+                   "max_output": max(1 << 20, 4 * max((len(o) for _, o in p.tests), default=0)),
+                   "pid_max": pid_max()}
+        # two parts, each a 12-digit length and its JSON (the driver reads batch after batch: sandbox/session.py)
+        parts = [json.dumps(x, ensure_ascii=True).encode("ascii") for x in (cand, trusted)]
+        return b"".join(b"%012d" % len(part) + part for part in parts)
+
+
+def pid_max() -> int:
+    """The kernel's highest PID + 1 (a sandbox's namespace, which has no /proc, gives out its PIDs up to it, then
+    from 300 again: keeper.py looks for a test's processes in that order)."""
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return 1 << 22
 
 
 def problem_tests(problem: Problem) -> list[dict[str, Any]]:
@@ -288,9 +312,11 @@ class ContestScorer:
             with lock:
                 results.update({k: o for (k, _), o in zip(items, outcomes)})
 
+        sessions: SessionSlots = self.context.resource("contest_sessions", lambda: SessionSlots(pool))
+
         def run_batch(items: list[tuple[str, ContestProgram]]) -> list[ContestOutcome]:
             batch = Batch(tuple(p for _, p in items))
-            r = pool.run_many([STDIO_DRIVER_SOURCE], batch.limits(), stdins=[batch.stdin()])[0]
+            r = sessions.run(STDIO_DRIVER_SOURCE, batch.limits(), batch.stdin())
             return judge(r, len(batch.first.tests), len(items))
 
         from concurrent.futures import ThreadPoolExecutor

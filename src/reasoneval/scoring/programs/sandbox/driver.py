@@ -81,12 +81,13 @@ from reasoneval.scoring.programs.sandbox.prelude import (
     _read_exact,
     _read_part,
     _restore_signals,
+    dumps,
     loads,
 )
 
 # </prelude>
 # <values>: in the sandbox this import block is values.py's text
-from reasoneval.scoring.programs.sandbox.values import _OPAQUE, _REFERENCE, MAX_ITEMS, NotPlain, decode, dumps, encode  # noqa: F401 (the hooks this side sets)
+from reasoneval.scoring.programs.sandbox.values import _OPAQUE, _REFERENCE, MAX_ITEMS, NotPlain, decode, encode  # noqa: F401 (the hooks this side sets)
 
 # </values>
 

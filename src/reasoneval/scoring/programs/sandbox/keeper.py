@@ -1,29 +1,30 @@
-"""The candidate's side of the contest driver (stdio_driver.py is the trusted side): the **keeper**, which makes a
-fresh set of namespaces for every test, the **test's init**, PID 1 of them, which runs one program on one test's
-input, measures the CPU of every process of the test and ends them all, and the program's own process. Run inside
-the sandbox as part of the stdio driver's text (sandbox/texts.py); standard library only. The framing both sides
-use (`send`, `recv`, `dumps`) is here too.
+"""The candidate's side of the contest driver (stdio_driver.py is the trusted side): the **keeper**, one per sandbox,
+which forks a **sample keeper** per sample, which forks the sample's program straight into fresh namespaces for
+every test, watches it from outside them, and ends it with everything it started. Run inside the sandbox as part of
+the stdio driver's text (sandbox/texts.py); standard library only. The framing both sides use (`send`, `recv`) is
+here too.
 
-Per test (docs/sandbox.md, "Contest programs"):
+docs/sandbox.md, "Contest programs":
 
 1. The keeper (forked by the driver before the driver read any program, input or expected output, so its memory
    never holds one; in the driver's PID namespace, non-dumpable, out of every program's reach) keeps
-   CAP_SYS_ADMIN of the sandbox's user namespace (and no other capability) for one thing: it forks each test's
-   init straight into new namespaces (`clone(CLONE_NEWPID | CLONE_NEWIPC)`). So every test starts in a PID
-   namespace (its program is PID 2, whatever ran before) and an IPC namespace (no System V object or POSIX queue
-   of an earlier test) of its own, in the keeper's network namespace (no loopback up: no socket state).
-2. The test's init drops every capability, reads the test's settings, program and input from the driver (the
-   keeper never reads them), compiles the program and forks it with its limits. Every tick it adds up the CPU of
-   every process of its namespace (each PID's own CPU clock, the most seen of each, and what it has reaped:
-   `RUSAGE_CHILDREN`), kills them all (`kill(-1)`: PID 1 of its own namespace) past the CPU limit or the wall
-   guard, or when the program's process ends, reaps every one, and reports the exact total (every process of
-   the namespace is reaped by its parent or by this init, so `RUSAGE_CHILDREN` holds the CPU of all; the seccomp
-   filter refuses the `SIGCHLD` dispositions that would let a child go unreaped). Its exit ends the namespaces.
-3. The keeper reaps it and empties the private scratch directories without recursion and whatever the modes
-   (every directory is made 0700 and its entries moved to the top before removal: no depth, mode or name can
-   stop it), then says `clean`.
+   CAP_SYS_ADMIN of the sandbox's user namespace (and no other capability) to make each test's namespaces, imports
+   the preload list and runs the programs' import header (ours) into a `__main__` module, once per sandbox.
+2. Per sample it forks the sample keeper, the only process that ever holds that sample's program: it reads the
+   program from the driver and compiles it once.
+3. Per test the sample keeper forks the program straight into new PID and IPC namespaces
+   (`clone(CLONE_NEWPID | CLONE_NEWIPC)`): the program is PID 1 of its own namespace, finds no System V object or
+   POSIX queue of an earlier test, and is in the keeper's network namespace (no loopback up: no socket state).
+   Every tick the sample keeper reads the CPU clock of every process of the test (PIDs of the sandbox's namespace,
+   given out in order: the ones seen and the next PROBE), and kills the program past the CPU limit or the wall
+   guard: the kernel then kills every process of its namespace, which the program (their PID 1) reaps. Reaping the
+   program (`wait4`) gives the exact CPU of all of them (every process of the namespace was reaped by its parent or
+   by PID 1; the seccomp filter refuses the `SIGCHLD` dispositions that would let a child go unreaped). The program
+   ending ends the namespace the same way: no process of a test outlives it.
+4. After each test the sample keeper empties the private scratch directories without recursion and whatever the
+   modes (every directory is made 0700 and its entries moved to the top before removal: no depth, mode or name can
+   stop it); after the sample the keeper reaps it, does the same and says `clean`.
 """
-import _json
 import os
 import select
 import struct
@@ -31,7 +32,14 @@ import time
 
 # <prelude>: in the sandbox this import block is dropped (the driver's text already holds prelude.py's text, and
 # this file's text follows it: sandbox/texts.py); the harness and the tests import the names from there.
-from reasoneval.scoring.programs.sandbox.prelude import _drop_capabilities, _read_exact, loads
+from reasoneval.scoring.programs.sandbox.prelude import (
+    _drop_capabilities,
+    _no_capabilities,
+    _read_exact,
+    _restore_signals,
+    dumps,
+    loads,
+)
 
 # </prelude>
 # <program>: in the sandbox this import block is program.py's text (without its own prelude import block)
@@ -39,7 +47,7 @@ from reasoneval.scoring.programs.sandbox.program import _limits_in_child, run_sc
 
 # </program>
 # <scratch>: in the sandbox this import block is scratch.py's text
-from reasoneval.scoring.programs.sandbox.scratch import PRIVATE_DIRS, empty_private_dirs
+from reasoneval.scoring.programs.sandbox.scratch import PRIVATE_DIRS, empty_private_dirs, left_in
 
 # </scratch>
 
@@ -47,7 +55,10 @@ MAX_FRAME = 1 << 30
 TICK = 0.01
 CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
 WALL = 0x40000000  # __WALL: wait for every child, whatever signal it was cloned to send at its exit
-PROBE = 256  # PIDs above the highest seen that the test's init looks at every tick (new ones are numbered upwards)
+PROBE = 256  # PIDs above the highest seen looked at every tick (a namespace numbers its new processes upwards)
+SHORT_PROBE = 16  # the same at a call's start and end (call mode: a few syscalls per call)
+RESERVED_PIDS = 300  # where the kernel gives out PIDs again past pid_max (kernel/pid.c)
+PIPE_AHEAD = 1 << 15  # input bytes written before the program starts (a pipe holds 64 KiB)
 
 
 def _write_all(fd, data):  # (the stdio driver's frames: both sides use these)
@@ -67,32 +78,11 @@ def recv(fd):
     return _read_exact(fd, n)
 
 
-def dumps(x):
-    """JSON of the driver's own small records (None, bool, int, float, str, list, dict with str keys)."""
-    if x is None:
-        return "null"
-    if x is True:
-        return "true"
-    if x is False:
-        return "false"
-    t = type(x)
-    if t is int:
-        return int.__repr__(x)
-    if t is float:
-        return float.__repr__(x) if x == x and x not in (float("inf"), float("-inf")) else "null"
-    if t is str:
-        return _json.encode_basestring_ascii(x)
-    if t is list or t is tuple:
-        return "[" + ",".join([dumps(v) for v in x]) + "]"
-    if t is dict:
-        return "{" + ",".join([_json.encode_basestring_ascii(str(k)) + ":" + dumps(v) for k, v in x.items()]) + "}"
-    raise ValueError("cannot write a " + t.__name__)
-
-
-# --- the keeper: one per sandbox, a fresh test's init per test ---
+# --- the keeper: one per sandbox, a fresh sample keeper per sample ---
 
 def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
-    """The keeper's loop: a setup frame ({"preload", "scratch"}), then a frame per test."""
+    """The keeper's loop: a setup frame ({"preload", "scratch"}), then a frame per sample (`s`): it forks the
+    sample's keeper, which serves that sample's tests, reaps it, empties the scratch directories and says `clean`."""
     try:
         _only_sys_admin(libc)
         os.setsid()
@@ -109,6 +99,15 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
         # lcb_runner's reliability guard sets builtins.quit to None: calling quit() is a runtime error there, and
         # here (every test's processes are forks of this one; exit() and sys.exit() stay: docs/contests.md)
         __import__("builtins").quit = None  # type: ignore[attr-defined]
+        # The programs' import header (ours, trusted: every program starts with it), run once here into the module
+        # every stdin test's program runs in: a test's process runs only what follows it (a fresh process per test
+        # still; its module a copy, as every page of a fork is).
+        header = setup.get("header") or ""
+        main = None
+        if header:
+            main = type(os)("__main__")
+            main.__dict__["__builtins__"] = __builtins__
+            exec(compile(header, "<solution>", "exec"), main.__dict__)
         try:
             import gc
             gc.freeze()  # the keeper's objects are never collected in a test's processes: fewer pages copied
@@ -119,7 +118,8 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
                 recv(ctl_r)
             except BaseException:
                 break
-            status = _one_test(saved, libc, ctl_r, cmd_r, res_w)
+            status = _one_sample(saved, libc, ctl_r, cmd_r, res_w, scratch,
+                                 (header, main, frozenset(str(n) for n in setup.get("ahead", ()))))
             cleaned = empty_private_dirs(scratch)
             send(res_w, dumps({"clean": cleaned, "status": status}).encode("ascii"))
     except BaseException:
@@ -140,37 +140,40 @@ def _only_sys_admin(libc):
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
+_CLONE: list = []  # (before, syscall, after in the child, after in the parent): looked up once
+
+
 def _fork_into_namespaces(flags):
     """fork(), the child in new namespaces (`flags`): clone(2) with them, wrapped as os.fork wraps its fork (the
     interpreter's before- and after-fork steps), with the GIL held throughout. -1 where the kernel refuses."""
-    import ctypes
-    api = ctypes.pythonapi
-    api.PyOS_BeforeFork()
-    pid = ctypes.PyDLL(None).syscall(56, flags | 17, None, None, None, None)  # clone(flags | SIGCHLD), as fork
+    if not _CLONE:
+        import ctypes
+        api = ctypes.pythonapi
+        _CLONE.extend((api.PyOS_BeforeFork, ctypes.PyDLL(None).syscall, api.PyOS_AfterFork_Child,
+                       api.PyOS_AfterFork_Parent))
+    before, syscall, child, parent = _CLONE
+    before()
+    pid = syscall(56, flags | 17, None, None, None, None)  # clone(flags | SIGCHLD), as fork
     if pid == 0:
-        api.PyOS_AfterFork_Child()
+        child()
     else:
-        api.PyOS_AfterFork_Parent()
+        parent()
     return pid
 
 
-def _one_test(saved, libc, ctl_r, cmd_r, res_w):
-    """Fork the test's init into fresh PID and IPC namespaces; wait until it is gone (with it every process of
-    the test)."""
-    init = _fork_into_namespaces(CLONE_NEWPID | CLONE_NEWIPC)
-    isolated = init != -1
-    if init == -1:
-        init = os.fork()  # refused (no capability): the init says it has no namespaces, and the test is an error
-    if init == 0:
+def _one_sample(saved, libc, ctl_r, cmd_r, res_w, scratch, header):
+    """Fork the sample's keeper (it alone ever holds the sample's program) and wait until it is gone."""
+    pid = os.fork()
+    if pid == 0:
         try:
             os.close(ctl_r)
-            test_init(saved, libc, isolated, cmd_r, res_w)
+            sample_keeper(saved, libc, cmd_r, res_w, scratch, header)
         except BaseException:
             pass
         os._exit(1)
     while True:
         try:
-            pid, st = os.waitpid(init, WALL)
+            _pid, st = os.waitpid(pid, WALL)
         except ChildProcessError:
             return 0
         except InterruptedError:
@@ -178,52 +181,79 @@ def _one_test(saved, libc, ctl_r, cmd_r, res_w):
         return st
 
 
-# --- the test's init: PID 1 of the test's namespaces ---
+# --- the sample's keeper: one per sample, its program's process per test ---
 
-def test_init(saved, libc, isolated, cmd_r, res_w):
-    """stdin mode: run one program on one test's input and report {"end", "cpu", "wall", "rss_kb", "err", ...},
-    what it wrote on stdout and, when it compiled the program's source, the compiled code (marshal: the driver
-    sends that for the sample's next tests, never to another sample's; this init's own code made it before any of
-    the program's ran). Call mode: serve the sample's calls (CallServer)."""
+def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
+    """One sample: its settings and program, compiled once, then per test (`t` + the input) the program forked
+    straight into fresh PID and IPC namespaces, where it is PID 1 (its end ends every process of the test), and a
+    record, the program's output; call mode: `c` + a call's input per call (CallServer). `e` ends the sample."""
+    lim = loads(recv(cmd_r).decode("ascii"))
+    code = recv(cmd_r)
+    head: dict = {"end": "compile", "err": ""}
+    text, main, ahead = header
     try:
-        first = recv(cmd_r)
-        while first[:1] in (b"c", b"e"):  # a call mode sample's frames its init did not live to read
-            first = recv(cmd_r)
-        lim = loads(first.decode("ascii"))
-        code = recv(cmd_r)
-        data = b"" if lim.get("mode") == "call" else recv(cmd_r)
-        _drop_capabilities(libc)
-        os.setsid()
-    except BaseException:
-        os._exit(1)
-    blob, head, out = b"", None, b""
-    try:
-        if not isolated or os.getpid() != 1:
-            raise OSError("no namespaces of its own for the test")
-        import marshal
-        try:
-            if lim.get("marshal"):
-                compiled = marshal.loads(code)
-            else:
-                compiled = compile(code.decode("utf-8", "surrogatepass"), "<solution>", "exec")
-                blob = marshal.dumps(compiled)
-        except BaseException as e:
-            compiled, head, out = None, {"end": "compile", "err": type(e).__name__ + ": " + str(e)[:200]}, b""
-        if lim.get("mode") == "call":
-            CallServer(compiled, lim, saved, (cmd_r, res_w)).serve(cmd_r, res_w, head)
-            os._exit(0)
-        if compiled is not None:
-            del code
-            head, out = Test(compiled, lim, saved, (cmd_r, res_w)).run(data)
+        source = code.decode("utf-8", "surrogatepass")
+        compiled = compile(source, "<solution>", "exec")  # the whole program: its syntax errors, as lcb_runner's
+        if main is not None and lim.get("mode") != "call" and source.startswith(text + "\n"):
+            # what follows the header, on the same lines as in the whole program (tracebacks read the same), run
+            # in the module the header already ran in
+            compiled = compile("\n" * (text.count("\n") + 1) + source[len(text) + 1:], "<solution>", "exec")
+            lim["main"] = main
     except BaseException as e:
-        head, out = {"end": "error", "err": "test init: " + type(e).__name__ + ": " + str(e)[:200]}, b""
-    try:
-        send(res_w, dumps(head).encode("ascii"))
+        compiled, head = None, {"end": "compile", "err": type(e).__name__ + ": " + str(e)[:200]}
+    if compiled is not None and ahead:
+        # the harmless standard-library modules (the harness's list) that the program names, imported once here
+        for name in _names(compiled) & ahead:
+            try:
+                __import__(name)
+            except BaseException:
+                pass
+    del code
+    # The handlers Python started with, here once for every test's process (no process but the driver's and the
+    # keeper's can reach this one to signal it: the programs are each in a PID namespace of their own).
+    _restore_signals(saved)
+    runner = (CallServer if lim.get("mode") == "call" else Test)(compiled, lim, {}, libc, (cmd_r, res_w), scratch)
+    while True:
+        try:
+            frame = recv(cmd_r)
+        except BaseException:
+            break
+        kind = frame[:1]
+        if kind not in (b"t", b"c"):
+            break
+        if compiled is None:
+            record, out = dict(head), b""
+        else:
+            try:
+                record, out = runner.call(frame[1:]) if kind == b"c" else runner.run(frame[1:])
+            except BaseException as e:
+                record, out = {"end": "error", "err": "sample keeper: " + type(e).__name__ + ": " + str(e)[:200]}, b""
+            if kind == b"t":
+                record["clean"] = empty_private_dirs(scratch) if left_in(scratch) else 0
+        send(res_w, dumps(record).encode("ascii"))
         send(res_w, out)
-        send(res_w, blob)
-    except BaseException:
-        pass
+    runner.close()
     os._exit(0)
+
+
+def _names(code):
+    """Every name the code and the code nested in it use (a module it imports among them)."""
+    names, todo = set(), [code]
+    while todo:
+        c = todo.pop()
+        names.update(c.co_names)
+        todo.extend(k for k in c.co_consts if type(k) is type(code))
+    return names
+
+
+def pids_after(pid, n, top):
+    """The `n` PIDs a PID namespace gives out after `pid`: upwards, and from RESERVED_PIDS again at `top`
+    (pid_max)."""
+    out = []
+    for _ in range(n):
+        pid = pid + 1 if pid + 1 < top else RESERVED_PIDS
+        out.append(pid)
+    return out
 
 
 def _cpu_of(pid):
@@ -235,11 +265,6 @@ def _cpu_of(pid):
         return None
 
 
-def _children_cpu():
-    ru = __import__("resource").getrusage(-1)  # RUSAGE_CHILDREN
-    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
-
-
 def _status(head, status):
     if status is not None and os.WIFSIGNALED(status):
         head["sig"] = os.WTERMSIG(status)
@@ -247,75 +272,114 @@ def _status(head, status):
         head["code"] = os.WEXITSTATUS(status)
 
 
-class Test:
-    """One program on one input, in the test's namespaces (this process is their PID 1)."""
+def _end(pid, kill=True):
+    """Kill the test's PID 1 (the kernel then kills every process of its namespace, and PID 1 reaps them: their CPU
+    is in its children's time) and reap it: (status, CPU seconds of every process of the test, max RSS in KiB).
+    `kill` False: it has ended (its exit ended the rest)."""
+    if kill:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    while True:
+        try:
+            _pid, status, ru = os.wait4(pid, WALL)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return None, 0.0, 0
+        return status, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
-    def __init__(self, compiled, lim, saved, private_fds):
-        self.compiled, self.lim, self.saved, self.private_fds = compiled, lim, saved, private_fds
+
+class Test:
+    """stdin mode, in the sample's keeper: per test, the program forked straight into fresh PID and IPC namespaces
+    (it is their PID 1: when it ends, the kernel ends every other process of the test), watched from outside them.
+    Every tick the sample's keeper reads the CPU clock of each process of the test (PIDs of the sandbox's own
+    namespace, numbered upwards: the ones seen and the next PROBE above the highest), and ends the test past the CPU
+    limit or the wall guard; at the end the exact total comes from reaping the program's process (`wait4`: its own
+    CPU and that of every process of its namespace, which it reaped as their PID 1)."""
+
+    def __init__(self, compiled, lim, saved, libc, private_fds, scratch):
+        self.compiled, self.lim, self.saved, self.libc = compiled, lim, saved, libc
+        self.private_fds, self.scratch = private_fds, scratch
+        self.own = (os.getpid(), os.getppid(), 1)
+        self.nothing = _no_capabilities()  # capset's arguments, made once: a test's process only calls it
         self.seen = {}  # pid -> the most CPU seen on its own clock
-        self.high = 1
+        self.high = 0
         self.server_fds: tuple = ()  # call mode: the server's request and reply ends
 
-    def cpu(self):
-        """The CPU of every process of the namespace so far: the most of what its processes' own clocks showed and
-        what this init reaped (a lower bound of the exact total, which the end reports)."""
-        for pid in list(self.seen) + list(range(self.high + 1, self.high + PROBE)):
+    def probe(self, window):
+        """Look at the processes of the test: each one seen, and the `window` PIDs the namespace gives out after the
+        last one seen (upwards, and from RESERVED_PIDS again past pid_max: a session's sandbox goes round)."""
+        for pid in list(self.seen) + pids_after(self.high, window, self.lim.get("pid_max") or 1 << 22):
+            if pid in self.own:
+                continue
             c = _cpu_of(pid)
             if c is None:
                 continue
-            if c > self.seen.get(pid, 0.0):
+            if pid not in self.seen:
+                self.high = pid  # (the window is looked at in the order PIDs are given out)
+            if c > self.seen.get(pid, -1.0):
                 self.seen[pid] = c
-            elif pid not in self.seen:
-                self.seen[pid] = c
-            if pid > self.high:
-                self.high = pid
-        return max(sum(self.seen.values()), _children_cpu()[0])
 
-    def _fork(self, fds):
-        """The program's process: stdin, stdout and stderr from `fds`, every other descriptor of ours closed."""
+    def _spawn(self, fds, close):
+        """The program's process, PID 1 of fresh PID and IPC namespaces: stdin, stdout and stderr from `fds`, every
+        other descriptor of ours closed, no capability, its limits. -1 where the kernel refuses the namespaces."""
         lim = self.lim
-        pid = os.fork()
+        pid = _fork_into_namespaces(CLONE_NEWPID | CLONE_NEWIPC)
         if pid == 0:
             try:
                 for target, fd in enumerate(fds):
                     os.dup2(fd, target)
-                for fd in self.private_fds + tuple(self.to_close):
+                for fd in self.private_fds + tuple(close):
                     os.close(fd)
+                _drop_capabilities(self.libc, self.nothing)
+                os.setsid()
                 _limits_in_child(lim["cpu_s"] * lim.get("cpu_times", 1), lim.get("memory_mb"))
             except BaseException:
                 os._exit(121)
             if lim.get("mode") == "call":
                 serve_calls(self.compiled, lim.get("func_name") or "", self.saved, *self.server_fds)
-            run_script(self.compiled, self.saved)
+            run_script(self.compiled, self.saved, lim.get("main"))
+        if pid > 0:
+            self.seen, self.high = {pid: 0.0}, pid
         return pid
 
     def run(self, data):
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        self.to_close = [in_r, in_w, out_r, out_w, err_r, err_w]
+        if len(data) <= PIPE_AHEAD:  # the whole input fits the pipe: written before the program starts
+            _write_all(in_w, data)
+            os.close(in_w)
+            in_w, data = -1, b""
         start = time.monotonic()
-        pid = self._fork((in_r, out_w, err_w))
+        pid = self._spawn((in_r, out_w, err_w), (in_w, out_r, err_r) if in_w >= 0 else (out_r, err_r))
         for fd in (in_r, out_w, err_w):
             os.close(fd)
+        if pid == -1:
+            for fd in (in_w, out_r, err_r):
+                if fd >= 0:
+                    os.close(fd)
+            return {"end": "error", "err": "no namespaces of its own for the test"}, b""
         return self._watch(pid, start, in_w, data, out_r, err_r)
 
     def _watch(self, pid, start, in_w, data, out_r, err_r):
         lim = self.lim
-        os.set_blocking(in_w, False)
+        if in_w >= 0:
+            os.set_blocking(in_w, False)
         os.set_blocking(out_r, False)
         os.set_blocking(err_r, False)
         view = memoryview(data)
         out, err = [], []
         out_len = 0
         max_output = lim.get("max_output", 1 << 26)
-        end, status = None, None
+        end = None
         open_fds = [out_r, err_r]
         writing = in_w if view else None
-        if writing is None:
+        if writing is None and in_w >= 0:
             os.close(in_w)
-        cpu = 0.0
-        next_look = time.monotonic() + TICK
+        next_look = start + TICK
         limit = lim["cpu_s"]
         try:
             exited = [os.pidfd_open(pid)]
@@ -327,7 +391,6 @@ class Test:
                 r, w, _x = select.select(open_fds + exited, wlist, [], TICK)
             except OSError:
                 r, w = [], []
-            r = [fd for fd in r if fd not in exited]
             if w:
                 try:
                     view = view[os.write(writing, view[:1 << 16]):]  # type: ignore[arg-type]
@@ -339,6 +402,8 @@ class Test:
                     os.close(writing)  # type: ignore[arg-type]
                     writing = None
             for fd in r:
+                if fd in exited:
+                    continue
                 try:
                     b = os.read(fd, 1 << 20)
                 except BlockingIOError:
@@ -354,22 +419,23 @@ class Test:
                     err.append(b)
                     if len(err) > 64:
                         del err[:-8]
-            if end is None:
-                got, st = self._reap_until(pid)
-                if got:
-                    status = st
-                    end = "exit"
-                else:
-                    now = time.monotonic()
-                    if now >= next_look:  # (a look is a few hundred syscalls: once a tick)
-                        next_look = now + TICK
-                        cpu = self.cpu()
-                    if cpu > limit:
-                        end = "cpu"
-                    elif now - start > lim["wall_s"]:
-                        end = "wall"
+            if end is not None:
+                break
+            if (exited and exited[0] in r) or (not exited and os.waitpid(pid, os.WNOHANG | WALL)[0]):
+                end = "exit"
+                break
+            now = time.monotonic()
+            if now >= next_look:  # (a look is a few hundred syscalls: once a tick)
+                next_look = now + TICK
+                self.probe(PROBE)
+                if sum(self.seen.values()) > limit:
+                    end = "cpu"
+            if end is None and now - start > lim["wall_s"]:
+                end = "wall"
         wall = time.monotonic() - start
-        for fd in list(open_fds):  # what is left in the pipes (a child of the program may hold them open)
+        # every process of the test ends with its PID 1, the program's process; reaped, it tells the CPU of all
+        status, total, rss = _end(pid, end != "exit")
+        for fd in list(open_fds):  # what is left in the pipes (every writer is gone now)
             while True:
                 try:
                     b = os.read(fd, 1 << 20)
@@ -385,89 +451,37 @@ class Test:
                         break
                 elif fd == err_r:
                     err.append(b)
-        # every process of the test ends with it: kill(-1) from PID 1 reaches every other process of the namespace
-        st = self._end_all(pid)
-        if status is None:
-            status = st
         for fd in (out_r, err_r) + ((writing,) if writing is not None else ()) + tuple(exited):
             os.close(fd)
-        total, rss = _children_cpu()
         total = max(total, sum(self.seen.values()))
         head = {"end": "cpu" if total > limit else end, "wall": round(wall, 3), "cpu": round(total, 3),
                 "rss_kb": rss, "err": b"".join(err)[-800:].decode("utf-8", "replace")}
-        _status(head, status)
+        if end == "exit":
+            _status(head, status)
         return head, b"".join(out) if end != "output" else b""
 
-    def _reap_until(self, pid):
-        """Reap whatever has ended (orphans are this init's); (True, status) once the program's process has."""
-        while True:
-            try:
-                got, st = os.waitpid(-1, os.WNOHANG | WALL)
-            except ChildProcessError:
-                return True, None
-            if got == 0:
-                return False, None
-            if got == pid:
-                return True, st
+    def call(self, data):  # (call mode's: CallServer)
+        return {"end": "error", "err": "a call frame for a stdin program"}, b""
 
-    def _end_all(self, pid):
-        status = None
-        while True:
-            try:
-                os.kill(-1, 9)
-            except OSError:
-                pass
-            try:
-                got, st = os.waitpid(-1, WALL)
-            except ChildProcessError:
-                return status
-            except InterruptedError:
-                continue
-            if got == pid:
-                status = st
+    def close(self):
+        pass
 
 
 class CallServer(Test):
-    """Call mode: the sample's program loaded once, in a server process of this namespace that makes every call of
-    the sample (its module's state stays from call to call, as under lcb_runner). A call's CPU is what every process
-    of the namespace used during it (their own clocks, and what this init reaped); past a call, every process but
-    the server is killed."""
+    """Call mode: the sample's program loaded once, in a server process (PID 1 of fresh PID and IPC namespaces)
+    that makes every call of the sample (its module's state stays from call to call, as under lcb_runner). A call's
+    CPU is what every process of the namespace used during it (their own clocks: each one seen and a few PIDs above
+    the highest at each call's start and end, the next PROBE every tick); past a call, every process but the server
+    is killed; a server that died or went over a limit is ended with its namespace, and the next call gets a fresh
+    one."""
 
-    def serve(self, cmd_r, res_w, failed):
-        """Frames from the driver: `c` + a call's input, answered by a record and the reply; `e` ends the sample."""
-        self.server, self.gone, self.server_status = None, 0.0, None
-        while True:
-            try:
-                frame = recv(cmd_r)
-            except BaseException:
-                break
-            if frame[:1] != b"c":
-                break
-            if self.compiled is None:
-                head, out = failed, b""
-            else:
-                try:
-                    head, out = self.call(frame[1:])
-                except BaseException as e:
-                    head, out = {"end": "error", "err": "test init: " + type(e).__name__ + ": " + str(e)[:200]}, b""
-            send(res_w, dumps(head).encode("ascii"))
-            send(res_w, out)
-        self._end_all(None)
+    server = None
+    gone = 0.0
 
-    def total(self):
-        """The CPU of the sample's processes so far: each one's own clock, the most seen of each, looked at every
-        tick (a process that lives less than a tick can go unseen: the exact count of stdin mode needs the test's
-        end, which a server outlives)."""
-        self.cpu()
-        while True:  # orphans and the server, reaped
-            try:
-                pid, st = os.waitpid(-1, os.WNOHANG | WALL)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            if self.server is not None and pid == self.server[0]:
-                self.server, self.server_status = None, st
+    def total(self, window):
+        """The CPU of the sample's processes so far (a process that lives less than a tick can go unseen: the exact
+        count of stdin mode needs the test's end, which a server outlives)."""
+        self.probe(window)
         for pid in list(self.seen):  # gone: its CPU stays counted, and it is no longer looked at
             if _cpu_of(pid) is None:
                 self.gone += self.seen.pop(pid)
@@ -476,25 +490,29 @@ class CallServer(Test):
     def call(self, data):
         lim = self.lim
         start = time.monotonic()
-        base = self.total()
         if self.server is None:
             req_r, req_w = os.pipe()
             rep_r, rep_w = os.pipe()
             err_r, err_w = os.pipe()
             self.server_fds = (req_r, rep_w)
-            self.to_close = [req_w, rep_r, err_r, err_w]
             null = os.open("/dev/null", os.O_RDONLY)
-            pid = self._fork((null, err_w, err_w))
+            base = self.gone + sum(self.seen.values())
+            pid = self._spawn((null, err_w, err_w), (req_w, rep_r, err_r))
             for fd in (null, req_r, rep_w, err_w):
                 os.close(fd)
+            if pid == -1:
+                for fd in (req_w, rep_r, err_r):
+                    os.close(fd)
+                return {"end": "error", "err": "no namespaces of its own for the test"}, b""
+            self.seen = {pid: 0.0}
             self.server = (pid, req_w, rep_r, err_r)
-            self.server_io, self.server_status = (req_w, rep_r, err_r), None
             for fd in (rep_r, err_r):
                 os.set_blocking(fd, False)
             head, reply = self._wait(base, 3 * lim["cpu_s"], 3 * lim["wall_s"], start)
             if reply != b"L":
                 return head, reply
-            start, base = time.monotonic(), self.total()
+            start = time.monotonic()
+        base = self.total(SHORT_PROBE)
         try:
             send(self.server[1], data)
         except OSError:
@@ -505,6 +523,7 @@ class CallServer(Test):
         """Until the server's next reply frame, its end, or a limit; then every other process of the call ends."""
         pid, _, rep_r, err_r = self.server  # type: ignore[misc]
         buf, err, end, cpu = b"", [], None, 0.0
+        next_look = start + TICK
         while end is None:
             r, _, _ = select.select([rep_r, err_r], [], [], TICK)
             for fd in r:
@@ -523,20 +542,21 @@ class CallServer(Test):
                         end = "reply"
                     elif len(buf) > self.lim.get("max_output", 1 << 26) + 4:
                         end = "output"
-            cpu = self.total() - base
-            if end is None and self.server is None:
+            now = time.monotonic()
+            look = now >= next_look
+            if look or end is not None:
+                next_look = now + TICK
+                cpu = self.total(PROBE if look else SHORT_PROBE) - base
+            if end is None and os.waitpid(pid, os.WNOHANG | WALL)[0]:
                 end = "gone"
             elif end is None and cpu > cpu_limit:
                 end = "cpu"
-            elif end is None and time.monotonic() - start > wall_limit:
+            elif end is None and now - start > wall_limit:
                 end = "wall"
         head = {"end": end, "cpu": round(max(cpu, 0.0), 3), "wall": round(time.monotonic() - start, 3)}
         if end != "reply":  # the server is gone or over a limit: every process ends, a fresh server next call
-            status = self._end_all(pid)
-            _status(head, status if status is not None else self.server_status)
-            for fd in self.server_io:
-                os.close(fd)
-            self.server, self.seen = None, {}
+            status = self._end_server()
+            _status(head, status)
             head["err"] = b"".join(err)[-800:].decode("utf-8", "replace")
             return head, b""
         for p in list(self.seen):  # every process of the call but the server
@@ -547,3 +567,15 @@ class CallServer(Test):
                     pass
         n = int.from_bytes(buf[:4], "big")
         return head, buf[4:4 + n]
+
+    def _end_server(self):
+        pid = self.server[0]  # type: ignore[index]
+        status, _cpu, _rss = _end(pid)
+        for fd in self.server[1:]:  # type: ignore[index]
+            os.close(fd)
+        self.server = None
+        return status
+
+    def close(self):
+        if self.server is not None:
+            self._end_server()

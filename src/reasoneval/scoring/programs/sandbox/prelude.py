@@ -83,6 +83,34 @@ def loads(text):
     return value
 
 
+def dumps(x):
+    """JSON text of None, bool, int, float (finite), str, list, and dict with str keys: what encode() gives, and
+    every record the drivers write; anything else is a ValueError."""
+    if x is None:
+        return "null"
+    if x is True:
+        return "true"
+    if x is False:
+        return "false"
+    t = type(x)
+    if t is int:
+        return int.__repr__(x)
+    if t is float:
+        if x != x or x in (_INF, -_INF):
+            raise ValueError("non-finite float")
+        return float.__repr__(x)
+    if t is str:
+        return _json.encode_basestring_ascii(x)
+    if t is list:
+        return "[" + ",".join([dumps(v) for v in x]) + "]"
+    if t is dict:
+        return "{" + ",".join([_json.encode_basestring_ascii(k) + ":" + dumps(v) for k, v in x.items()]) + "}"
+    raise ValueError("cannot write a " + t.__name__)
+
+
+_INF = float("inf")
+
+
 def _read_part(in_fd):
     """The candidate's part of the input: a 12-digit ASCII length, then that many bytes of JSON (the trusted part
     after it is read only once the candidate's process is forked)."""
@@ -109,16 +137,22 @@ def _own_pid_namespace_for_children(libc):
     return children is None or (children != "?" and children != link("pid"))
 
 
-def _drop_capabilities(libc):
-    """No capability left in any set (bwrap gives the driver CAP_SYS_ADMIN in the sandbox's user namespace for
-    the unshare above; nothing the candidate runs may have it)."""
+def _no_capabilities():
+    """capset(2)'s arguments for no capability in any set (made ahead: a test's process then only calls it)."""
     import ctypes  # (imported already by _harden)
 
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
-    data = (ctypes.c_uint32 * 6)()
-    if libc.capset(ctypes.byref(Header(CAPABILITY_VERSION_3, 0)), data) != 0:
+    return ctypes.byref(Header(CAPABILITY_VERSION_3, 0)), (ctypes.c_uint32 * 6)()
+
+
+def _drop_capabilities(libc, nothing=None):
+    """No capability left in any set (bwrap gives the driver CAP_SYS_ADMIN in the sandbox's user namespace for
+    the unshare above; nothing the candidate runs may have it). `nothing`: _no_capabilities() made ahead."""
+    header, data = nothing or _no_capabilities()
+    if libc.capset(header, data) != 0:
+        import ctypes
         raise OSError(ctypes.get_errno(), "capset failed")
 
 

@@ -1,6 +1,6 @@
-"""The program's own process in a contest test (forked by the test's init, keeper.py): a stdin program as a real
-script, a LeetCode-style program as one call, with its limits. Part of the stdio driver's text in the sandbox
-(sandbox/texts.py); standard library only."""
+"""The program's own process in a contest test (forked by the sample's keeper into fresh namespaces, keeper.py): a
+stdin program as a real script, a LeetCode-style program as a server of the sample's calls, with its limits. Part of
+the stdio driver's text in the sandbox (sandbox/texts.py); standard library only."""
 import os
 import sys
 
@@ -55,11 +55,13 @@ def _print_traceback():
         pass
 
 
-def run_script(compiled, saved):
-    """The test's program (stdin mode): a real script."""
+def run_script(compiled, saved, module=None):
+    """The test's program (stdin mode): a real script (`module`: the `__main__` module its import header already
+    ran in)."""
     _restore_signals(saved)
-    module = type(sys)("__main__")
-    module.__dict__["__builtins__"] = __builtins__
+    if module is None:
+        module = type(sys)("__main__")
+        module.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = module
     sys.argv = ["solution.py"]
     code = 0

@@ -21,9 +21,10 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import IO, Iterator, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.scoring.programs.sandbox import seccomp
@@ -91,6 +92,16 @@ class Limits:
     def key(self) -> str:
         return (f"t{self.timeout_s}:m{self.memory_mb}:f{self.file_size_mb}:p{self.nproc}:n{self.nofile}:"
                 f"d{self.tmp_mb}:c{self.cpu_seconds}")
+
+
+@dataclass(frozen=True)
+class Started:
+    """A sandbox's process as Sandbox.start left it: bwrap's info pipe (-1 in the fallback), its cgroup, its uid."""
+
+    proc: subprocess.Popen[bytes]
+    info_r: int
+    cgroup: Path | None
+    uid: int
 
 
 @dataclass(frozen=True)
@@ -375,13 +386,13 @@ class Sandbox:
             time.sleep(0.2 * (attempt + 1))
         return r
 
-    def _run(self, source: str, limits: Limits, host_tmp: Path, slot: int, stdin: bytes | None) -> ProgramResult:
-        prog, out, err = host_tmp / "program.py", host_tmp / "stdout", host_tmp / "stderr"
-        # surrogatepass: a lone surrogate in model output is written as is (the program then fails to decode),
-        # never an exception here
-        prog.write_bytes(source.encode("utf-8", "surrogatepass") if stdin is None else stdin)
-        cwd = None
+    def start(self, driver: str | None, limits: Limits, host_tmp: Path, slot: int, fin: IO[bytes], fout: IO[bytes],
+              ferr: IO[bytes], driver_fds: tuple[int, int] | None = None) -> Started:
+        """Start a sandbox (the caller waits for it): the program from `fin` (`driver` None), or the trusted driver
+        `driver` as `python -I -c driver IN OUT` with `driver_fds` (IN, OUT) passed in and its stdin `fin`
+        (/dev/null). Raises OSError where the process cannot start."""
         kw: dict[str, object] = {}
+        cwd = None
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
         if slot >= UID_BLOCK:
             raise UserError(f"at most {UID_BLOCK} sandboxes at once (slot {slot}); lower --grading-workers")
@@ -396,17 +407,13 @@ class Sandbox:
                 os.chown(work, uid, uid)
             cwd = str(work)
             env["HOME"] = env["TMPDIR"] = str(work)
-        start = time.monotonic()
-        info_r = info_w = chan_r = chan_w = -1
-        pass_fds: list[int] = []
-        seccomp_f = in_f = None
-        if stdin is None:
+        info_r = info_w = -1
+        pass_fds: list[int] = list(driver_fds or ())
+        seccomp_f = None
+        if driver_fds is None or driver is None:
             cmd = self.command(limits, uid, ("-",))
         else:
-            in_f = open(prog, "rb")
-            chan_r, chan_w = os.pipe()
-            pass_fds += [in_f.fileno(), chan_w]
-            cmd = self.command(limits, uid, ("-c", source, str(in_f.fileno()), str(chan_w)))
+            cmd = self.command(limits, uid, ("-c", driver, str(driver_fds[0]), str(driver_fds[1])))
         if self.mode == "bwrap":
             # bwrap reports the host PID of the sandbox's PID 1 on this pipe (killed on timeout, see _kill).
             info_r, info_w = os.pipe()
@@ -428,42 +435,73 @@ class Sandbox:
                 cmd = [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"] + cmd
                 kw = {}
             cmd = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', str(cgroup / "cgroup.procs")] + cmd
-        events = self.cgroups.events(cgroup) if cgroup is not None else {}
-        host_ooms = host_oom_kills()
-        with open(prog if stdin is None else os.devnull, "rb") as fin, open(out, "wb") as fout, \
-                open(err, "wb") as ferr:
-            try:
-                proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd, env=env, close_fds=True,
-                                        pass_fds=pass_fds, start_new_session=True,
-                                        **kw)  # type: ignore[call-overload]
-            except OSError as e:
-                if chan_r >= 0:
-                    os.close(chan_r)
-                return ProgramResult("error", None, "", f"sandbox could not start: {e}", 0.0)
-            finally:
-                for fd in (info_w, chan_w):
-                    if fd >= 0:
-                        os.close(fd)
-                for f in (seccomp_f, in_f):
-                    if f is not None:
-                        f.close()
-            timed_out = False
-            try:
-                rc = proc.wait(timeout=limits.timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                rc = _kill(proc, _child_pid(info_r) if info_r >= 0 else None)
+        try:
+            proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd, env=env, close_fds=True,
+                                    pass_fds=pass_fds, start_new_session=True, **kw)  # type: ignore[call-overload]
+        except OSError:
             if info_r >= 0:
-                init = _child_pid(info_r)
                 os.close(info_r)
-                if init is not None:
-                    _reap_sandbox_init(init)
+            raise
+        finally:
+            if info_w >= 0:
+                os.close(info_w)
+            if seccomp_f is not None:
+                seccomp_f.close()
+        return Started(proc, info_r, cgroup, uid)
+
+    def stop(self, started: Started) -> int:
+        """End a started sandbox (at once if it still runs) and everything in it; its exit status."""
+        proc, info_r, uid = started.proc, started.info_r, started.uid
+        init = _child_pid(info_r) if info_r >= 0 else None  # (bwrap writes it once)
+        rc = proc.poll()
+        if rc is None:
+            rc = _kill(proc, init)
+        if info_r >= 0:
+            os.close(info_r)
+            if init is not None:
+                _reap_sandbox_init(init)
         if self.mode == "rlimits" and self.as_root:
             # No PID namespace here: a child that left the process group (setsid) survives the group kill.
             # Every process of the slot's uid belongs to this program, so kill them all, as that uid.
             subprocess.run(["kill", "-KILL", "-1"], user=uid, group=uid, extra_groups=[], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, check=False)
             _reap_orphans_of(uid)
+        return rc
+
+    def _run(self, source: str, limits: Limits, host_tmp: Path, slot: int, stdin: bytes | None) -> ProgramResult:
+        prog, out, err = host_tmp / "program.py", host_tmp / "stdout", host_tmp / "stderr"
+        # surrogatepass: a lone surrogate in model output is written as is (the program then fails to decode),
+        # never an exception here
+        prog.write_bytes(source.encode("utf-8", "surrogatepass") if stdin is None else stdin)
+        start = time.monotonic()
+        chan_r = chan_w = -1
+        in_f = None
+        if stdin is not None:
+            in_f = open(prog, "rb")
+            chan_r, chan_w = os.pipe()
+        with open(prog if stdin is None else os.devnull, "rb") as fin, open(out, "wb") as fout, \
+                open(err, "wb") as ferr:
+            try:
+                started = self.start(source if stdin is not None else None, limits, host_tmp, slot, fin, fout, ferr,
+                                     (in_f.fileno(), chan_w) if in_f is not None else None)
+            except OSError as e:
+                if chan_r >= 0:
+                    os.close(chan_r)
+                return ProgramResult("error", None, "", f"sandbox could not start: {e}", 0.0)
+            finally:
+                if chan_w >= 0:
+                    os.close(chan_w)
+                if in_f is not None:
+                    in_f.close()
+            proc, cgroup = started.proc, started.cgroup
+            events = self.cgroups.events(cgroup) if cgroup is not None else {}
+            host_ooms = host_oom_kills()
+            timed_out = False
+            try:
+                proc.wait(timeout=limits.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            rc = self.stop(started)
         wall = time.monotonic() - start
         stdout, stderr = _read_capped(out), _read_capped(err)
         # OOM kills, for the record only: no OOM kill makes a program run again once its candidate has started
@@ -541,16 +579,25 @@ class SandboxPool:
         self.sandbox = get_sandbox(mode, python)
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sandbox")
         self._slots = list(range(self.workers))
-        self._slots_lock = threading.Lock()
+        self._slots_free = threading.Condition()
 
-    def _run_one(self, source: str, limits: Limits | None, stdin: bytes | None = None) -> ProgramResult:
-        with self._slots_lock:
+    @contextmanager
+    def slot(self) -> Iterator[int]:
+        """A free sandbox slot (its uid as root, its cgroup), held for the block (waiting for one: the code scorer's
+        runs and the contest scorer's sessions share the slots)."""
+        with self._slots_free:
+            self._slots_free.wait_for(lambda: bool(self._slots))
             slot = self._slots.pop()
         try:
-            return self.sandbox.run(source, limits, slot, stdin)
+            yield slot
         finally:
-            with self._slots_lock:
+            with self._slots_free:
                 self._slots.append(slot)
+                self._slots_free.notify()
+
+    def _run_one(self, source: str, limits: Limits | None, stdin: bytes | None = None) -> ProgramResult:
+        with self.slot() as slot:
+            return self.sandbox.run(source, limits, slot, stdin)
 
     def run_many(self, sources: Sequence[str], limits: Limits | None = None,
                  stdins: Sequence[bytes | None] | None = None) -> list[ProgramResult]:

@@ -37,6 +37,18 @@ def empty_private_dirs(dirs):
     return -1 if failed else removed
 
 
+def left_in(dirs):
+    """Whether anything is left in the scratch directories (one listing each: what a test that wrote nothing costs);
+    empty_private_dirs then looks at each as its docstring says."""
+    for top, _size in dirs:
+        try:
+            if os.listdir(top):
+                return True
+        except OSError:
+            return True
+    return False
+
+
 def _remove(path):
     """Remove `path` and, if it is a directory, everything under it, however deep and whatever the modes the
     program gave its directories: no recursion (a tree thousands deep), no path longer than a name (each level is

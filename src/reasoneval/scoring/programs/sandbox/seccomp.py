@@ -42,7 +42,7 @@ SOCKET, CLONE, UNSHARE, CLONE3, RT_SIGACTION = 41, 56, 272, 435, 13
 CLONE_NEWPID = 0x20000000
 SIGCHLD = 17
 # what unshare() may ask for: PID, IPC and network namespaces; clone(): PID and IPC ones (the contest keeper forks
-# each test's init into them: keeper.py); without capabilities the kernel refuses each
+# each test's program into them: keeper.py); without capabilities the kernel refuses each
 UNSHARE_ALLOWED = CLONE_NEWPID | 0x08000000 | 0x40000000
 CLONE_FOR_TESTS = CLONE_NEWPID | 0x08000000
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME

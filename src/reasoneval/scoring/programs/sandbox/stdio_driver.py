@@ -1,25 +1,25 @@
 """The trusted driver of contest programs (stdin/stdout scripts and LeetCode-style calls), run inside the sandbox
 as `python -I -c <this file's text> IN OUT`; never imported by the harness. Standard library only. Its text is
-prelude.py's, then keeper.py's (the candidate's side: the keeper, each test's init, the program's process), then
+prelude.py's, then keeper.py's (the candidate's side: the keeper, each sample's keeper, the program's process), then
 this file's (sandbox/texts.py).
 
-Same isolation as driver.py (docs/sandbox.md): IN (a host file) holds a 12-digit ASCII length, that many bytes of
-JSON with the candidate's part ({"codes", "mode": "stdin"|"call", "func_name", "preload", "scratch"}), then, up to
-EOF, JSON with the trusted part ({"tests": [{"input", "output"}], "programs", "compare", "cpu_s", "wall_s",
-"memory_mb", "all_tests", "max_output"}). OUT is the verdict channel, one JSON line.
+Same isolation as driver.py (docs/sandbox.md). IN (a pipe from the harness: sandbox/session.py) holds batch after
+batch, each two parts, a 12-digit ASCII length then that many bytes of JSON: the candidate's part ({"codes",
+"mode": "stdin"|"call", "func_name", "preload", "header", "ahead", "scratch"}; the keeper's settings are the first
+batch's) and the trusted part ({"tests": [{"input", "output"}], "programs", "compare", "cpu_s", "wall_s",
+"memory_mb", "all_tests", "max_output", "pid_max"}). OUT is the verdict channel, one JSON line per batch.
 
 1. The driver ignores every signal it can, makes itself non-dumpable and forks the **keeper** before it reads
    anything of IN: the keeper's memory never holds a program, an input or an expected output. The keeper keeps
    CAP_SYS_ADMIN of the sandbox's user namespace (for the namespaces of each test); the driver drops every
    capability, then reads IN.
-2. For each program (sample) and each test, the driver asks the keeper for a test: the keeper forks a helper
-   that makes fresh PID, IPC and network namespaces and forks the test's init in them (keeper.py). The driver
-   sends that init, and no other process, the test's settings, this one program and the test's *input* (never
-   its output); the init runs the program (stdin mode: a real script, `__main__`, the input on a real stdin
-   pipe; call mode: the module as `__solution__`, one call `Solution().<func_name>(*args)` or a top-level
-   function, the result as JSON), counts the CPU of every process of the test, ends them all and reports. The
-   keeper then empties the private scratch directories and says `clean`. No process of a test outlives it, and
-   no process of one sample ever holds another sample's program.
+2. For each program (sample) the driver asks the keeper for a sample keeper and sends it, and no other process,
+   the settings and this one program; then, per test, the test's *input* (never its output). The sample keeper
+   runs the program in fresh PID and IPC namespaces for each test (stdin mode: a real script, `__main__`, the
+   input on a real stdin pipe; call mode: the module as `__solution__` in one server per sample, one call
+   `Solution().<func_name>(*args)` or a top-level function per test, the result as JSON), counts the CPU of every
+   process of the test, ends them all, empties the scratch directories and reports (keeper.py). No process of a
+   test outlives it, and no process of one sample ever holds another sample's program.
 3. The driver (trusted) compares each output with the expected one, in its own interpreter, and stops at the
    first failing test unless `all_tests`. The verdict line: {"verdicts": [{"verdict", "passed", "ran", "total",
    "first", "cpu", "detail"}, ...]}; a failure of one program's judging is that program's "error" alone.
@@ -28,7 +28,7 @@ import os
 import sys
 
 # <keeper>: in the sandbox this import block is keeper.py's text (without its own prelude import block)
-from reasoneval.scoring.programs.sandbox.keeper import dumps, keeper_side, recv, send
+from reasoneval.scoring.programs.sandbox.keeper import keeper_side, recv, send
 
 # </keeper>
 # <prelude>: in the sandbox this import block is prelude.py's own text (a driver runs as the text of `python -I -c`,
@@ -39,6 +39,7 @@ from reasoneval.scoring.programs.sandbox.prelude import (
     _drop_capabilities,
     _ignore_signals,
     _read_part,
+    dumps,
     loads,
 )
 
@@ -184,62 +185,61 @@ def failure_of(head, out, expected, mode, style, lim):
     return None if ok else (WRONG, "wrong answer")
 
 
-def run_test(program, data, lim, ctl_w, cmd_w, res_r):
-    """One test of one program in fresh namespaces: the init's record, the program's output, the keeper's
-    `clean` record. `program`: [source, compiled code or None]; the first test's init compiles the source and
-    sends the code back (marshal), which the sample's next tests get instead (a compile paid once per sample)."""
-    send(ctl_w, b"t")
-    send(cmd_w, dumps(dict(lim, marshal=program[1] is not None)).encode("ascii"))
-    send(cmd_w, program[0] if program[1] is None else program[1])
-    send(cmd_w, data)
+def _start_sample(code, lim, ctl_w, cmd_w):
+    """Ask the keeper for the sample's keeper and give it, and no other process, the settings and this one
+    program."""
+    send(ctl_w, b"s")
+    send(cmd_w, dumps(lim).encode("ascii"))
+    send(cmd_w, code)
+
+
+def _test(frame, cmd_w, res_r):
+    """One test (`t`) or call (`c`): the sample keeper's record and the program's bytes; (None, the keeper's
+    `clean` record) where the sample's keeper ended without answering."""
+    send(cmd_w, frame)
     head = loads(recv(res_r).decode("ascii"))
-    if "clean" in head:  # the test's init ended without a record
-        return {"end": "error", "err": "the test's init ended without a record"}, b"", head
-    out = recv(res_r)
-    blob = recv(res_r)
-    if blob:
-        program[1] = blob
-    return head, out, loads(recv(res_r).decode("ascii"))
+    if type(head) is dict and "clean" in head and "end" not in head:
+        return None, head
+    return head, recv(res_r)
 
 
 def _until_clean(res_r):
-    """The frames up to the keeper's `clean` record (what an init that failed wrote before it), and that record."""
+    """The frames up to the keeper's `clean` record (what a sample's keeper that failed wrote before it), and that
+    record."""
     while True:
         frame = recv(res_r)
         try:
             record = loads(frame.decode("ascii"))
         except ValueError:
             continue
-        if type(record) is dict and "clean" in record:
+        if type(record) is dict and "clean" in record and "end" not in record:
             return record
 
 
-def judge_calls(code, tests, part, lim, ctl_w, cmd_w, res_r):
-    """Call mode: one init for the sample, whose server makes every call (`c` + the input; `e` ends it)."""
+def judge_program(code, tests, part, lim, ctl_w, cmd_w, res_r):
+    """Run one program's tests, each in fresh namespaces (stdin mode), or each as one call of the sample's server
+    (call mode); its verdict record."""
     passed, ran, first, verdict, detail, cpu_max = 0, 0, -1, PASSED, "", 0.0
-    style, total, result, clean = part.get("compare", "lcb"), len(tests), None, None
-    send(ctl_w, b"t")
-    send(cmd_w, dumps(dict(lim, marshal=False, cpu_times=total + 3)).encode("ascii"))
-    send(cmd_w, code)
+    style, mode, total, result, clean = part.get("compare", "lcb"), lim["mode"], len(tests), None, None
+    _start_sample(code, dict(lim, cpu_times=total + 3) if mode == "call" else lim, ctl_w, cmd_w)
+    kind = b"c" if mode == "call" else b"t"
     for i, test in enumerate(tests):
-        send(cmd_w, b"c" + test["input"].encode("utf-8", "surrogatepass"))
-        head = loads(recv(res_r).decode("ascii"))
-        if "clean" in head:  # the init ended without a record
-            clean, head = head, {"end": "error", "err": "the test's init ended without a record"}
-        else:
-            out = recv(res_r)
+        head, out = _test(kind + test["input"].encode("utf-8", "surrogatepass"), cmd_w, res_r)
+        if head is None:
+            clean, head = out, {"end": "error", "err": "the sample's keeper ended without a record"}
         if head.get("end") == "compile":
             result = {"verdict": RUNTIME, "passed": 0, "ran": 0, "total": total, "first": 0, "cpu": 0.0,
                       "detail": _printable(str(head.get("err", "")))}
-        elif head.get("end") == "error":
+        elif head.get("end") == "error" or head.get("clean") == -1:
+            why = head.get("err") if head.get("end") == "error" else "the scratch directories could not be emptied"
             result = {"verdict": "error", "passed": passed, "ran": ran, "total": total, "first": -1,
-                      "cpu": round(cpu_max, 3), "detail": _printable(str(head.get("err", "")))}
+                      "cpu": round(cpu_max, 3), "detail": _printable(str(why))}
         if result is not None:
             break
         ran += 1
         cpu_max = max(cpu_max, float(head.get("cpu") or 0.0))
         try:
-            failure = failure_of(head, out, test["output"], "call", style, lim)
+            failure = failure_of(head, out, test["output"], mode, style, lim)
         except Exception as e:  # (none is known) whatever the program's bytes do here is its own verdict only
             failure = (RUNTIME, f"judge: its output could not be compared ({type(e).__name__})")
         if failure is None:
@@ -258,37 +258,6 @@ def judge_calls(code, tests, part, lim, ctl_w, cmd_w, res_r):
                       "cpu": round(cpu_max, 3), "detail": _printable(detail)}
 
 
-def judge_program(code, tests, part, lim, ctl_w, cmd_w, res_r):
-    """Run one program's tests, each in fresh namespaces; its verdict record."""
-    passed, ran, first, verdict, detail, cpu_max = 0, 0, -1, PASSED, "", 0.0
-    style, mode = part.get("compare", "lcb"), part.get("mode")
-    program = [code, None]
-    for i, test in enumerate(tests):
-        head, out, clean = run_test(program, test["input"].encode("utf-8", "surrogatepass"), lim, ctl_w, cmd_w, res_r)
-        if head.get("end") == "compile":
-            return {"verdict": RUNTIME, "passed": 0, "ran": 0, "total": len(tests), "first": 0, "cpu": 0.0,
-                    "detail": _printable(str(head.get("err", "")))}
-        if head.get("end") == "error" or clean.get("clean") == -1:
-            why = head.get("err") if head.get("end") == "error" else "the scratch directories could not be emptied"
-            return {"verdict": "error", "passed": passed, "ran": ran, "total": len(tests), "first": -1,
-                    "cpu": round(cpu_max, 3), "detail": _printable(str(why))}
-        ran += 1
-        cpu_max = max(cpu_max, float(head.get("cpu") or 0.0))
-        try:
-            failure = failure_of(head, out, test["output"], mode, style, lim)
-        except Exception as e:  # (none is known) whatever the program's bytes do here is its own verdict only
-            failure = (RUNTIME, f"judge: its output could not be compared ({type(e).__name__})")
-        if failure is None:
-            passed += 1
-            continue
-        if first < 0:
-            first, verdict, detail = i, failure[0], failure[1]
-        if not part.get("all_tests"):
-            break
-    return {"verdict": verdict, "passed": passed, "ran": ran, "total": len(tests), "first": first,
-            "cpu": round(cpu_max, 3), "detail": _printable(detail)}
-
-
 DETAIL = 150  # characters of a failure's detail in the verdict line (the line stays under PIPE_BUF for 8 programs)
 
 
@@ -301,37 +270,48 @@ def _error(detail):
             "detail": _printable(detail)}
 
 
-def trusted_main(in_fd, verdict_fd, ctl_w, cmd_w, res_r):
-    """Every program's verdict, one JSON line: {"verdicts": [...]} (a program the driver could not judge: "error",
-    that program alone where the failure was its own)."""
+def judge_batch(in_fd, ctl_w, cmd_w, res_r, started):
+    """One batch (samples of one problem): its two parts from IN, each program judged in turn; the verdicts."""
     verdicts = []
     count = 0
     try:
         cand = _read_part(in_fd)
         codes = [str(c).encode("utf-8", "surrogatepass") for c in cand["codes"]]
-        send(ctl_w, dumps({"preload": list(cand.get("preload", ())),
-                           "scratch": list(cand.get("scratch", ()))}).encode("ascii"))
-        raw = []
-        while True:
-            b = os.read(in_fd, 1 << 20)
-            if not b:
-                break
-            raw.append(b)
-        part = loads(b"".join(raw).decode("ascii"))
-        del raw
+        if not started:
+            send(ctl_w, dumps({"preload": list(cand.get("preload", ())), "header": str(cand.get("header") or ""),
+                               "ahead": list(cand.get("ahead", ())),
+                               "scratch": list(cand.get("scratch", ()))}).encode("ascii"))
+        part = _read_part(in_fd)
         tests = part["tests"]
         count = int(part["programs"])
         if len(codes) != count:
             raise ValueError("another number of programs than the candidate's part holds")
         lim = {"cpu_s": float(part["cpu_s"]), "wall_s": float(part["wall_s"]), "memory_mb": part.get("memory_mb"),
                "max_output": int(part.get("max_output", 1 << 26)), "mode": cand.get("mode", "stdin"),
-               "func_name": cand.get("func_name") or ""}
-        judge = judge_calls if lim["mode"] == "call" else judge_program
+               "func_name": cand.get("func_name") or "", "pid_max": int(part.get("pid_max") or 0)}
         for code in codes:
-            verdicts.append(judge(code, tests, part, lim, ctl_w, cmd_w, res_r))
+            verdicts.append(judge_program(code, tests, part, lim, ctl_w, cmd_w, res_r))
+    except EOFError:
+        if not verdicts and not count:
+            raise  # IN closed between batches: the session is over
+        verdicts += [_error("driver: EOFError: its input ended")] * max(0, count - len(verdicts))
     except BaseException as e:  # the driver's own failure: the programs not judged are errors
         verdicts += [_error(f"driver: {type(e).__name__}: {str(e)[:100]}")] * max(0, count - len(verdicts))
-    os.write(verdict_fd, dumps({"verdicts": verdicts}).encode("ascii") + b"\n")
+    return verdicts
+
+
+def trusted_main(in_fd, verdict_fd, ctl_w, cmd_w, res_r):
+    """Batch after batch from IN until it ends (a session: the harness keeps one sandbox per grading worker), every
+    batch's verdicts as one JSON line on OUT: {"verdicts": [...]} (a program the driver could not judge: "error",
+    that program alone where the failure was its own)."""
+    started = False
+    while True:
+        try:
+            verdicts = judge_batch(in_fd, ctl_w, cmd_w, res_r, started)
+        except BaseException:
+            break
+        started = True
+        os.write(verdict_fd, dumps({"verdicts": verdicts}).encode("ascii") + b"\n")
     os._exit(0)
 
 

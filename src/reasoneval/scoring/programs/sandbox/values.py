@@ -1,37 +1,12 @@
 """Values between the HumanEval/MBPP driver's two sides (driver.py): tagged JSON of built-in values (`encode`,
-`decode`, `dumps`), sets rebuilt in their sender's iteration order (`set_in_order`), subclasses of built-in types
-as their built-in values, and the hooks each side sets for what is not data (`_OPAQUE`, `_REFERENCE`). Part of
+`decode`; the JSON text is prelude.py's `dumps`), sets rebuilt in their sender's iteration order (`set_in_order`),
+subclasses of built-in types as their built-in values, and the hooks each side sets for what is not data (`_OPAQUE`, `_REFERENCE`). Part of
 driver.py's text in the sandbox (sandbox/texts.py); standard library only.
 """
-import _json
 import math
 import sys
 
 MAX_ITEMS = 1 << 20
-
-def dumps(x):
-    """JSON text of None, bool, int, float (finite), str, list, and dict with str keys: what encode() gives."""
-    if x is None:
-        return "null"
-    if x is True:
-        return "true"
-    if x is False:
-        return "false"
-    t = type(x)
-    if t is int:
-        return int.__repr__(x)
-    if t is float:
-        if math.isnan(x) or math.isinf(x):
-            raise ValueError("non-finite float")
-        return float.__repr__(x)
-    if t is str:
-        return _json.encode_basestring_ascii(x)
-    if t is list:
-        return "[" + ",".join([dumps(v) for v in x]) + "]"
-    if t is dict:
-        return "{" + ",".join([_json.encode_basestring_ascii(k) + ":" + dumps(v) for k, v in x.items()]) + "}"
-    raise ValueError(f"cannot write a {t.__name__}")
-
 
 
 # --- sets in a given iteration order ---
