@@ -16,7 +16,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -36,6 +35,7 @@ from reasoneval.scoring.programs.sandbox.fallback import (
     _third_party_dirs,
     world_writable_dirs,
 )
+from reasoneval.scoring.programs.sandbox.interpreter import default_python, prefix_of
 from reasoneval.scoring.programs.sandbox.processes import (
     _UID_LOCK,
     UID_BLOCK,
@@ -130,37 +130,6 @@ class ProgramResult:
         return None
 
 
-def _world_traversable(path: str) -> bool:
-    """Every directory from / down to `path` is searchable by others (the sandbox user can reach it)."""
-    p = Path(path).resolve()
-    for d in [p, *p.parents]:
-        try:
-            if not os.stat(d).st_mode & 0o001:
-                return False
-        except OSError:
-            return False
-    return True
-
-
-def _default_python(as_root: bool) -> str:
-    # The harness's own interpreter when the sandbox user can reach it; as root with the interpreter under
-    # a private home (/root/.pyenv...), the system's python3. The programs need the standard library only.
-    own = os.path.realpath(sys.executable)
-    if not as_root or _world_traversable(sys.base_prefix):
-        return own
-    for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
-        if os.access(cand, os.X_OK) and _world_traversable(os.path.dirname(cand)):
-            return os.path.realpath(cand)
-    raise UserError("running as root, the sandbox needs a python3 that user nobody can run (e.g. /usr/bin/python3); "
-                    "install Debian's python3 or run as a normal user")
-
-
-
-def _prefix_of(python: str) -> str:
-    # .../bin/python3.11 -> ... (the installation's prefix, bound read-only in the sandbox)
-    return str(Path(python).resolve().parent.parent)
-
-
 class Sandbox:
     """Builds the command that runs one program; `mode` is "bwrap" or "rlimits" (the fallback)."""
 
@@ -168,7 +137,7 @@ class Sandbox:
         if mode not in MODES:
             raise UserError(f"sandbox mode {mode!r} is not one of {', '.join(MODES)}")
         self.as_root = os.geteuid() == 0
-        self.python = python or _default_python(self.as_root)
+        self.python = python or default_python(self.as_root)
         self.warning: str | None = None
         self.unshare_net = True
         self.full_unshare = True
@@ -176,7 +145,7 @@ class Sandbox:
         self.cgroups = cgroup_memory()
         # (as root, the first process joins the cgroup as root and setpriv then drops to the slot's uid)
         self.use_cgroup = self.cgroups.parent is not None and (self.setpriv is not None or not self.as_root)
-        prefix = _prefix_of(self.python)
+        prefix = prefix_of(self.python)
         # the fallback's private places: an empty tmpfs of the program's own over each (an interpreter inside one
         # keeps it: its standard library must stay reachable)
         self.empty_dirs = [d for d in world_writable_dirs() if ":" not in d and
@@ -285,7 +254,7 @@ class Sandbox:
             elif os.path.isdir(host):
                 args += ["--ro-bind", host, host]
         hidden = _third_party_dirs("/usr")
-        prefix = _prefix_of(self.python)
+        prefix = prefix_of(self.python)
         if not prefix.startswith("/usr/"):
             # an interpreter outside /usr (pyenv, conda, a venv's base): its binary, shared libraries and standard
             # library only, never its site-packages (the harness's own packages: the benchmarks' data among them)
@@ -348,12 +317,12 @@ class Sandbox:
         """What the fallback hides under empty read-only tmpfs mounts: site-/dist-packages (the harness's own
         packages, with the benchmarks' data), the data dir and the Hugging Face cache. Never a directory the
         interpreter lives under."""
-        cands = _third_party_dirs("/usr") + _third_party_dirs(_prefix_of(self.python))
+        cands = _third_party_dirs("/usr") + _third_party_dirs(prefix_of(self.python))
         for var in ("REASONEVAL_DATA_DIR", "HF_HOME", "HF_DATASETS_CACHE"):
             if os.environ.get(var):
                 cands.append(os.environ[var])
         cands.append(os.path.expanduser("~/.cache/huggingface"))
-        prefix = _prefix_of(self.python)
+        prefix = prefix_of(self.python)
         out = []
         for d in dict.fromkeys(os.path.realpath(c) for c in cands):
             if os.path.isdir(d) and d not in ("/", "/usr", "/tmp") and ":" not in d and \
