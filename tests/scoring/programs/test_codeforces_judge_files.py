@@ -29,13 +29,13 @@ WRONG = "print(1, 2, 3, 4, 5)\n"
 
 def test_a_program_cannot_replace_or_read_the_checker(mode: str) -> None:
     py = judge(problem(DERANGEMENT_TESTS, checker={"language": "python", "source": CHECKER}),
-               [fence("python", REPLACE_PY), fence("python", WRONG), fence("python", LOOK)])
-    assert [d["verdict"] for d in py] == ["wrong_answer", "wrong_answer", "runtime_error"]
-    assert "checker" not in py[2]["detail"] and "main.py" in py[2]["detail"]
+               [fence("python", LOOK), fence("python", REPLACE_PY), fence("python", WRONG)])
+    assert [d["verdict"] for d in py] == ["runtime_error", "wrong_answer", "wrong_answer"]
+    assert "checker" not in py[0]["detail"] and "main.py" in py[0]["detail"]
     cpp = judge(problem(DERANGEMENT_TESTS, checker={"language": "cpp", "source": CPP_CHECKER}),
-                [fence("python", REPLACE_BIN), fence("python", WRONG), fence("python", LOOK)])
-    assert [d["verdict"] for d in cpp] == ["wrong_answer", "wrong_answer", "runtime_error"]
-    assert "checker" not in cpp[2]["detail"]
+                [fence("python", LOOK), fence("python", REPLACE_BIN), fence("python", WRONG)])
+    assert [d["verdict"] for d in cpp] == ["runtime_error", "wrong_answer", "wrong_answer"]
+    assert "checker" not in cpp[0]["detail"]
 
 
 def test_the_interactor_is_sealed_between_its_runs(mode: str) -> None:
@@ -69,9 +69,10 @@ static void plant(const std::string& path, const char* text, int mode) {
 }
 static void rewrite_open_files() {
     DIR* procs = opendir("/proc");
-    if (!procs) return;
+    char self[32] = "";
+    if (!procs || readlink("/proc/self", self, sizeof self - 1) < 0) return;  // its PID as /proc numbers it
     while (dirent* p = readdir(procs)) {
-        if (p->d_name[0] < '0' || p->d_name[0] > '9' || atoi(p->d_name) == getpid()) continue;
+        if (p->d_name[0] < '0' || p->d_name[0] > '9' || strcmp(p->d_name, self) == 0) continue;
         std::string dir = std::string("/proc/") + p->d_name + "/fd";
         DIR* fds = opendir(dir.c_str());
         if (!fds) continue;
@@ -99,13 +100,27 @@ int main() {
     fflush(stdout);
 }
 """
-CPP_INTERACTOR = r"""#include <cstdio>
+# the guessing game's interactors, reading their input only once the first question came (as interactors may): the
+# game is open for as long as the program plays it
+LAZY_INTERACTOR = """import sys
+line = sys.stdin.readline().split()
+x = int(open(sys.argv[1]).read())
+for q in range(8):
+    if not line:
+        sys.exit(1)
+    y = int(line[1])
+    if line[0] == "!":
+        sys.exit(0 if y == x else 1)
+    print("<" if x < y else ">" if x > y else "=", flush=True)
+    line = sys.stdin.readline().split()
+sys.exit(1)
+"""
+LAZY_CPP_INTERACTOR = r"""#include <cstdio>
 int main(int argc, char** argv) {
-    FILE* in = fopen(argv[1], "r");
-    int x; if (!in || fscanf(in, "%d", &x) != 1) return 3;
-    char op[4]; int y;
+    char op[4]; int y, x;
     for (int q = 0; q < 8; q++) {
         if (scanf("%3s %d", op, &y) != 2) return 1;
+        if (q == 0) { FILE* in = fopen(argv[1], "r"); if (!in || fscanf(in, "%d", &x) != 1) return 3; }
         if (op[0] == '!') return y == x ? 0 : 1;
         printf("%s\n", x < y ? "<" : x > y ? ">" : "="); fflush(stdout);
     }
@@ -116,7 +131,8 @@ int main(int argc, char** argv) {
 
 def test_a_program_cannot_change_the_game_while_it_is_played(mode: str) -> None:
     # both games' x (37, 100) are not 1: the hostile program is wrong unless it rewrote the game; the honest one wins
-    for interactor in ({"language": "python", "source": INTERACTOR}, {"language": "cpp", "source": CPP_INTERACTOR}):
+    for interactor in ({"language": "python", "source": INTERACTOR}, {"language": "python", "source": LAZY_INTERACTOR},
+                       {"language": "cpp", "source": LAZY_CPP_INTERACTOR}):
         got = judge(problem(GUESS_TESTS, interactor=interactor, time_limit_s=1.0, all_tests=True),
                     [fence("cpp", RACE_CPP), fence("python", GUESS_RIGHT)])
         assert [d["verdict"] for d in got] == ["wrong_answer", "passed"], (interactor["language"], got)
