@@ -80,8 +80,10 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     assert main(["analyze", str(run_dir), "--rating"]) == 0
     text = capsys.readouterr().out
     assert "Codeforces rating" in text and "1600" in text and "<1200 (newbie-pupil)" in text
+    assert "codeforces: judged by plain text compare 3, testlib checker 0, open-r1 generated checker 1" in text
     assert main(["analyze", str(run_dir), "--rating", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)["codeforces"]
+    assert got["judged_by"] == judged and got["left_out"] == left
     assert got["rating"]["rating"] == pytest.approx(1600, abs=1)
     assert got["human_percentile"]["rating"] == "77" and "blog/entry/126802" in got["human_percentile"]["source"]
     assert [b["band"] for b in got["bands"]] == ["<1200 (newbie-pupil)", ">=2400 (grandmaster)"]
