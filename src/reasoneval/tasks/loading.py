@@ -154,7 +154,7 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
     if passed_on:
         scoring = dataclasses.replace(scoring, settings={**scoring.settings, **passed_on})
     return dataclasses.replace(spec, origin=origin, data_sha256=digest, options_given=tuple(given.items()),
-                               scoring=scoring, left_out=left_out), problems
+                               scoring=scoring, left_out=tuple(left_out.items())), problems
 
 
 def file_sha256(path: Path) -> str:

@@ -134,7 +134,7 @@ class TaskSpec:
     scoring_options: tuple[str, ...] = ()
     data_file: PackageFile | None = None
     left_out_of: LeftOut | None = None
-    left_out: Mapping[str, int] = field(default_factory=dict)
+    left_out: tuple[tuple[str, int], ...] = ()
     judging: Judging | None = None
 
     def judged_by(self, problems: Sequence[Problem]) -> dict[str, int]:
