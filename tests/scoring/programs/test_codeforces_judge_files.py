@@ -154,8 +154,10 @@ def test_names_the_judge_writes_are_not_followed(mode: str) -> None:
     plant = "import os\nos.symlink('/tmp/leak.txt', '/tmp/judge/answer.txt')\nprint(999)\n"
     read = ("import os, sys\np = '/tmp/leak.txt'\n"
             "sys.exit('leaked: ' + open(p).read() if os.path.exists(p) else 'nothing leaked')\n")
+    # a folder and a FIFO under the names of the checker's files: opened, the judge would fail, or wait for ever
+    block = "import os\nos.mkdir('/tmp/judge/answer.txt')\nos.mkfifo('/tmp/judge/input.txt')\nprint(999)\n"
     got = judge(problem(SUM_TEST, checker={"language": "python", "source": SAME_NUMBER_CHECKER}),
-                [fence("python", clobber), fence("python", plant), fence("python", read),
+                [fence("python", clobber), fence("python", plant), fence("python", read), fence("python", block),
                  fence("python", "a, b = map(int, input().split())\nprint(a + b)\n")])
-    assert [d["verdict"] for d in got] == ["wrong_answer", "wrong_answer", "runtime_error", "passed"]
+    assert [d["verdict"] for d in got] == ["wrong_answer", "wrong_answer", "runtime_error", "wrong_answer", "passed"]
     assert "nothing leaked" in got[2]["detail"]
