@@ -138,3 +138,6 @@ def test_a_problem_with_a_testlib_checker_or_an_interactor_is_counted_as_such() 
                      p(checker={"language": "python", "source": "", "protocol": "open-r1"}),
                      p(interactor={"language": "cpp", "source": ""}, checker={"language": "cpp", "source": ""})])
     assert got == {"plain text compare": 1, "testlib checker": 1, "open-r1 generated checker": 1, "interactive": 1}
+    assert judged_by([p(checker={"language": "python", "source": "", "protocol": "domjudge"})]) == {
+        "plain text compare": 0, "testlib checker": 0, "open-r1 generated checker": 0, "interactive": 0,
+        "checker of unknown protocol 'domjudge' (the judge refuses it)": 1}

@@ -153,16 +153,20 @@ def judging_method(problem: Problem) -> str:
     if payload.get("interactor"):
         return "interactive"
     checker = payload.get("checker")
-    if checker:
-        return "open-r1 generated checker" if checker.get("protocol") == OPEN_R1_PROTOCOL else "testlib checker"
-    return "plain text compare"
+    if not checker:
+        return "plain text compare"
+    protocol = checker.get("protocol") or "testlib"
+    if protocol in ("testlib", OPEN_R1_PROTOCOL):
+        return "testlib checker" if protocol == "testlib" else "open-r1 generated checker"
+    return f"checker of unknown protocol {protocol!r} (the judge refuses it)"
 
 
 def judged_by(problems: Sequence[Problem]) -> dict[str, int]:
     """Problems per judging method, every method named (0 where none): what a Codeforces rating rests on."""
     counts = dict.fromkeys(JUDGING_METHODS, 0)
     for p in problems:
-        counts[judging_method(p)] += 1
+        method = judging_method(p)
+        counts[method] = counts.get(method, 0) + 1
     return counts
 
 
