@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from reasoneval.cli.main import main
+from tests.tasks.test_codeforces import _recount
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hub"
 
@@ -55,6 +56,12 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     assert set(cf["breakdown"]["contest_year"]) == {"2021", "2025"}
     config = json.loads((run_dir / "config.json").read_text())
     assert config["datasets"]["codeforces"]["options"] == {"language": "any"}
+    # what the rating rests on: problems per judging method, and those left out, as recounted from the fixture's rows
+    judged, left = _recount([json.loads(x) for x in (FIXTURES / "codeforces.jsonl").read_text().splitlines()])
+    assert config["datasets"]["codeforces"]["judged_by"] == judged and config["datasets"]["codeforces"]["left_out"] == left
+    assert ("codeforces: 4 problems judged by plain text compare 3, testlib checker 0, open-r1 generated checker 1, "
+            "interactive 0; 3 left out before the run: official tests incomplete 1; reads a file, not stdin 1; "
+            "interactive (the dataset ships no interactor) 1") in table.replace("\n", " ")
     # the calibration its CPU limits were scaled by, measured at generation and recorded (scoring.needs_calibration)
     assert config["calibration"]["factor"] > 0
     assert json.loads((run_dir / "calibration.json").read_text())["factor"] == config["calibration"]["factor"]
@@ -73,8 +80,10 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
     assert main(["analyze", str(run_dir), "--rating"]) == 0
     text = capsys.readouterr().out
     assert "Codeforces rating" in text and "1600" in text and "<1200 (newbie-pupil)" in text
+    assert "codeforces: judged by plain text compare 3, testlib checker 0, open-r1 generated checker 1" in text
     assert main(["analyze", str(run_dir), "--rating", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)["codeforces"]
+    assert got["judged_by"] == judged and got["left_out"] == left
     assert got["rating"]["rating"] == pytest.approx(1600, abs=1)
     assert got["human_percentile"]["rating"] == "77" and "blog/entry/126802" in got["human_percentile"]["source"]
     assert [b["band"] for b in got["bands"]] == ["<1200 (newbie-pupil)", ">=2400 (grandmaster)"]
@@ -82,6 +91,7 @@ def test_codeforces_run_rating_bands_analyze_rating_and_report(make_openai_serve
 
     html = (run_dir / "report.html").read_text()
     assert 'id="rating"' in html and "1600 (95% CI" in html
+    assert '<ul id="judged-by"><li>codeforces: 4 problems judged by plain text compare 3' in html
 
     # `report` re-scores from the run's verdict cache (codeforces_runs.jsonl): no program runs again
     cached = (run_dir / "codeforces_runs.jsonl").read_text().splitlines()
@@ -115,6 +125,10 @@ def test_score_a_file_of_codeforces_responses(tmp_path: Path, capsys: pytest.Cap
     cf = summary["tasks"]["codeforces"]
     assert cf["num_problems"] == 3 and cf["mean"] == pytest.approx(2 / 3)
     assert cf["rating"]["num_problems"] == 2 and cf["rating"]["rating"] == pytest.approx(1600, abs=1)
+    # the problems the file answers, per judging method (the task's left-out problems as loading counted them)
+    dataset = json.loads((run_dir / "config.json").read_text())["datasets"]["codeforces"]
+    assert dataset["judged_by"] == {"plain text compare": 3, "testlib checker": 0, "open-r1 generated checker": 0,
+                                    "interactive": 0} and sum(dataset["left_out"].values()) == 3
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"id": "1/Z", "response": "x"}) + "\n")
     assert main(["score", str(bad), "--task", "codeforces", "--data-dir", str(data)]) == 2

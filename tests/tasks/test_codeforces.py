@@ -3,14 +3,18 @@ left out with a count, the date window, the rating metadata, the options' errors
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reasoneval.errors import UserError
+from reasoneval.records import Problem
 from reasoneval.tasks import load_task
+from reasoneval.tasks.codeforces import judged_by
 from tests.tasks.conftest import HUB_FIXTURES
 
 
@@ -89,3 +93,51 @@ def test_language_reaches_the_prompt_and_the_judge(tmp_path: Path) -> None:
     assert text.startswith("# Sum of Two") and "C++17 program" in text and "```cpp" in text
     _, plain = load_task("codeforces", data_dir=_data_dir(tmp_path))
     assert "Python 3 program" in PROMPTS.get("codeforces").chat(plain[0])
+
+
+REASONS = ["official tests incomplete", "reads a file, not stdin", "interactive (the dataset ships no interactor)"]
+
+
+def _recount(rows: list[dict[str, Any]], keep_incomplete: bool = False) -> tuple[dict[str, int], dict[str, int]]:
+    """The fixture's problems per judging method and per reason left out, recounted from its raw rows (the
+    dataset's own fields, not the task's payload): the first reason that applies, in the task's order."""
+    judged = {"plain text compare": 0, "testlib checker": 0, "open-r1 generated checker": 0, "interactive": 0}
+    left: dict[str, int] = {}
+    for row in rows:
+        reasons = [why for why, applies in zip(REASONS, (
+            not keep_incomplete and (row.get("official_tests_complete") is False or not row.get("official_tests")),
+            row.get("input_mode", "stdio") != "stdio", bool((row.get("interaction_format") or "").strip())))
+            if applies]
+        if reasons:
+            left[reasons[0]] = left.get(reasons[0], 0) + 1
+        else:
+            judged["open-r1 generated checker" if (row.get("generated_checker") or "").strip()
+                   else "plain text compare"] += 1
+    return judged, left
+
+
+@pytest.mark.parametrize("options", [{}, {"keep": "incomplete"}, {"since": "2022-01-01"}])
+def test_problems_per_judging_method_and_left_out_per_reason(tmp_path: Path, options: dict[str, str]) -> None:
+    rows = [json.loads(line) for line in (HUB_FIXTURES / "codeforces.jsonl").read_text().splitlines()]
+    if "since" in options:  # the window: contests from 2022-01-01 on (Unix seconds 1640995200)
+        rows = [r for r in rows if r["contest_start"] >= 1640995200]
+    judged, left = _recount(rows, keep_incomplete="keep" in options)
+    spec, problems = load_task("codeforces", data_dir=_data_dir(tmp_path), options=options)
+    assert spec.judged_by(problems) == judged and dict(spec.left_out) == left
+    assert sum(judged.values()) == len(problems) and list(dict(spec.left_out)) == sorted(left, key=REASONS.index)
+    if not options:  # the fixture has one of each reason, and a generated checker
+        assert left == {"official tests incomplete": 1, "reads a file, not stdin": 1,
+                        "interactive (the dataset ships no interactor)": 1}
+        assert judged["open-r1 generated checker"] == 1 and judged["plain text compare"] == 3
+
+
+def test_a_problem_with_a_testlib_checker_or_an_interactor_is_counted_as_such() -> None:
+    def p(**payload: Any) -> Problem:
+        return Problem(task="codeforces", id="x", problem="", answer="", key="k", payload={"tests": [], **payload})
+    got = judged_by([p(), p(checker={"language": "cpp", "source": "int main(){}"}),
+                     p(checker={"language": "python", "source": "", "protocol": "open-r1"}),
+                     p(interactor={"language": "cpp", "source": ""}, checker={"language": "cpp", "source": ""})])
+    assert got == {"plain text compare": 1, "testlib checker": 1, "open-r1 generated checker": 1, "interactive": 1}
+    assert judged_by([p(checker={"language": "python", "source": "", "protocol": "domjudge"})]) == {
+        "plain text compare": 0, "testlib checker": 0, "open-r1 generated checker": 0, "interactive": 0,
+        "checker of unknown protocol 'domjudge' (the judge refuses it)": 1}

@@ -4,7 +4,7 @@ estimate predicts (a band far from its prediction says the curve does not fit th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from reasoneval.metrics.rating import (
     numeric_rating,
     rating_from,
 )
+from reasoneval.results.schema import load_config
 from reasoneval.results.store.problems import read_problems
 from reasoneval.serial import to_json
 from reasoneval.tasks.contests import rating_band
@@ -39,12 +40,17 @@ class TaskRating:
     task: str
     estimate: RatingEstimate | None
     bands: list[BandFit]
+    # what the rating rests on (config.json's datasets[task]: the codeforces task's): problems per judging method,
+    # problems left out before the run per reason
+    judged_by: dict[str, int] = field(default_factory=dict)
+    left_out: dict[str, int] = field(default_factory=dict)
 
 
 def rating_analysis(run_dir: Path | str) -> list[TaskRating]:
     """Each task's rating; a UserError where no task of the run has rated problems."""
     run_dir = Path(run_dir)
     meta = {(p.task, p.key): p.metadata for p in read_problems(run_dir)}
+    datasets = load_config(run_dir).datasets
     out = []
     for task, rows in by_task(read_problem_rows(run_dir)).items():
         ratings = [numeric_rating(meta.get((task, r.problem_key), {}).get("rating")) for r in rows]
@@ -63,7 +69,9 @@ def rating_analysis(run_dir: Path | str) -> list[TaskRating]:
                 predicted = float((p * n).sum() / n.sum())
             bands.append(BandFit(band=band, num_problems=len(items), num_samples=int(n.sum()),
                                  observed=float(c.sum() / n.sum()), predicted=predicted))
-        out.append(TaskRating(task=task, estimate=estimate, bands=bands))
+        data = datasets.get(task)
+        out.append(TaskRating(task=task, estimate=estimate, bands=bands, judged_by=dict(data.judged_by) if data else {},
+                              left_out=dict(data.left_out) if data else {}))
     if not any(t.estimate is not None for t in out):
         raise UserError(f"{run_dir}: no task has two or more problems of known rating (metadata `rating`: the "
                         "codeforces task, code_contests from the Hub with cf_rating); --rating has nothing to estimate")
@@ -72,7 +80,9 @@ def rating_analysis(run_dir: Path | str) -> list[TaskRating]:
 
 def rating_json(ratings: list[TaskRating]) -> dict[str, Any]:
     return {t.task: {"rating": to_json(t.estimate), "bands": to_json(t.bands),
-                     "human_percentile": _percentiles(t.estimate)} for t in ratings}
+                     "human_percentile": _percentiles(t.estimate),
+                     **({"judged_by": t.judged_by, "left_out": t.left_out} if t.judged_by or t.left_out else {})}
+            for t in ratings}
 
 
 def _percentiles(e: RatingEstimate | None) -> dict[str, str | None] | None:

@@ -124,6 +124,11 @@ def _print_rating(a: argparse.Namespace) -> int:
     else:
         print_table(head, rows, title)
         print_table(bhead, brows, "by rating band: samples right against the Elo curve's prediction at the rating")
+    for t in ratings:  # what the rating rests on: how its problems were judged, which were left out
+        if t.judged_by:
+            print(f"{t.task}: judged by " + ", ".join(f"{m} {n}" for m, n in t.judged_by.items())
+                  + ("; left out before the run: " + "; ".join(f"{why} {n}" for why, n in t.left_out.items())
+                     if t.left_out else ""))
     return 0
 
 

@@ -25,6 +25,7 @@ from reasoneval.atomic import FileSet, atomic_write_text
 from reasoneval.metrics import TaskMetrics
 from reasoneval.report.figures import adaptive_lines, k_note, pass_ks, rows, sample_range, samples_label, view_line
 from reasoneval.report.svg import esc, histogram, interval_plot, line_plot
+from reasoneval.report.table import coverage_lines
 from reasoneval.report.text import pct, pct_se
 from reasoneval.results.schema import RunResult
 from reasoneval.run_files import REPORT_FILE, REPORT_SIDECAR_DIR, RESULTS_FILE
@@ -221,6 +222,7 @@ def _ratings(result: RunResult) -> str:
     rated = [(t, m.rating) for t, m in result.tasks.items() if m.rating is not None]
     if not rated:
         return ""
+    coverage = "".join(f"<li>{esc(line)}</li>" for line in coverage_lines(result))
     rows_ = "".join(f"<tr><td>{esc(t)}</td><td>{esc(r.describe())}</td><td>{r.num_problems}</td><td>{r.num_unrated}</td>"
                     f"<td>{pct(r.solve_rate)}</td></tr>" for t, r in rated)
     return ('<h3>Codeforces rating</h3><table id="rating"><thead><tr><th>task</th><th>rating (95% interval)</th>'
@@ -228,7 +230,7 @@ def _ratings(result: RunResult) -> str:
             f"<tbody>{rows_}</tbody></table><p class=muted>Elo model P(solve) = 1/(1+10^((r-R)/400)) fitted to every "
             "sample; the interval counts both the problems drawn and the samples per problem (docs/statistics.md). "
             "The percentile is among active Codeforces users in 2024 (Codeforces blog entry 126802), interpolated between "
-            "the points that post states.</p>")
+            "the points that post states.</p>" + (f'<ul id="judged-by">{coverage}</ul>' if coverage else ""))
 
 
 def _breakdowns(result: RunResult) -> str:

@@ -106,6 +106,24 @@ def rating_lines(result: RunResult) -> list[str]:
             for name, m in result.tasks.items() if m.rating is not None]
 
 
+def coverage_lines(result: RunResult) -> list[str]:
+    """A line per task that records how its problems were judged and which were left out before the run
+    (config.json's datasets[task].judged_by, .left_out: the codeforces task): what its figures, a rating among them,
+    rest on."""
+    out = []
+    for name in result.tasks:
+        data = result.config.datasets.get(name)
+        if data is None or not (data.judged_by or data.left_out):
+            continue
+        line = f"{name}: {sum(data.judged_by.values())} problems judged by " + ", ".join(
+            f"{method} {n}" for method, n in data.judged_by.items())
+        if data.left_out:
+            line += (f"; {sum(data.left_out.values())} left out before the run: "
+                     + "; ".join(f"{why} {n}" for why, n in data.left_out.items()))
+        out.append(line)
+    return out
+
+
 def _greedy(result: RunResult) -> bool:
     sampling = result.config.settings.sampling
     return result.n == 1 and sampling is not None and sampling.temperature == 0
@@ -145,7 +163,8 @@ def render_table(result: RunResult, console: Console | None = None) -> Table:
             table.add_row("all (macro)", "", pct(agg.macro_mean), *([""] * (len(ks) + len(majs) + 2)))
     console = console if console is not None else console_for_tables()
     console.print(table)
-    for line in [*task_options_lines(result), *rating_lines(result), k_note(result), *adaptive_lines(result),
+    for line in [*task_options_lines(result), *rating_lines(result), *coverage_lines(result), k_note(result),
+                 *adaptive_lines(result),
                  view_line(result) or result.evaluation_note,  # a headline's note: which evaluation it replaced
                  *judge_stage_lines(result), *ungraded_lines(result)]:
         if line:

@@ -69,6 +69,9 @@ class TaskData(JsonRecord):
     version: str | None = json_field(default=None, omit_none=True)
     # the task's --task-arg options (LiveCodeBench's release and date window), as the task recorded them
     options: dict[str, str] = json_field(default_factory=dict, omit_empty=True)
+    # what the figures cover (Codeforces): problems per judging method, and those left out before the run per reason
+    judged_by: dict[str, int] = json_field(default_factory=dict, omit_empty=True)
+    left_out: dict[str, int] = json_field(default_factory=dict, omit_empty=True)
 
 
 @dataclass(frozen=True, kw_only=True)

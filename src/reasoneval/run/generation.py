@@ -228,7 +228,8 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             scoring={t.name: task_scoring(t, prompt, cfg.lmeval_metrics, judge_of(cfg)) for t in tasks}, engine_config=engine.describe(),
             base_url=cfg.base_url if engine_name == "openai" else None, api_key_env=cfg.api_key_env, limit=cfg.limit,
             datasets={t.name: TaskData(len(t.problems), dataset_hash(list(t.problems)), t.spec.source, t.spec.version,
-                                       dict(t.spec.options_given)) for t in tasks},
+                                       dict(t.spec.options_given), t.spec.judged_by(t.problems), dict(t.spec.left_out))
+                      for t in tasks},
             concurrency=cfg.concurrency, max_model_len=info.max_model_len, versions=versions(),
             created=now, updated=now, plugins=used_plugins(cfg, tasks), calibration=run_calibration(run_dir, tasks),
             adaptive={"design": ADAPTIVE_DESIGN, "target_se": cfg.target_se, "max_n": cfg.max_n,

@@ -262,7 +262,8 @@ def write_joined_run(path: Path, out_dir: Path, spec: TaskSpec, all_problems: Se
         run_id=run_id or out_dir.name, settings=RunSettings(model=path.stem), engine="score", source=str(path),
         n=n or K, tasks=[task], problem_keys={task: [p.key for p in problems]},
         scoring={task: spec.scoring.with_style_pattern(None)}, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        datasets={task: TaskData(len(problems), dataset_hash(problems), spec.source, spec.version)}))
+        datasets={task: TaskData(len(problems), dataset_hash(problems), spec.source, spec.version,
+                                 judged_by=spec.judged_by(problems), left_out=dict(spec.left_out))}))
     return K
 
 

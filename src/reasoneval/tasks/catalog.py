@@ -104,7 +104,8 @@ CODEFORCES = TaskSpec(
     "codeforces", "Codeforces problems of open-r1/codeforces with their official tests and ratings (--task-arg since=, "
     "until=, language=python|cpp|any; analyze --rating)", scoring=TaskScoring("codeforces"), prompt="codeforces",
     hub=HubSource("open-r1/codeforces", "test", contests.keep_row), row_to_problem=codeforces.codeforces_problem,
-    options=codeforces.codeforces_options, scoring_options=codeforces.SCORING_OPTIONS)
+    options=codeforces.codeforces_options, scoring_options=codeforces.SCORING_OPTIONS,
+    left_out_of=codeforces.codeforces_left_out, judging=codeforces.judged_by)
 TACO = TaskSpec("taco", "TACO test split (1,000 problems)", size=1000, scoring=TaskScoring("contest"),
                 prompt="livecodebench", hub=HubSource("BAAI/TACO", "test", contests.keep_row),
                 row_to_problem=contests.apps_problem, options=contests.contest_options,

@@ -31,7 +31,7 @@ import datetime
 import json
 import logging
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem
@@ -49,6 +49,9 @@ LANGUAGES = ("python", "cpp", "any")
 SKIPPED = (("incomplete_tests", "official tests incomplete"), ("file_input", "reads a file, not stdin"),
            ("interactive", "interactive (the dataset ships no interactor)"))
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# How a problem is graded (judging_method): what a Codeforces rating rests on, counted in config.json's
+# datasets.codeforces.judged_by and the report
+JUDGING_METHODS = ("plain text compare", "testlib checker", "open-r1 generated checker", "interactive")
 
 
 def _date(value: Any) -> str | None:
@@ -144,8 +147,48 @@ def skip_reason(problem: Problem, keep: set[str]) -> str | None:
     return None
 
 
+def judging_method(problem: Problem) -> str:
+    """How the judge grades a problem (JUDGING_METHODS), from what its payload ships."""
+    payload = problem.payload
+    if payload.get("interactor"):
+        return "interactive"
+    checker = payload.get("checker")
+    if not checker:
+        return "plain text compare"
+    protocol = checker.get("protocol") or "testlib"
+    if protocol in ("testlib", OPEN_R1_PROTOCOL):
+        return "testlib checker" if protocol == "testlib" else "open-r1 generated checker"
+    return f"checker of unknown protocol {protocol!r} (the judge refuses it)"
+
+
+def judged_by(problems: Sequence[Problem]) -> dict[str, int]:
+    """Problems per judging method, every method named (0 where none): what a Codeforces rating rests on."""
+    counts = dict.fromkeys(JUDGING_METHODS, 0)
+    for p in problems:
+        method = judging_method(p)
+        counts[method] = counts.get(method, 0) + 1
+    return counts
+
+
 def codeforces_options(problems: list[Problem], options: Mapping[str, str]) -> tuple[list[Problem], dict[str, str]]:
     """The problems the judge can grade, in the date window; the options as recorded in config.json."""
+    kept, recorded, skipped = _select(problems, options)
+    if skipped:
+        log.warning("codeforces: %d of %d problems left out: %s", sum(skipped.values()), len(kept) + sum(
+            skipped.values()), ", ".join(f"{n} {why}" for why, n in skipped.items()))
+    return kept, recorded
+
+
+def codeforces_left_out(problems: list[Problem], options: Mapping[str, str]) -> dict[str, int]:
+    """The problems of the date window the judge cannot grade, per reason (SKIPPED's, in its order; config.json's
+    datasets.codeforces.left_out)."""
+    skipped = _select(problems, options)[2]
+    return {why: skipped[why] for _, why in SKIPPED if why in skipped}
+
+
+def _select(problems: list[Problem], options: Mapping[str, str]) -> tuple[list[Problem], dict[str, str],
+                                                                            dict[str, int]]:
+    """The problems kept, the options as recorded, the problems of the window left out per reason."""
     unknown = sorted(set(options) - set(CODEFORCES_OPTIONS))
     if unknown:
         raise UserError(f"unknown --task-arg {unknown[0]!r} for codeforces; known: {', '.join(CODEFORCES_OPTIONS)}")
@@ -184,12 +227,9 @@ def codeforces_options(problems: list[Problem], options: Mapping[str, str]) -> t
             kept.append(p)
         else:
             skipped[reason] = skipped.get(reason, 0) + 1
-    if skipped:
-        log.warning("codeforces: %d of %d problems left out: %s", sum(skipped.values()), len(problems),
-                    ", ".join(f"{n} {why}" for why, n in skipped.items()))
     if not kept:
         raise UserError(f"codeforces: no problem left to grade (window {since or 'first'} to {until or 'last'}; "
                         f"left out: {skipped or 'none'})")
     if language != "python":
         kept = [dataclasses.replace(p, payload={**p.payload, "language": language}) for p in kept]
-    return kept, recorded
+    return kept, recorded, skipped

@@ -142,7 +142,10 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
         rows = rows[:limit]
     problems = problems_from_rows(spec, rows)
     given: dict[str, str] = {}
+    left_out: dict[str, int] = {}
     if spec.options is not None:
+        if spec.left_out_of is not None:
+            left_out = spec.left_out_of(problems, dict(options or {}))
         problems, given = spec.options(problems, dict(options or {}))  # a window first, then --limit within it
     if limit is not None:
         problems = problems[:limit]  # after conversion: a source-schema task may skip rows (MBPP's other splits)
@@ -151,7 +154,7 @@ def load_task(name: str, *, data_dir: Path | None = None, limit: int | None = No
     if passed_on:
         scoring = dataclasses.replace(scoring, settings={**scoring.settings, **passed_on})
     return dataclasses.replace(spec, origin=origin, data_sha256=digest, options_given=tuple(given.items()),
-                               scoring=scoring), problems
+                               scoring=scoring, left_out=tuple(left_out.items())), problems
 
 
 def file_sha256(path: Path) -> str:

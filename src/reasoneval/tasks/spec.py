@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from reasoneval.records import Problem
 from reasoneval.scoring.base import TaskScoring
@@ -17,6 +17,10 @@ RowToProblem = Callable[[str, str, Mapping[str, Any], str], "Problem | None"]
 # (problems, --task-arg options) -> (the problems kept, the options as recorded in config.json): a task's options
 # (LiveCodeBench's release and date window).
 TaskOptions = Callable[[list[Problem], Mapping[str, str]], "tuple[list[Problem], dict[str, str]]"]
+# (problems as loaded, --task-arg options) -> problems the options leave out, per reason (Codeforces' incomplete tests)
+LeftOut = Callable[[list[Problem], Mapping[str, str]], "dict[str, int]"]
+# problems -> how many each judging method grades (Codeforces: plain text compare, checkers, interactive)
+Judging = Callable[[Sequence[Problem]], "dict[str, int]"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,9 @@ class TaskSpec:
       options it was loaded with, as recorded in config.json (`datasets[task].options`).
     scoring_options: options that are also the scorer's settings of that name ("true"/"false" as booleans): the
       contest tasks' all_tests.
+    left_out_of, judging: what a figure covers, recorded in config.json (`datasets[task].left_out`, `.judged_by`):
+      the problems the options leave out per reason (`left_out` the counts load_task found), and the problems
+      each judging method grades.
     """
 
     name: str
@@ -126,6 +133,12 @@ class TaskSpec:
     options_given: tuple[tuple[str, str], ...] = ()
     scoring_options: tuple[str, ...] = ()
     data_file: PackageFile | None = None
+    left_out_of: LeftOut | None = None
+    left_out: tuple[tuple[str, int], ...] = ()
+    judging: Judging | None = None
+
+    def judged_by(self, problems: Sequence[Problem]) -> dict[str, int]:
+        return self.judging(problems) if self.judging is not None else {}
 
     def __post_init__(self) -> None:
         if not self.prompt and self.scoring.scorer in DEFAULT_PROMPTS:  # frozen: set as the constructor does

@@ -12,17 +12,29 @@ the interactor before they are built)}). OUT is the verdict channel: one JSON li
 As the contest driver (sandbox/stdio_driver.py, docs/sandbox.md): the driver ignores signals, makes itself
 non-dumpable, reads the candidate's part, gives the processes it forks a PID namespace of their own, drops every
 capability and forks the **keeper** (PID 1 of that namespace), then reads the trusted part: the keeper never holds
-an expected output it was not sent for a checker run, after every candidate process is gone. The keeper writes
-files into the private /tmp, runs one command at a time (fork, rlimits, exec) with its stdin and stdout in files,
-measures its CPU and wall time, kills every other process of the namespace after each command, and answers the
-driver with the exit status and the output. The driver compares (or reads the checker's exit status: testlib's
-0 OK, 1 wrong answer, 2 presentation error, 3 the checker failed) and writes the verdict. The checker and the
-interactor, once built, are sealed: the keeper holds their bytes, removes the files, and writes them back only for
-their own runs, so a program (which runs in the same folder, as the same user) can neither replace nor read them.
+an expected output it was not sent for a checker run, after every candidate process is gone. The keeper works in
+/tmp/judge through a descriptor of the folder (a program may rename it; the judge's files stay where it put them),
+writes each of its files anew (whatever a program left under the name is removed first, and the new file is
+created with O_EXCL|O_NOFOLLOW: never through a planted link, never into a file a program holds open), runs one
+command at a time (fork, rlimits, exec) with its stdin a copy of the test's input and its stdout and stderr in
+files that have no name (O_TMPFILE, read back through the keeper's descriptors), measures its CPU and wall time,
+kills every other process of the namespace after each command, and answers the driver with the exit status and
+the output. The driver compares (or reads the checker's exit status: testlib's 0 OK, 1 wrong answer, 2 presentation
+error, 3 the checker failed) and writes the verdict.
 
-Interactive problems: the keeper starts the interactor (input file, output log as its arguments) and the program
-with two pipes between them; both are limited; when the wall clock runs out while neither used its CPU time (a
-deadlock, a program that stopped reading), the verdict is idleness_limit, as Codeforces names it.
+The checker and the interactor, once built (before any program of the batch runs), are sealed: the keeper keeps a
+read-only descriptor of each and removes its name; a Python one runs as `python -c SEALED_BOOT` reading its text
+from that descriptor, a binary is made exec-only and run with fexecve. So a program (which runs in the same folder,
+as the same user) can neither replace nor read them. The checker's three files exist by name only while it runs,
+when no process of the program is left.
+
+Interactive problems: the keeper starts the interactor (its input and log unnamed files it opens as
+/proc/self/fd/3 and 4) and then the program, with two pipes between them; both are limited. The program plays at
+the same time as the interactor, and the sandbox has a /proc: the interactor is non-dumpable before the program
+starts (a Python interactor makes itself so and says it on a pipe the keeper waits on; an exec-only binary is made
+so by the kernel), so no process of the program can open its /proc/PID/fd (the game's input, its own text) or mem.
+When the wall clock runs out while neither used its CPU time (a deadlock, a program that stopped reading), the
+verdict is idleness_limit, as Codeforces names it.
 """
 import os
 import sys
@@ -45,7 +57,7 @@ TICK = 0.002
 WORK = "/tmp/judge"
 DETAIL = 300
 CAP = 1 << 26  # bytes of a program's output read back at most
-COMPILERS = {"cpp": ["/usr/bin/g++", "-O2", "-std=c++17", "-pipe", "-I", WORK, "-o", WORK + "/{name}", WORK + "/{name}.cpp"]}
+COMPILERS = {"cpp": ["/usr/bin/g++", "-O2", "-std=c++17", "-pipe", "-I", ".", "-o", "{name}", "{name}.cpp"]}
 PASSED, WRONG, TIME, MEMORY, RUNTIME = "passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error"
 COMPILE, IDLE, JUDGE_FAIL = "compile_error", "idleness_limit", "judge_error"
 
@@ -68,6 +80,36 @@ def recv(fd):
 
 
 # --- the keeper: PID 1 of the candidate's namespace ---
+
+# A sealed Python program (a checker, an interactor) run from the keeper's descriptor of its text, never from a name
+# in the work folder: `python -I -S -c SEALED_BOOT HANDSHAKE_FD SOURCE_FD NAME ARGS...`. An interactor first makes
+# itself non-dumpable and says so on HANDSHAKE_FD ("-": none): the keeper starts the program only then, so no
+# process of the program can open the interactor's /proc/PID/mem or fd (its input, its own text) at any time.
+SEALED_BOOT = """import os as _o, sys as _s
+def _reasoneval_sealed():
+    if _s.argv[1] != "-":
+        import ctypes
+        if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:
+            _s.stderr.write("judge: could not make the interactor non-dumpable")
+            _s.exit(3)
+        _o.write(int(_s.argv[1]), b"1")
+        _o.close(int(_s.argv[1]))
+    fd, name, parts = int(_s.argv[2]), _s.argv[3], []
+    while True:
+        b = _o.pread(fd, 1 << 20, sum(map(len, parts)))
+        if not b:
+            break
+        parts.append(b)
+    _o.close(fd)
+    del _s.argv[1:4]
+    _s.argv[0] = name
+    return b"".join(parts), name
+_src, _name = _reasoneval_sealed()
+del _reasoneval_sealed, _o, _s
+exec(compile(_src, _name, "exec"), {"__name__": "__main__", "__file__": _name, "__builtins__": __builtins__})
+"""
+EXEC_ONLY = 0o100  # a sealed binary's mode: not readable, so the kernel makes the process that runs it non-dumpable
+
 
 def _kill_others(pids):
     """Every other process of the namespace where the keeper is its PID 1 (kill(-1) reaches all but itself), else
@@ -92,14 +134,22 @@ def _kill_others(pids):
         time.sleep(0.001)
 
 
-def _child(argv, stdin_fd, stdout_fd, stderr_fd, lim, saved):
+def _child(argv, stdio, extra, lim, saved, wd, exe_fd=None):
+    """Exec argv with stdio as fds 0-2 and `extra` as fds 3, 4, ..., in the work folder (by its descriptor: a
+    program may rename the folder, never redirect the judge); exe_fd: run that sealed binary (fexecve)."""
+    import fcntl
     import resource
     try:
         os.setpgid(0, 0)
-        os.dup2(stdin_fd, 0)
-        os.dup2(stdout_fd, 1)
-        os.dup2(stderr_fd, 2)
-        os.closerange(3, 4096)
+        os.fchdir(wd)
+        moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 3 + len(extra) + 8) for fd in list(stdio) + list(extra)]
+        for target, fd in enumerate(moved):
+            os.dup2(fd, target)  # inheritable
+        if exe_fd is not None:
+            exe_fd = fcntl.fcntl(exe_fd, fcntl.F_DUPFD_CLOEXEC, 3 + len(extra))
+        os.closerange(3 + len(extra), exe_fd if exe_fd is not None else 4096)
+        if exe_fd is not None:
+            os.closerange(exe_fd + 1, 4096)
         cpu = int(lim["cpu_s"]) + 1
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         mem = int(lim["memory_mb"]) << 20
@@ -109,8 +159,8 @@ def _child(argv, stdin_fd, stdout_fd, stderr_fd, lim, saved):
             if hard == resource.RLIM_INFINITY or v < hard:
                 resource.setrlimit(r, (v, v))
         _restore_signals(saved)
-        os.chdir(WORK)
-        os.execve(argv[0], argv, {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"})
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
+        os.execve(argv[0] if exe_fd is None else exe_fd, argv, env)
     except BaseException as e:
         os.write(2, f"exec failed: {e}".encode("ascii", "replace"))
     os._exit(127)
@@ -164,56 +214,133 @@ def _watch(procs, wall_s, pids):
     return out, timed_out
 
 
-def _read_file(path, cap):
+def _pread_all(fd, cap):
+    parts, size = [], 0
+    while size < cap:
+        b = os.pread(fd, min(1 << 20, cap - size), size)
+        if not b:
+            break
+        parts.append(b)
+        size += len(b)
+    return b"".join(parts).decode("utf-8", "replace")
+
+
+def _unnamed(wd, data=""):
+    """A file of the work folder's tmpfs that has no name (O_TMPFILE): nothing of the program's can reach it but
+    through the descriptor it is given. Read from offset 0."""
+    fd = os.open(".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600, dir_fd=wd)
+    view = memoryview(data.encode("utf-8", "surrogatepass"))
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _clear(wd, name):
+    """Whatever a program left under `name` (a file, a link, a FIFO, a folder) gone from the work folder."""
     try:
-        with open(path, "rb") as f:
-            return f.read(cap).decode("utf-8", "replace")
-    except OSError:
-        return ""
+        os.unlink(name, dir_fd=wd)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        os.rename(name, f".gone-{time.monotonic_ns()}", src_dir_fd=wd, dst_dir_fd=wd)
 
 
-def _run(cmd, saved):
-    """One command: argv with its stdin from a file, stdout and stderr to files."""
-    out_path, err_path = WORK + "/out.txt", WORK + "/err.txt"
-    fds = [os.open(cmd.get("stdin") or "/dev/null", os.O_RDONLY),
-           os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
-           os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)]
+def _write_new(wd, name, data, mode=0o644):
+    """The judge's own file: a new one (never through a link or into a file a program left open)."""
+    _clear(wd, name)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=wd)
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as f:
+        f.write(data)
+
+
+def _sealed_argv(seal, args, handshake_fd=None, first_fd=3):
+    """argv, extra fds (from fd `first_fd` on) and the binary's fd for a sealed program: (language, fd, name)."""
+    language, fd, name = seal
+    if language == "python":
+        hs = "-" if handshake_fd is None else str(first_fd + 1)
+        extra = [fd] + ([handshake_fd] if handshake_fd is not None else [])
+        return [sys.executable, "-I", "-S", "-c", SEALED_BOOT, hs, str(first_fd), name] + list(args), extra, None
+    return [name] + list(args), [], fd
+
+
+def _run(cmd, saved, wd, sealed):
+    """One command: argv (or a sealed program's), stdin a copy of the test's input (or nothing), stdout and stderr
+    into unnamed files read back through the keeper's own descriptors."""
+    stdin = _unnamed(wd, cmd["stdin_data"]) if cmd.get("stdin_data") is not None else os.open("/dev/null", os.O_RDONLY)
+    out, err = _unnamed(wd), _unnamed(wd)
+    argv, extra, exe = cmd["argv"], [], None
+    if cmd.get("sealed"):
+        argv, extra, exe = _sealed_argv(sealed[cmd["sealed"]], cmd["argv"])
     pid = os.fork()
     if pid == 0:
-        _child(cmd["argv"], fds[0], fds[1], fds[2], cmd, saved)
-    for fd in fds:
-        os.close(fd)
+        _child(argv, (stdin, out, err), extra, cmd, saved, wd, exe)
     res, _ = _watch({pid: cmd}, cmd["wall_s"], [pid])
     r = res[pid]
-    r["stdout"] = _read_file(out_path, CAP) if cmd.get("read_stdout", True) else ""
-    err = _read_file(err_path, 1 << 16)
-    r["stderr"] = err if len(err) <= 2000 else err[:1000] + "\n...\n" + err[-1000:]  # a compiler's first error
+    r["stdout"] = _pread_all(out, CAP) if cmd.get("read_stdout", True) else ""
+    text = _pread_all(err, 1 << 16)
+    r["stderr"] = text if len(text) <= 2000 else text[:1000] + "\n...\n" + text[-1000:]  # a compiler's first error
+    for fd in (stdin, out, err):
+        os.close(fd)
     return r
 
 
-def _interact(cmd, saved):
-    """The program and the interactor, each one's stdout the other's stdin; the interactor's stdout log a file."""
+def _interact(cmd, saved, wd, sealed):
+    """The program and the interactor, each one's stdout the other's stdin. The interactor's input and log are
+    unnamed files it opens as /proc/self/fd/3 and 4 (testlib's interactors open the paths they are given), its own
+    text or binary a sealed descriptor; it is non-dumpable before the program starts (a Python interactor says so
+    on a pipe; a sealed binary is exec-only, which the kernel makes non-dumpable), so the program can reach
+    nothing of the game, by name or through /proc."""
+    inter = cmd["interactor"]
+    if not os.path.isdir("/proc/self/fd"):
+        return {"error": "no /proc in the sandbox: the interactor's files are given as /proc/self/fd paths"}
     p_r, i_w = os.pipe()  # interactor -> program
     i_r, p_w = os.pipe()  # program -> interactor
-    err_p = os.open(WORK + "/err.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    err_i = os.open(WORK + "/ierr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    inter = cmd["interactor"]
+    err_p, err_i, game, log = _unnamed(wd), _unnamed(wd), _unnamed(wd, cmd["input"]), _unnamed(wd)
+    python = sealed[inter["sealed"]][0] == "python"
+    hs_r, hs_w = os.pipe()  # the Python interactor's "non-dumpable now"
+    argv, extra, exe = _sealed_argv(sealed[inter["sealed"]], ["/proc/self/fd/3", "/proc/self/fd/4"],
+                                    hs_w if python else None, 5)
     ipid = os.fork()
     if ipid == 0:
-        _child(inter["argv"], i_r, i_w, err_i, inter, saved)
-    ppid = os.fork()
+        _child(argv, (i_r, i_w, err_i), [game, log] + extra, inter, saved, wd, exe)
+    os.close(hs_w)
+    ready = True
+    if python:
+        import select
+        ready = bool(select.select([hs_r], [], [], inter["wall_s"])[0]) and os.read(hs_r, 1) == b"1"
+    os.close(hs_r)
+    ppid = os.fork() if ready else -1
     if ppid == 0:
-        _child(cmd["program"]["argv"], p_r, p_w, err_p, cmd["program"], saved)
-    for fd in (p_r, i_w, i_r, p_w, err_p, err_i):
+        _child(cmd["program"]["argv"], (p_r, p_w, err_p), [], cmd["program"], saved, wd)
+    for fd in (p_r, i_w, i_r, p_w, game, log):
         os.close(fd)
-    res, timed_out = _watch({ipid: inter, ppid: cmd["program"]}, cmd["wall_s"], [ipid, ppid])
-    return {"program": dict(res[ppid], stderr=_read_file(WORK + "/err.txt", 1 << 16)[-2000:]),
-            "interactor": dict(res[ipid], stderr=_read_file(WORK + "/ierr.txt", 1 << 16)[-2000:]),
-            "timed_out": timed_out}
+    procs = {ipid: inter, ppid: cmd["program"]} if ready else {ipid: inter}
+    res, timed_out = _watch(procs, cmd["wall_s"] if ready else 0.0, list(procs))
+    i_err = _pread_all(err_i, 1 << 16)[-2000:]
+    p_res = res.get(ppid) or {"code": None, "sig": 9, "cpu": 0.0, "killed": None, "wall": 0.0}
+    out = {"program": dict(p_res, stderr=_pread_all(err_p, 1 << 16)[-2000:]),
+           "interactor": dict(res[ipid], stderr=i_err), "timed_out": timed_out}
+    os.close(err_p)
+    os.close(err_i)
+    if not ready:
+        out["error"] = "the interactor did not start: " + _printable(i_err)
+    return out
+
+
+def _seal(wd, name, language):
+    """The judge's own program out of the work folder: the keeper keeps a read-only descriptor of the built file
+    (sealed before any program of the batch ran) and removes its name; a binary becomes exec-only."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=wd)
+    if language != "python":
+        os.fchmod(fd, EXEC_ONLY)
+    os.unlink(name, dir_fd=wd)
+    return language, fd, name
 
 
 def keeper_side(saved, cmd_r, res_w):
     os.makedirs(WORK, exist_ok=True)
+    wd = os.open(WORK, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     sealed = {}
     while True:
         try:
@@ -222,38 +349,22 @@ def keeper_side(saved, cmd_r, res_w):
             os._exit(0)
         op = cmd["op"]
         if op == "write":
-            with open(cmd["path"], "w", encoding="utf-8", errors="surrogatepass") as f:
-                f.write(cmd["data"])
-            if cmd.get("mode"):
-                os.chmod(cmd["path"], int(cmd["mode"]))
+            _write_new(wd, cmd["name"], cmd["data"])
             send(res_w, {"ok": True})
         elif op == "remove":
-            for p in cmd["paths"]:
+            for name in cmd["names"]:
                 try:
-                    os.remove(p)
+                    _clear(wd, name)
                 except OSError:
                     pass
             send(res_w, {"ok": True})
-        elif op == "seal":  # the judge's own programs, kept out of the candidates' reach between their runs
-            for path in cmd["paths"]:
-                with open(path, "rb") as f:
-                    sealed[path] = f.read()
-                os.remove(path)
-            send(res_w, {"ok": True})
-        elif op == "unseal":
-            path = cmd["path"]
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
-            with os.fdopen(fd, "wb") as f:
-                f.write(sealed[path])
+        elif op == "seal":  # the judge's own programs, kept out of the candidates' reach
+            sealed[cmd["name"]] = _seal(wd, cmd["path"], cmd["language"])
             send(res_w, {"ok": True})
         elif op == "run":
-            send(res_w, _run(cmd, saved))
+            send(res_w, _run(cmd, saved, wd, sealed))
         elif op == "interact":
-            send(res_w, _interact(cmd, saved))
+            send(res_w, _interact(cmd, saved, wd, sealed))
 
 
 # --- the trusted side ---
@@ -282,15 +393,23 @@ class Judge:
         return recv(self.res_r)
 
     def argv(self, language, name):
+        """A program's command, run in the work folder."""
         if language == "python":
-            return [sys.executable, "-I", "-S", WORK + "/" + name + ".py"]
-        return [WORK + "/" + name]
+            return [sys.executable, "-I", "-S", name + ".py"]
+        return ["./" + name]
+
+    @staticmethod
+    def source_name(language, name):
+        return name + (".py" if language == "python" else ".cpp")
+
+    @staticmethod
+    def built_name(language, name):
+        return name + (".py" if language == "python" else "")
 
     def build(self, program, name):
         """Write the program's text and compile it (C++); None, or the failure's detail."""
         language = program["language"]
-        self.ask({"op": "write", "path": WORK + "/" + name + (".py" if language == "python" else ".cpp"),
-                  "data": program["source"]})
+        self.ask({"op": "write", "name": self.source_name(language, name), "data": program["source"]})
         if language == "python":
             return None
         lim = self.trusted["compile"]
@@ -322,16 +441,12 @@ class Judge:
 
     def check(self, index, test, r):
         """The checker's say on one test (the program's output is in out.txt): (verdict, detail)."""
-        checker = self.trusted["checker"]
-        self.ask({"op": "write", "path": WORK + "/input.txt", "data": test["input"]})
-        self.ask({"op": "write", "path": WORK + "/answer.txt", "data": test["output"]})
-        self.ask({"op": "write", "path": WORK + "/output.txt", "data": r["stdout"]})
-        argv = self.argv(checker["language"], "checker") + [WORK + "/input.txt", WORK + "/output.txt",
-                                                            WORK + "/answer.txt"]
-        self.ask({"op": "unseal", "path": self.argv(checker["language"], "checker")[-1]})
-        c = self.ask({"op": "run", "argv": argv, "cpu_s": 10.0, "wall_s": 20.0, "memory_mb": 1024,
-                      "read_stdout": False})
-        self.ask({"op": "remove", "paths": [WORK + "/answer.txt", self.argv(checker["language"], "checker")[-1]]})
+        files = {"input.txt": test["input"], "answer.txt": test["output"], "output.txt": r["stdout"]}
+        for name, data in files.items():  # no process of the program is left while they exist
+            self.ask({"op": "write", "name": name, "data": data})
+        c = self.ask({"op": "run", "sealed": "checker", "argv": ["input.txt", "output.txt", "answer.txt"],
+                      "cpu_s": 10.0, "wall_s": 20.0, "memory_mb": 1024, "read_stdout": False})
+        self.ask({"op": "remove", "names": list(files)})
         detail = _printable(c["stderr"][-DETAIL:])
         if c["killed"] or c["sig"] is not None or c["code"] not in (0, 1, 2):
             status = c["code"] if c["sig"] is None else f"signal {c['sig']}"
@@ -341,16 +456,13 @@ class Judge:
     def one_test(self, index, test, program_argv):
         lim = self.trusted
         limits = {"cpu_s": lim["cpu_s"], "wall_s": lim["wall_s"], "memory_mb": lim["memory_mb"]}
-        self.ask({"op": "write", "path": WORK + "/input.txt", "data": test["input"]})
         if lim.get("interactor"):
-            self.ask({"op": "write", "path": WORK + "/log.txt", "data": ""})
-            iargv = self.argv(lim["interactor"]["language"], "interactor") + [WORK + "/input.txt", WORK + "/log.txt"]
-            ipath = self.argv(lim["interactor"]["language"], "interactor")[-1]
-            self.ask({"op": "unseal", "path": ipath})
-            r = self.ask({"op": "interact", "wall_s": lim["wall_s"], "program": dict(limits, argv=program_argv),
-                          "interactor": {"argv": iargv, "cpu_s": 10.0, "wall_s": lim["wall_s"],
+            r = self.ask({"op": "interact", "wall_s": lim["wall_s"], "input": test["input"],
+                          "program": dict(limits, argv=program_argv),
+                          "interactor": {"sealed": "interactor", "cpu_s": 10.0, "wall_s": lim["wall_s"],
                                          "memory_mb": 1024}})
-            self.ask({"op": "remove", "paths": [ipath]})
+            if r.get("error"):
+                return JUDGE_FAIL, _printable(r["error"]), r.get("program") or {}
             p, i = r["program"], r["interactor"]
             if r["timed_out"] and p["cpu"] < lim["cpu_s"] and i["cpu"] < 10.0:
                 return IDLE, f"no progress for {p['wall']:.1f} s (a deadlock, or a program that stopped reading)", p
@@ -363,7 +475,7 @@ class Judge:
             if bad:
                 return bad + (p,)
             return JUDGE_FAIL, "interactor failed: " + _printable(i["stderr"][-DETAIL:]), p
-        r = self.ask(dict(limits, op="run", argv=program_argv, stdin=WORK + "/input.txt"))
+        r = self.ask(dict(limits, op="run", argv=program_argv, stdin_data=test["input"]))
         bad = self.failure(r)
         if bad:
             return bad + (r,)
@@ -379,15 +491,16 @@ class Judge:
         base = {"passed": 0, "ran": 0, "total": len(tests), "first": -1, "cpu": 0.0, "detail": ""}
         programs = self.part["programs"]
         for header, text in (self.trusted.get("headers") or {}).items():  # testlib.h, for <> and "" includes
-            self.ask({"op": "write", "path": WORK + "/" + header, "data": text})
+            self.ask({"op": "write", "name": header, "data": text})
         for name, prog in (("checker", self.trusted.get("checker")), ("interactor", self.trusted.get("interactor"))):
             if prog:
                 failed = self.build(prog, name)
                 if failed:
                     detail = _printable(f"{name} does not build: {failed}")
                     return [dict(base, verdict=JUDGE_FAIL, detail=detail) for _ in programs]
-                self.ask({"op": "seal", "paths": [self.argv(prog["language"], name)[-1]]})
-                self.ask({"op": "remove", "paths": [WORK + "/" + name + ".cpp"]})
+                self.ask({"op": "seal", "name": name, "path": self.built_name(prog["language"], name),
+                          "language": prog["language"]})
+                self.ask({"op": "remove", "names": [self.source_name(prog["language"], name)]})
         return [self.verdict(program, base) for program in programs]
 
     def verdict(self, program, base):
@@ -407,7 +520,7 @@ class Judge:
                 verdict, first, detail_text = v, index, detail
             if not self.trusted.get("all_tests"):
                 break
-        self.ask({"op": "remove", "paths": [WORK + "/main", WORK + "/main.cpp", WORK + "/main.py"]})
+        self.ask({"op": "remove", "names": ["main", "main.cpp", "main.py"]})
         return dict(base, verdict=verdict, first=first, detail=detail_text, passed=passed, ran=ran, cpu=cpu)
 
 
