@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reasoneval.engines.base import Capabilities, CommonOptions, EngineInfo, option
-from reasoneval.errors import UserError
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineInfo, check_least, option
 from reasoneval.records import Completion, Request
 
 
@@ -24,14 +23,11 @@ class Options:
     """The echo engine's options (`--engine-arg KEY=VALUE`)."""
 
     text: str = option("The answer is \\boxed{0}.", "the answer every request gets")
-    delay_s: float = option(0.0, "seconds each request takes (0: none)")
-    slots: int = option(64, "requests served at once (more wait their turn)")
+    delay_s: float = option(0.0, "seconds each request takes (0: none)", least=0)
+    slots: int = option(64, "requests served at once (more wait their turn)", least=1)
 
     def __post_init__(self) -> None:
-        if self.delay_s < 0:
-            raise UserError(f"echo engine option delay_s must be >= 0, got {self.delay_s}")
-        if self.slots < 1:
-            raise UserError(f"echo engine option slots must be at least 1, got {self.slots}")
+        check_least(self, "echo")
 
 
 # It never samples: an option beyond the first ones (or an --extra-body key) would do nothing, so it is refused.

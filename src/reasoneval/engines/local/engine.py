@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, check_least, option
 from reasoneval.engines.local import kernels
 from reasoneval.engines.local.messages import WorkerConfig
 from reasoneval.engines.local.model import (
@@ -49,14 +49,14 @@ class Options:
 
     model_path: str | None = option(None, "GGUF file to run (default: the embedded SmolLM2-135M-Instruct Q4_1)",
                                     flag=True)
-    replicas: int = option(1, "worker processes; the CPU cores are split between them", flag=True)
+    replicas: int = option(1, "worker processes; the CPU cores are split between them", flag=True, least=1)
     max_model_len: int | None = option(None, f"context length of each sequence in tokens (default {DEFAULT_N_CTX})",
                                        flag=True)
     parallel: int = option(DEFAULT_PARALLEL, "sequences each worker decodes together in one batch; "
                            "1 = exact one-sequence mode")
     cpu_repack: str = option("auto", "llama.cpp's repacked CPU kernels (AMX, AVX repack): auto = on until they "
                              "crash once on this machine (then off, remembered: docs/engines.md), on, off")
-    threads: int | None = option(None, "llama.cpp threads per worker (default: CPU cores // replicas)")
+    threads: int | None = option(None, "llama.cpp threads per worker (default: CPU cores // replicas)", least=1)
     adapt_threads: bool = option(True, "measure tokens/s while decoding and use the best of threads, threads/2, ..., "
                                  "1 (a busy machine starves llama.cpp's spinning threads: docs/engines.md); "
                                  "false = always `threads`")
@@ -66,15 +66,12 @@ class Options:
     startup_timeout: float = option(600.0, "seconds to wait for a worker to load the model and pass its self-test")
 
     def __post_init__(self) -> None:
-        if self.replicas < 1:
-            raise UserError(f"--replicas must be at least 1, got {self.replicas}")
+        check_least(self, "local")
         if not 1 <= self.parallel <= MAX_PARALLEL:
             raise UserError(f"local engine option parallel must be in 1..{MAX_PARALLEL}, got {self.parallel}")
         if self.cpu_repack not in REPACK_MODES:
             raise UserError(f"local engine option cpu_repack must be one of {', '.join(REPACK_MODES)}, "
                             f"got {self.cpu_repack!r}")
-        if self.threads is not None and self.threads < 1:
-            raise UserError(f"local engine option threads must be at least 1, got {self.threads}")
 
 
 # llama.cpp's sampler takes these extra_body keys (engines.local.decoder reads them by name).
