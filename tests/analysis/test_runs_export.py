@@ -82,7 +82,7 @@ def test_export_jsonl_filters_and_chat_form(make_openai_server: Any, tmp_path: P
     assert lens and all(200 <= t <= 300 for t in lens) and c.written == 2 * Q
 
     c = export_run(run, tmp_path / "cut.jsonl", ExportFilter(keep_truncated=True))
-    assert c.written == Q * K and c.truncated == 0
+    assert c.written == Q * K and c.dropped["truncated"] == 0
 
 
 def test_export_parquet_from_the_cli_and_bad_format(make_openai_server: Any, tmp_path: Path) -> None:

@@ -11,10 +11,8 @@ from reasoneval.engines.launch.engine import (
     CAPABILITIES,
     HOST,
     LLAMACPP_SERVER,
-    SERVERS,
     VLLM_CLI,
     LaunchEngine,
-    Options,
     ServerPlan,
     build_plan,
     configured_capabilities,
@@ -23,6 +21,8 @@ from reasoneval.engines.launch.engine import (
     vllm_command,
 )
 from reasoneval.engines.launch.process import ServerProcess, log_tail
+from reasoneval.engines.options import SERVERS
+from reasoneval.engines.options import LaunchOptions as Options
 
 __all__ = [
     "CAPABILITIES", "HOST", "LLAMACPP_SERVER", "SERVERS", "VLLM_CLI", "LaunchEngine", "Options", "ServerPlan",

@@ -27,21 +27,12 @@ it calls back only through its `WorkerHost` protocol) and `engine` (options and 
 `WorkerHost`). Worker processes speak JSON lines over a socket pair (reasoneval.workers).
 """
 
-from reasoneval.engines.local.engine import (
-    CAPABILITIES,
-    DEFAULT_PARALLEL,
-    MAX_PARALLEL,
-    LocalEngine,
-    Options,
-    create,
-)
+from reasoneval.engines.local.engine import CAPABILITIES, LocalEngine, create
 from reasoneval.engines.local.model import (
     DEFAULT_MODEL_FILE,
     DEFAULT_MODEL_NAME,
     DEFAULT_MODEL_PACKAGE,
-    DEFAULT_N_CTX,
     INSTALL_HINT,
-    REPACK_MODES,
     cpu_flags,
     default_model_path,
     file_identity,
@@ -50,6 +41,8 @@ from reasoneval.engines.local.model import (
     resolve_model,
     threads_per_replica,
 )
+from reasoneval.engines.options import DEFAULT_N_CTX, DEFAULT_PARALLEL, MAX_PARALLEL, REPACK_MODES
+from reasoneval.engines.options import LocalOptions as Options
 
 __all__ = [
     "CAPABILITIES", "DEFAULT_MODEL_FILE", "DEFAULT_MODEL_NAME", "DEFAULT_MODEL_PACKAGE", "DEFAULT_N_CTX",
