@@ -23,8 +23,9 @@ Modules: `model` (the default model, file identity, CPU helpers, llama.cpp with 
 imported by other engines), `decoder` (the worker's batched decoder, prefix reuse and self-test), `worker` (the
 worker process, `python -m reasoneval.engines.local.worker`), `messages` (the worker's configuration and the
 messages both sides send), `supervisor` (the parent's side of one worker: start, replies, restart after a crash;
-it calls back only through its `WorkerHost` protocol) and `engine` (options and `LocalEngine`, which implements
-`WorkerHost`). Worker processes speak JSON lines over a socket pair (reasoneval.workers).
+it calls back only through its `WorkerHost` protocol) and `engine` (`LocalEngine`, which implements `WorkerHost`;
+its options are `engines.options.LocalOptions`). Worker processes speak JSON lines over a socket pair
+(reasoneval.workers).
 """
 
 from reasoneval.engines.local.engine import CAPABILITIES, LocalEngine, create
