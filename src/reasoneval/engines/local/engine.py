@@ -1,5 +1,5 @@
-"""The `local` engine: LocalEngine (its options: engines/options.py), which starts the workers (supervisor.py) and
-routes requests to them. See the package docstring."""
+"""The `local` engine: LocalEngine, which starts the workers (supervisor.py) and routes requests to them.
+Its options are engines/options.py's LocalOptions. See the package docstring."""
 
 from __future__ import annotations
 
