@@ -30,7 +30,7 @@ import sys
 import threading
 import types
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar
 
 from reasoneval.errors import UserError
 
@@ -168,12 +168,12 @@ class Registry(Generic[T]):
         plugin = self.plugins().get(name)
         return plugin.provenance() if plugin is not None else None
 
-    def available(self) -> list[tuple[str, T]]:
-        """Every entry that loads and passes its check, in `names()` order. A plugin that does not is left out
-        with a warning (once), so one broken package never stops a listing of the others; a built-in that
-        does not is a bug, raised."""
+    def available(self, names: Sequence[str] | None = None) -> list[tuple[str, T]]:
+        """Every entry (of `names`; default: all, in `names()` order) that loads and passes its check. A plugin that
+        does not is left out with a warning (once), so one broken package never stops a listing of the others; a
+        built-in that does not is a bug, raised."""
         out = []
-        for name in self.names():
+        for name in self.names() if names is None else names:
             try:
                 out.append((name, self.get(name)))
             except UserError as e:

@@ -59,7 +59,7 @@ def test_export_jsonl_filters_and_chat_form(make_openai_server: Any, tmp_path: P
     out = tmp_path / "all.jsonl"
     counts = export_run(run, out, ExportFilter())
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert counts.written == len(rows) == Q * K - 1 and counts.truncated == 1  # truncated dropped by default
+    assert counts.written == len(rows) == Q * K - 1 and counts.dropped == {"truncated": 1}  # truncated dropped by default
     r = next(x for x in rows if x["problem_id"] == "p001" and x["sample_index"] == 0)
     text, answer, _ = problems(Q)[1]
     assert r["messages"][0]["role"] == "user" and r["messages"][0]["content"].startswith(text)
@@ -82,7 +82,7 @@ def test_export_jsonl_filters_and_chat_form(make_openai_server: Any, tmp_path: P
     assert lens and all(200 <= t <= 300 for t in lens) and c.written == 2 * Q
 
     c = export_run(run, tmp_path / "cut.jsonl", ExportFilter(keep_truncated=True))
-    assert c.written == Q * K and c.truncated == 0
+    assert c.written == Q * K and c.dropped["truncated"] == 0
 
 
 def test_export_parquet_from_the_cli_and_bad_format(make_openai_server: Any, tmp_path: Path) -> None:

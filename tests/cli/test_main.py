@@ -48,15 +48,29 @@ def test_the_small_commands_import_no_engine_and_no_heavy_library(argv: tuple[st
     assert heavy == [], heavy
 
 
-def test_run_help_builds_the_engines_flags_without_their_libraries(tmp_path: Path) -> None:
+def test_run_help_builds_the_engines_flags_without_an_engine_or_the_task_catalog(tmp_path: Path) -> None:
     loaded = modules_after("run", "--help", tmp_path=tmp_path)
-    assert "reasoneval.engines.local" in loaded  # its options make --replicas, --model-path, ...
-    # What the engines need to generate is imported when they start, not to describe their options (aiohttp alone
-    # is 0.2 s): bench/cli_startup.py's `run --help` figure.
-    libraries = ("aiohttp", "llama_cpp", "vllm", "ray", "torch", "pyarrow", "scipy", "numpy", "rich.progress",
-                 "reasoneval.run.runner", "reasoneval.scoring.maths", "reasoneval.metrics")
+    assert "reasoneval.engines.options" in loaded  # the built-in engines' options make --replicas, --model-path, ...
+    # An engine module (asyncio, the local engine's workers, the servers' process code), the task catalog and what
+    # generating or grading needs are imported when a run starts, not to build its flags: bench/cli_startup.py's
+    # `run --help` figure.
+    engines = ("openai", "local", "launch", "vllm", "ray", "echo", "checkpoint")
+    libraries = ("asyncio", "aiohttp", "llama_cpp", "vllm", "ray", "torch", "pyarrow", "scipy", "numpy",
+                 "rich.progress", "reasoneval.tasks", "reasoneval.run.runner", "reasoneval.run.pipeline",
+                 "reasoneval.scoring.maths", "reasoneval.metrics", *(f"reasoneval.engines.{e}" for e in engines))
     heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in libraries))
     assert heavy == [], heavy
+
+
+def test_the_light_options_are_the_engines_own() -> None:
+    """`run --help` reads engines.options.BUILT_IN instead of those engine modules: each entry is a built-in engine
+    whose module takes that class as its Options (an engine added without an entry is imported for its flags)."""
+    from reasoneval.engines import ENGINES, engine_module
+    from reasoneval.engines.options import BUILT_IN
+
+    assert {"openai", "local", "launch", "vllm", "ray", "echo"} <= set(BUILT_IN)
+    assert all(ENGINES.provenance(name) is None and engine_module(name).Options is options
+               for name, options in BUILT_IN.items())
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

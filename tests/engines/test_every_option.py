@@ -25,6 +25,7 @@ import pytest
 from reasoneval.engines import capabilities, check_supported
 from reasoneval.engines import sampling as S
 from reasoneval.engines.launch import engine as launch
+from reasoneval.engines.options import SERVERS
 from reasoneval.errors import UserError
 from reasoneval.records import CLI, EVERY_ENGINE, SENT, Request, SamplingParams
 from tests.engines._options import make_engine
@@ -143,7 +144,7 @@ def test_openai_engine_sends_every_option_to_the_server(loopback: OpenAIServer) 
         assert bodies[1000 + i][key] == value, name
 
 
-@pytest.mark.parametrize("server", launch.SERVERS)
+@pytest.mark.parametrize("server", SERVERS)
 def test_launch_sends_each_option_under_its_servers_name_or_refuses_it(
         server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The launch engine's whole path (its server process, health wait, client), the server being the loopback one

@@ -68,6 +68,9 @@ class TargetSE:
 
 @dataclass(frozen=True)
 class TaskAnalysis:
+    """One task of a run: the SE of pass@1 against samples per problem, the spread of disjoint reruns, what a target
+    SE would take, and (a contest task) its verdicts."""
+
     task: str
     num_problems: int
     n: int

@@ -78,12 +78,8 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
         return 0
     head, rows, shead, srows = analysis_rows(an)
     title = f"{an.result.model} (run {an.result.run_id}, K={an.result.n}): SE of pass@1 (points) with k samples per problem"
-    if a.markdown:
-        print(f"{title}\n\n{markdown_table(head, rows)}\nmean accuracy of disjoint k-sample subsets (each one run)\n\n"
-              f"{markdown_table(shead, srows)}", end="")
-    else:
-        print_table(head, rows, title)
-        print_table(shead, srows, "mean accuracy of disjoint k-sample subsets, each scored as its own run")
+    _print_two_tables(a.markdown, title, (head, rows),
+                      "mean accuracy of disjoint k-sample subsets, each scored as its own run", (shead, srows))
     for t in an.tasks:
         if t.verdicts:
             print(f"{t.task}: verdicts " + ", ".join(f"{k} {v}" for k, v in sorted(t.verdicts.items(), key=lambda kv: -kv[1]))
@@ -118,18 +114,26 @@ def _print_rating(a: argparse.Namespace) -> int:
     brows = [[t.task, b.band, str(b.num_problems), str(b.num_samples), pct(b.observed), pct(b.predicted)]
              for t in ratings for b in t.bands]
     title = "Codeforces rating: Elo model fitted to every sample, interval over problems and samples (docs/statistics.md)"
-    if a.markdown:
-        print(f"{title}\n\n{markdown_table(head, rows)}\nby rating band: right against the curve's prediction\n\n"
-              f"{markdown_table(bhead, brows)}", end="")
-    else:
-        print_table(head, rows, title)
-        print_table(bhead, brows, "by rating band: samples right against the Elo curve's prediction at the rating")
+    _print_two_tables(a.markdown, title, (head, rows),
+                      "by rating band: samples right against the Elo curve's prediction at the rating", (bhead, brows))
     for t in ratings:  # what the rating rests on: how its problems were judged, which were left out
         if t.judged_by:
             print(f"{t.task}: judged by " + ", ".join(f"{m} {n}" for m, n in t.judged_by.items())
                   + ("; left out before the run: " + "; ".join(f"{why} {n}" for why, n in t.left_out.items())
                      if t.left_out else ""))
     return 0
+
+
+Table = tuple[list[str], list[list[str]]]  # head, rows
+
+
+def _print_two_tables(markdown: bool, title: str, first: Table, caption: str, second: Table) -> None:
+    """An analysis's table under `title` and its breakdown under `caption`: as markdown, or as the terminal's tables."""
+    if markdown:
+        print(f"{title}\n\n{markdown_table(*first)}\n{caption}\n\n{markdown_table(*second)}", end="")
+    else:
+        print_table(*first, title)
+        print_table(*second, caption)
 
 
 def _cmd_runs(a: argparse.Namespace) -> int:
@@ -211,8 +215,10 @@ def _cmd_export(a: argparse.Namespace) -> int:
     counts = export_run(a.run_dir, out, ExportFilter(correct_only=a.correct_only, max_per_problem=a.max_per_problem,
                                                      min_tokens=a.min_tokens, max_tokens=a.max_tokens,
                                                      keep_truncated=a.keep_truncated), fmt=a.format)
-    print(f"{out}: {counts.written} rows; dropped {counts.incorrect} wrong, {counts.truncated} truncated, "
-          f"{counts.length} outside the token bounds, {counts.per_problem_cap} over --max-per-problem", file=sys.stderr)
+    dropped = counts.dropped
+    print(f"{out}: {counts.written} rows; dropped {dropped['incorrect']} wrong, {dropped['truncated']} truncated, "
+          f"{dropped['length']} outside the token bounds, {dropped['per_problem_cap']} over --max-per-problem",
+          file=sys.stderr)
     return 0
 
 

@@ -13,11 +13,11 @@ from reasoneval.run.flags import add_options, run_option
 
 def _cmd_repro(a: argparse.Namespace) -> int:
     from reasoneval.analysis.repro import report_lines
-    from reasoneval.run.repro import ReproOptions, parse_vary, repro
+    from reasoneval.run.repro import ReproOptions, Variation, parse_vary, repro
 
     concurrency, engine_args = parse_vary(a.vary or [])
-    report = repro(a.run_dir, ReproOptions(problems=a.problems, samples=a.samples, concurrency=concurrency,
-                                           engine_args=engine_args, base_url=a.base_url, model=a.model, name=a.name,
+    vary = Variation(concurrency=concurrency, engine_args=engine_args, base_url=a.base_url, model=a.model)
+    report = repro(a.run_dir, ReproOptions(problems=a.problems, samples=a.samples, vary=vary, name=a.name,
                                            data_dir=a.data_dir, timeout_s=a.timeout))
     if a.json:
         print(json.dumps(report.to_json_dict(), indent=2))
@@ -45,13 +45,17 @@ class ReproFlags:
     json: bool = run_option(False, group="", action="true", help="print the report as JSON")
 
 
+REPRO_EXAMPLES = """examples:
+  reasoneval repro results/m/RUN                          # the run's own setup
+  reasoneval repro results/m/RUN --vary concurrency=1     # one request at a time
+  reasoneval repro results/m/RUN --vary engine-arg threads=1
+  reasoneval repro results/m/RUN --base-url http://other:8000/v1
+The samples go to RUN/repro/<name>/ (never the run's headline); the verdict: bitwise reproducible / \
+texts drift but scores agree within noise / scores differ beyond noise (docs/reproducibility.md)."""
+
+
 def add_repro_parser(p: argparse.ArgumentParser) -> None:
-    p.epilog = ("examples:\n  reasoneval repro results/m/RUN                          # the run's own setup\n"
-                "  reasoneval repro results/m/RUN --vary concurrency=1     # one request at a time\n"
-                "  reasoneval repro results/m/RUN --vary engine-arg threads=1\n"
-                "  reasoneval repro results/m/RUN --base-url http://other:8000/v1\n"
-                "The samples go to RUN/repro/<name>/ (never the run's headline); the verdict: bitwise reproducible / "
-                "texts drift but scores agree within noise / scores differ beyond noise (docs/reproducibility.md).")
+    p.epilog = REPRO_EXAMPLES
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--vary", action="append", nargs="+", metavar="SETTING",
                    help="one thing to change: concurrency=N, or engine-arg KEY=VALUE (repeatable)")

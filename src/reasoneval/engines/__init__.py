@@ -1,7 +1,8 @@
 """Engines: one module each, registered by name in ENGINES (built in, or from another package's entry point).
 
 An engine module defines `Options` (a frozen dataclass of its own settings, each made with
-`base.option`), `CAPABILITIES`, and `create(common: CommonOptions, options: Options) -> Engine`.
+`base.option`; the built-in engines import theirs from `options.py`, which `run --help` reads without importing
+an engine), `CAPABILITIES`, and `create(common: CommonOptions, options: Options) -> Engine`.
 Modules import their heavy dependency (llama.cpp, vLLM, Ray) only when the engine starts, so the
 CLI can read every engine's options without them. `--engine-arg KEY=VALUE` sets any option; the
 fields marked as flags are also top-level CLI flags (e.g. --replicas). See docs/architecture.md.

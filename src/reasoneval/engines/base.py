@@ -7,6 +7,7 @@ retry counting live in one place (the runner) for every engine.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Protocol, runtime_checkable
@@ -178,7 +179,21 @@ def check_supported(engine: str, caps: Capabilities, api: str, sampling: Samplin
                             "an engine that takes it (`reasoneval engines`)")
 
 
-def option(default: Any, help: str, *, flag: str | bool = False) -> Any:
-    """A field of an engine's Options dataclass: its default, one line of help, and whether it is also a
-    top-level CLI flag (True: --field-name; a string: that flag) besides `--engine-arg field=VALUE`."""
-    return field(default=default, metadata={"help": help, "flag": flag})
+def option(default: Any, help: str, *, flag: str | bool = False, least: float | None = None) -> Any:
+    """A field of an engine's Options dataclass: its default, one line of help, whether it is also a top-level CLI
+    flag (True: --field-name; a string: that flag) besides `--engine-arg field=VALUE`, and the least value it takes
+    (None, as a value, is always taken: the option's default is used; `check_least` checks)."""
+    return field(default=default, metadata={"help": help, "flag": flag, "least": least})
+
+
+def check_least(options: Any, engine: str) -> None:
+    """Raises UserError for the first of an engine's options below the least value its `option` declares, naming
+    the option as the user gave it: its flag, else `--engine-arg`'s key."""
+    for f in dataclasses.fields(options):
+        least, value = f.metadata.get("least"), getattr(options, f.name)
+        if least is None or value is None or value >= least:
+            continue
+        flag = f.metadata.get("flag")
+        name = (flag if isinstance(flag, str) else "--" + f.name.replace("_", "-")) if flag else \
+            f"{engine} engine option {f.name}"
+        raise UserError(f"{name} must be at least {least:g}, got {value}")

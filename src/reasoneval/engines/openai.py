@@ -12,11 +12,11 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo
+from reasoneval.engines.options import OpenAIOptions as Options
 from reasoneval.engines.sampling import openai_fields
 from reasoneval.errors import UserError
 from reasoneval.records import Completion, Request
@@ -297,11 +297,6 @@ class OpenAIEngine:
             raise EngineError(f"server returned malformed JSON: {_short(body.decode('utf-8', 'replace'), 120)}",
                               retryable=True, answered=True) from None
         return self.parse_reply(data, latency)
-
-
-@dataclass(frozen=True)
-class Options:
-    """The openai engine takes only the common flags (--model, --base-url, --api, --timeout, ...)."""
 
 
 CAPABILITIES = Capabilities()  # any --extra-body key goes to the server as is

@@ -33,50 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from reasoneval.engines import ENGINES
-from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo
+from reasoneval.engines.options import RayOptions as Options
 from reasoneval.errors import UserError
 from reasoneval.records import Completion, Request
 
 log = logging.getLogger("reasoneval")
 
 INSTALL_HINT = "pip install 'reasoneval[ray]'"
-
-
-@dataclass(frozen=True)
-class Options:
-    """The Ray engine's options (`--engine-arg KEY=VALUE`; those with a flag are also CLI flags)."""
-
-    replicas: int = option(1, "engine replicas (Ray actors)", flag=True)
-    gpus_per_replica: int = option(1, "GPUs per replica (vLLM tensor parallel size); ignored on a cluster "
-                                   "without GPUs", flag=True)
-    ray_address: str | None = option(None, "Ray cluster to join (`auto`: the running one; default: start a "
-                                     "local one for this run)", flag=True)
-    inner: str = option("auto", "engine inside each replica: auto = vllm where the replica has GPUs, else local; "
-                        "or any registered engine but ray (`reasoneval engines`), e.g. echo")
-    inner_args: tuple[str, ...] = option((), "options of the inner engine as KEY=VALUE words, e.g. "
-                                         "'threads=1 parallel=2'")
-    slots_per_replica: int | None = option(None, "requests in flight per replica (default: what the inner engine "
-                                           "serves at once, at most --concurrency / replicas)")
-    cpus_per_replica: float = option(1.0, "CPUs Ray reserves for each replica")
-    max_restarts: int = option(2, "times Ray restarts a replica that died before it is given up")
-    startup_timeout: float = option(900.0, "seconds to wait for every replica to start its engine")
-    num_cpus: int | None = option(None, "CPUs a locally started cluster declares (default: detected)")
-    num_gpus: int | None = option(None, "GPUs a locally started cluster declares (default: detected)")
-    object_store_mb: int = option(100, "object store of a locally started cluster, MB")
-
-    def __post_init__(self) -> None:
-        if self.replicas < 1:
-            raise UserError(f"--replicas must be at least 1, got {self.replicas}")
-        if self.gpus_per_replica < 0:
-            raise UserError(f"--gpus-per-replica must be 0 or more, got {self.gpus_per_replica}")
-        if self.inner != "auto" and (self.inner == "ray" or self.inner not in ENGINES):
-            known = ", ".join(n for n in ENGINES.names() if n != "ray")
-            raise UserError(f"engine option inner={self.inner!r} of the ray engine is not valid (choose auto or a "
-                            f"registered engine other than ray: {known})")
-        if self.slots_per_replica is not None and self.slots_per_replica < 1:
-            raise UserError(f"ray engine option slots_per_replica must be at least 1, got {self.slots_per_replica}")
-        if self.max_restarts < 0:
-            raise UserError(f"ray engine option max_restarts must be 0 or more, got {self.max_restarts}")
 
 
 # What the default inner engines (auto: vllm or local) both take; `configured_capabilities` asks the configured inner

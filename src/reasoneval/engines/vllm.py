@@ -23,11 +23,11 @@ import inspect
 import io
 import itertools
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo
+from reasoneval.engines.options import VLLMOptions as Options
 from reasoneval.engines.sampling import VLLM_FIELDS, vllm_fields
 from reasoneval.errors import UserError
 from reasoneval.records import Completion, Request
@@ -37,30 +37,6 @@ INSTALL_HINT = "pip install 'reasoneval[vllm]'"
 MAX_CONCURRENCY = 256
 # torch generators take 64-bit seeds; run seeds are already < 2**31, this only guards odd inputs.
 _SEED_MODULUS = 2**63 - 1
-
-
-@dataclass(frozen=True)
-class Options:
-    model_path: str | None = option(None, "a model folder or Hub id (default: --model, else the embedded "
-                                    "SmolLM2-135M converted to safetensors)", flag=True)
-    tensor_parallel_size: int = option(1, "GPUs per model (tensor parallel)", flag=True)
-    data_parallel_size: int = option(1, "model replicas (data parallel)", flag=True)
-    max_model_len: int | None = option(None, "context length (prompt + answer)", flag=True)
-    dtype: str | None = option(None, "weights dtype (auto, bfloat16, float16, ...)", flag=True)
-    gpu_memory_utilization: float | None = option(None, "share of GPU memory for weights + KV cache", flag=True)
-    enable_prefix_caching: bool = option(False, "share KV cache between requests with a common prefix", flag=True)
-    server_args: tuple[str, ...] = option((), "extra vLLM engine arguments as `vllm serve` flags "
-                                          "(e.g. --enforce-eager)", flag="--server-arg")
-
-    def __post_init__(self) -> None:
-        if self.tensor_parallel_size < 1:
-            raise UserError(f"--tensor-parallel-size must be at least 1, got {self.tensor_parallel_size}")
-        if self.data_parallel_size < 1:
-            raise UserError(f"--data-parallel-size must be at least 1, got {self.data_parallel_size}")
-        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
-            raise UserError(f"--gpu-memory-utilization must be in (0, 1], got {self.gpu_memory_utilization}")
-        if self.max_model_len is not None and self.max_model_len < 1:
-            raise UserError(f"--max-model-len must be positive, got {self.max_model_len}")
 
 
 # vllm.SamplingParams takes these keyword arguments (a test checks them against vLLM's own signature).

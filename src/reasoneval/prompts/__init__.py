@@ -35,7 +35,6 @@ from reasoneval.prompts.fewshot import Exemplar, FewShotStyle, lmeval_draws, loa
 from reasoneval.prompts.hle import hle_chat, hle_completion
 from reasoneval.records import CHOICE_LETTERS, Problem
 from reasoneval.registry import PROMPT_GROUP, Registry
-from reasoneval.tasks.choice import format_choices
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 _PLACEHOLDER = re.compile(r"\{(problem|choices)\}")
@@ -128,6 +127,11 @@ def read_template(path: Path | str) -> str:
 
 def _choices_block(problem: Problem) -> str:
     return format_choices(problem.choices) if problem.choices else ""
+
+
+def format_choices(choices: Sequence[str]) -> str:
+    """The lettered choices of a multiple-choice prompt, one a line: `A) ...`."""
+    return "\n".join(f"{CHOICE_LETTERS[i]}) {c}" for i, c in enumerate(choices))
 
 
 def fill_template(template: str, problem: Problem) -> str:

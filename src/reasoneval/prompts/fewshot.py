@@ -47,6 +47,9 @@ class Exemplar:
 
 @dataclass(frozen=True)
 class FewShotStyle:
+    """A few-shot prompt format: how a question and its exemplars are written and joined, the stop strings, and the
+    exemplars, fixed or drawn from a task's rows."""
+
     name: str
     description: str
     source: tuple[str, ...]

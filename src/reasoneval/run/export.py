@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
@@ -62,11 +63,25 @@ class ExportFilter:
 
 @dataclass
 class ExportCounts:
+    """The rows an export wrote, and the samples it dropped per reason (`dropped_by`)."""
+
     written: int = 0
-    incorrect: int = 0
-    truncated: int = 0
-    length: int = 0
-    per_problem_cap: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+
+
+def dropped_by(flt: ExportFilter, correct: bool, finish_reason: str | None, tokens: int | None, taken: int) -> str | None:
+    """Why the filter drops a sample (None: it is kept): incorrect, truncated, length (outside the token bounds) or
+    per_problem_cap (`taken` samples of its problem are kept already)."""
+    if flt.correct_only and not correct:
+        return "incorrect"
+    if finish_reason == "length" and not flt.keep_truncated:
+        return "truncated"
+    if (flt.min_tokens is not None and (tokens is None or tokens < flt.min_tokens)) or \
+            (flt.max_tokens is not None and (tokens is None or tokens > flt.max_tokens)):
+        return "length"
+    if flt.max_per_problem is not None and taken >= flt.max_per_problem:
+        return "per_problem_cap"
+    return None
 
 
 def prompt_config(config: RunConfig) -> PromptConfig:
@@ -151,19 +166,10 @@ def iter_export_rows(run_dir: Path, flt: ExportFilter, counts: ExportCounts | No
             continue  # failed, beyond K, not in the run's last report, or a duplicate line
         seen.add((rec.task, rec.problem_key, rec.index))
         correct, extracted, details = g
-        if flt.correct_only and not correct:
-            counts.incorrect += 1
-            continue
-        if rec.finish_reason == "length" and not flt.keep_truncated:
-            counts.truncated += 1
-            continue
         toks = rec.completion_tokens
-        if (flt.min_tokens is not None and (toks is None or toks < flt.min_tokens)) or \
-                (flt.max_tokens is not None and (toks is None or toks > flt.max_tokens)):
-            counts.length += 1
-            continue
-        if flt.max_per_problem is not None and taken.get(key, 0) >= flt.max_per_problem:
-            counts.per_problem_cap += 1
+        reason = dropped_by(flt, correct, rec.finish_reason, toks, taken.get(key, 0))
+        if reason is not None:
+            counts.dropped[reason] += 1
             continue
         taken[key] = taken.get(key, 0) + 1
         problem = problems[key]

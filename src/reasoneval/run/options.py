@@ -84,10 +84,15 @@ def engine_flags() -> dict[str, tuple[str, dataclasses.Field[Any], list[str]]]:
     dest -> (flag, field, engines that have it). A plugin engine that cannot be loaded is left out with a warning
     (asked for by --engine, it is a one-line error then)."""
     from reasoneval.engines import ENGINES
+    from reasoneval.engines.options import BUILT_IN
 
+    # A built-in engine's Options without importing the engine (engines/options.py); a plugin's from its module.
+    plugins = dict(ENGINES.available([name for name in ENGINES.names() if name not in BUILT_IN]))
+    every = [(name, BUILT_IN[name] if name in BUILT_IN else plugins[name].Options) for name in ENGINES.names()
+             if name in BUILT_IN or name in plugins]
     out: dict[str, tuple[str, dataclasses.Field[Any], list[str]]] = {}
-    for engine, module in ENGINES.available():
-        for f in dataclasses.fields(module.Options):
+    for engine, options in every:
+        for f in dataclasses.fields(options):
             flag = f.metadata.get("flag")
             if not flag:
                 continue

@@ -11,12 +11,14 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import AbstractSet, Callable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Callable, Literal, Mapping, Sequence
 
 from reasoneval.prompts import PROMPTS, Exemplar, PromptConfig, build_messages, build_prompt, drawn_shots
 from reasoneval.records import Problem, Request, SamplingParams
 from reasoneval.results.identity import sample_seed
-from reasoneval.tasks import TaskSpec
+
+if TYPE_CHECKING:  # an annotation only: `run --help` lists SCHEDULES without importing the task catalog
+    from reasoneval.tasks import TaskSpec
 
 SampleKey = tuple[str, str, int]  # (task, problem key, sample index)
 ProblemRef = tuple[str, str]  # (task, problem key)

@@ -51,21 +51,16 @@ SampleKey = tuple[str, str, int]
 
 
 @dataclass(frozen=True)
-class ReproOptions:
-    problems: int = DEFAULT_PROBLEMS
-    samples: int = DEFAULT_SAMPLES
-    # what is varied (None / empty: the run's own)
+class Variation:
+    """What a repro changes from the run's own setup (None / empty: the run's own)."""
+
     concurrency: int | None = None
     engine_args: Mapping[str, str] = field(default_factory=dict)
     base_url: str | None = None
     model: str | None = None
-    # the subfolder under RUN_DIR/repro/ (default: from what is varied)
-    name: str | None = None
-    data_dir: str | None = None
-    timeout_s: float = 3600.0
-    grading_workers: int | None = None
 
-    def varied(self) -> dict[str, str]:
+    def described(self) -> dict[str, str]:
+        """What is varied, as the report lists it: setting -> its value here."""
         out = {f"engine-arg {k}": str(v) for k, v in self.engine_args.items()}
         if self.concurrency is not None:
             out["concurrency"] = str(self.concurrency)
@@ -75,10 +70,24 @@ class ReproOptions:
             out["model"] = self.model
         return out
 
+
+@dataclass(frozen=True)
+class ReproOptions:
+    """Which samples a repro generates again (each task's first `problems`, their samples 0..`samples`-1), what it
+    varies, and where its samples go (RUN_DIR/repro/`name`, by default named after what is varied)."""
+
+    problems: int = DEFAULT_PROBLEMS
+    samples: int = DEFAULT_SAMPLES
+    vary: Variation = Variation()
+    name: str | None = None
+    data_dir: str | None = None
+    timeout_s: float = 3600.0
+    grading_workers: int | None = None
+
     def folder_name(self) -> str:
         if self.name:
             return self.name
-        varied = self.varied()
+        varied = self.vary.described()
         if not varied:
             return "same"
         text = ",".join(f"{k.removeprefix('engine-arg ')}={v}" for k, v in varied.items())
@@ -291,13 +300,14 @@ def repro(run_dir: str | Path, opts: ReproOptions) -> ReproReport:
             raise UserError(f"sample {req.index} of {req.task}/{req.problem_key} was generated with seed {seed}, but "
                             f"the run's settings give {req.seed} now: this reasoneval derives seeds otherwise, so "
                             "repro cannot ask the same samples")
-    engine_name = "openai" if opts.base_url else config.engine
-    args: dict[str, Any] = {} if opts.base_url else engine_args_of(config)
-    args.update(opts.engine_args)
+    vary = opts.vary
+    engine_name = "openai" if vary.base_url else config.engine
+    args: dict[str, Any] = {} if vary.base_url else engine_args_of(config)
+    args.update(vary.engine_args)
     s = config.settings
     api_key_env = config.api_key_env or "OPENAI_API_KEY"
-    concurrency = opts.concurrency or config.concurrency or 64
-    common = CommonOptions(model=opts.model or s.model, base_url=opts.base_url or config.base_url, api=s.api or "chat",
+    concurrency = vary.concurrency or config.concurrency or 64
+    common = CommonOptions(model=vary.model or s.model, base_url=vary.base_url or config.base_url, api=s.api or "chat",
                            api_key=os.environ.get(api_key_env) or None, api_key_env=api_key_env,
                            timeout_s=opts.timeout_s, concurrency=concurrency, log_dir=str(run_dir / REPRO_DIR),
                            sampling=s.sampling)
@@ -320,6 +330,6 @@ def repro(run_dir: str | Path, opts: ReproOptions) -> ReproReport:
     tokenizer = gguf_tokenizer(_served_gguf(config)) or checkpoint_tokenizer(_served_folder(config))
     report = summarize(pairs, failed=len(keys) - len(pairs_keys), tokenize=tokenizer,
                        unit="token" if tokenizer else "word", run_dir=str(run_dir), repro_dir=str(repro_dir),
-                       varied=opts.varied(), fingerprint_differences=diffs)
+                       varied=vary.described(), fingerprint_differences=diffs)
     atomic_write_json(repro_dir / REPORT_FILE, {**report.to_json_dict(), "fingerprint": fp_repro})
     return report

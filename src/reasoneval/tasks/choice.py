@@ -9,7 +9,7 @@ from typing import Sequence
 from reasoneval.records import CHOICE_LETTERS as LETTERS
 from reasoneval.tasks.keys import normalize_ws
 
-__all__ = ["LETTERS", "choice_seed", "format_choices", "shuffle_choices"]
+__all__ = ["LETTERS", "choice_seed", "shuffle_choices"]
 
 
 def choice_seed(problem_text: str) -> int:
@@ -29,7 +29,3 @@ def shuffle_choices(problem_text: str, correct: str, distractors: Sequence[str])
     random.Random(choice_seed(problem_text)).shuffle(order)
     shuffled = tuple(choices[i] for i in order)
     return shuffled, LETTERS[order.index(0)]
-
-
-def format_choices(choices: Sequence[str]) -> str:
-    return "\n".join(f"{LETTERS[i]}) {c}" for i, c in enumerate(choices))

@@ -1,7 +1,7 @@
 """`launch`: reasoneval starts a vLLM, SGLang or llama.cpp server, evaluates through it, stops it.
 
-Modules: `engine` (options, the server's command line and `LaunchEngine`), `process` (the server process: its
-process group and log),
+Modules: `engine` (the server's command line and `LaunchEngine`; its options are `engines.options.LaunchOptions`),
+`process` (the server process: its process group and log),
 `llamacpp_server` (llama-cpp-python's server with a switch for llama.cpp's repacked CPU kernels:
 `python -m reasoneval.engines.launch.llamacpp_server [--no-repack] ARGS`) and `vllm_cli` (vLLM's CLI where its
 own `vllm` script cannot start: `python -m reasoneval.engines.launch.vllm_cli serve MODEL ...`).
@@ -11,10 +11,8 @@ from reasoneval.engines.launch.engine import (
     CAPABILITIES,
     HOST,
     LLAMACPP_SERVER,
-    SERVERS,
     VLLM_CLI,
     LaunchEngine,
-    Options,
     ServerPlan,
     build_plan,
     configured_capabilities,
@@ -23,6 +21,8 @@ from reasoneval.engines.launch.engine import (
     vllm_command,
 )
 from reasoneval.engines.launch.process import ServerProcess, log_tail
+from reasoneval.engines.options import SERVERS
+from reasoneval.engines.options import LaunchOptions as Options
 
 __all__ = [
     "CAPABILITIES", "HOST", "LLAMACPP_SERVER", "SERVERS", "VLLM_CLI", "LaunchEngine", "Options", "ServerPlan",

@@ -24,17 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo
 from reasoneval.engines.launch.process import ServerProcess, log_tail
 from reasoneval.engines.local import kernels
-from reasoneval.engines.local.model import REPACK_MODES
+from reasoneval.engines.options import DEFAULT_N_CTX
+from reasoneval.engines.options import LaunchOptions as Options
 from reasoneval.engines.sampling import LLAMACPP_SERVER_FIELDS, SGLANG_SERVER_FIELDS, VLLM_SERVER_FIELDS
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request
 from reasoneval.run_files import SERVER_LOG
 from reasoneval.workers import exit_description, module_command
 
-SERVERS = ("vllm", "sglang", "llamacpp")
 # Our wrappers of the servers' own entry points, run with `python -m` (see their docstrings).
 LLAMACPP_SERVER = "reasoneval.engines.launch.llamacpp_server"
 VLLM_CLI = "reasoneval.engines.launch.vllm_cli"
@@ -89,37 +89,6 @@ def vllm_command() -> list[str]:
     if beside.is_file():
         return [str(beside)]
     return [shutil.which("vllm") or "vllm"]
-
-
-@dataclass(frozen=True)
-class Options:
-    server: str = option("vllm", f"the server to start: {', '.join(SERVERS)}", flag=True)
-    port: int | None = option(None, "its port (default: a free one)", flag=True)
-    model_path: str | None = option(None, "llamacpp: a GGUF file (default: the embedded SmolLM2-135M); vllm, sglang: "
-                                    "a Hugging Face checkpoint folder (served as --model, default the folder's name)",
-                                    flag=True)
-    tensor_parallel_size: int = option(1, "GPUs per model (tensor parallel)", flag=True)
-    data_parallel_size: int = option(1, "model replicas (data parallel)", flag=True)
-    max_model_len: int | None = option(None, "context length (prompt + answer)", flag=True)
-    dtype: str | None = option(None, "weights dtype (auto, bfloat16, float16, ...)", flag=True)
-    gpu_memory_utilization: float | None = option(None, "share of GPU memory for weights + KV cache", flag=True)
-    enable_prefix_caching: bool = option(False, "vllm: share KV cache between requests with a common prefix",
-                                         flag=True)
-    cpu_repack: str = option("auto", "llamacpp: llama.cpp's repacked CPU kernels (AMX, AVX repack): auto = on unless "
-                             "the server crashes on a 2-token self-test (some Intel CPUs with AMX), then off; on; off")
-    server_args: tuple[str, ...] = option((), "extra arguments for the server command", flag="--server-arg")
-    startup_timeout: float = option(1800.0, "seconds to wait for the server to answer")
-
-    def __post_init__(self) -> None:
-        if self.server not in SERVERS:
-            raise UserError(f"unknown --server {self.server!r}; choose one of {', '.join(SERVERS)}")
-        if self.tensor_parallel_size < 1 or self.data_parallel_size < 1:
-            raise UserError("--tensor-parallel-size and --data-parallel-size must be at least 1")
-        if self.cpu_repack not in REPACK_MODES:
-            raise UserError(f"launch option cpu_repack must be one of {', '.join(REPACK_MODES)}, "
-                            f"got {self.cpu_repack!r}")
-        if self.cpu_repack == "off" and self.server != "llamacpp":
-            raise UserError("launch option cpu_repack is for --server llamacpp (llama.cpp's CPU kernels)")
 
 
 # Each server's request fields beyond the first options, ours -> its name (engines.sampling): an option it would drop
@@ -191,7 +160,7 @@ def build_plan(model: str | None, opts: Options, port: int) -> ServerPlan:
 
 
 def _llamacpp_plan(model: str | None, opts: Options, port: int, extra: tuple[str, ...]) -> ServerPlan:
-    from reasoneval.engines.local.model import DEFAULT_N_CTX, resolve_model, threads_per_replica
+    from reasoneval.engines.local.model import resolve_model, threads_per_replica
 
     if opts.tensor_parallel_size > 1 or opts.data_parallel_size > 1:
         raise UserError("--server llamacpp runs one CPU process: drop --tensor-parallel-size/--data-parallel-size")

@@ -23,25 +23,17 @@ Modules: `model` (the default model, file identity, CPU helpers, llama.cpp with 
 imported by other engines), `decoder` (the worker's batched decoder, prefix reuse and self-test), `worker` (the
 worker process, `python -m reasoneval.engines.local.worker`), `messages` (the worker's configuration and the
 messages both sides send), `supervisor` (the parent's side of one worker: start, replies, restart after a crash;
-it calls back only through its `WorkerHost` protocol) and `engine` (options and `LocalEngine`, which implements
-`WorkerHost`). Worker processes speak JSON lines over a socket pair (reasoneval.workers).
+it calls back only through its `WorkerHost` protocol) and `engine` (`LocalEngine`, which implements `WorkerHost`;
+its options are `engines.options.LocalOptions`). Worker processes speak JSON lines over a socket pair
+(reasoneval.workers).
 """
 
-from reasoneval.engines.local.engine import (
-    CAPABILITIES,
-    DEFAULT_PARALLEL,
-    MAX_PARALLEL,
-    LocalEngine,
-    Options,
-    create,
-)
+from reasoneval.engines.local.engine import CAPABILITIES, LocalEngine, create
 from reasoneval.engines.local.model import (
     DEFAULT_MODEL_FILE,
     DEFAULT_MODEL_NAME,
     DEFAULT_MODEL_PACKAGE,
-    DEFAULT_N_CTX,
     INSTALL_HINT,
-    REPACK_MODES,
     cpu_flags,
     default_model_path,
     file_identity,
@@ -50,6 +42,8 @@ from reasoneval.engines.local.model import (
     resolve_model,
     threads_per_replica,
 )
+from reasoneval.engines.options import DEFAULT_N_CTX, DEFAULT_PARALLEL, MAX_PARALLEL, REPACK_MODES
+from reasoneval.engines.options import LocalOptions as Options
 
 __all__ = [
     "CAPABILITIES", "DEFAULT_MODEL_FILE", "DEFAULT_MODEL_NAME", "DEFAULT_MODEL_PACKAGE", "DEFAULT_N_CTX",

@@ -1,5 +1,5 @@
-"""The `local` engine: options, and LocalEngine, which starts the workers (supervisor.py) and routes requests to
-them. See the package docstring."""
+"""The `local` engine: LocalEngine, which starts the workers (supervisor.py) and routes requests to them.
+Its options are engines/options.py's LocalOptions. See the package docstring."""
 
 from __future__ import annotations
 
@@ -9,30 +9,19 @@ import logging
 import signal
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo, option
+from reasoneval.engines.base import Capabilities, CommonOptions, EngineError, EngineInfo
 from reasoneval.engines.local import kernels
 from reasoneval.engines.local.messages import WorkerConfig
-from reasoneval.engines.local.model import (
-    DEFAULT_N_CTX,
-    REPACK_MODES,
-    cpu_flags,
-    file_identity,
-    resolve_model,
-    threads_per_replica,
-)
+from reasoneval.engines.local.model import cpu_flags, file_identity, resolve_model, threads_per_replica
 from reasoneval.engines.local.supervisor import KernelsSwitched, StartFailed, Worker
+from reasoneval.engines.options import DEFAULT_N_CTX
+from reasoneval.engines.options import LocalOptions as Options
 from reasoneval.engines.sampling import LLAMACPP_LOCAL_FIELDS, llama_fields
 from reasoneval.errors import EngineDown, UserError
 from reasoneval.records import Completion, Request
-
-# Sequences a worker decodes together by default (see docs/engines.md for the measurements).
-DEFAULT_PARALLEL = 16
-# llama.cpp's limit on sequences in one context (llama_max_parallel_sequences()).
-MAX_PARALLEL = 256
 
 log = logging.getLogger("reasoneval")
 
@@ -41,40 +30,6 @@ _CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal
 
 # llama.cpp seeds are uint32 and 0xFFFFFFFF means "random": fold run seeds into [0, 2**32 - 2].
 _SEED_MODULUS = 2**32 - 1
-
-
-@dataclass(frozen=True)
-class Options:
-    """The local engine's own options (`--engine-arg KEY=VALUE`; those with a flag are also CLI flags)."""
-
-    model_path: str | None = option(None, "GGUF file to run (default: the embedded SmolLM2-135M-Instruct Q4_1)",
-                                    flag=True)
-    replicas: int = option(1, "worker processes; the CPU cores are split between them", flag=True)
-    max_model_len: int | None = option(None, f"context length of each sequence in tokens (default {DEFAULT_N_CTX})",
-                                       flag=True)
-    parallel: int = option(DEFAULT_PARALLEL, "sequences each worker decodes together in one batch; "
-                           "1 = exact one-sequence mode")
-    cpu_repack: str = option("auto", "llama.cpp's repacked CPU kernels (AMX, AVX repack): auto = on until they "
-                             "crash once on this machine (then off, remembered: docs/engines.md), on, off")
-    threads: int | None = option(None, "llama.cpp threads per worker (default: CPU cores // replicas)")
-    adapt_threads: bool = option(True, "measure tokens/s while decoding and use the best of threads, threads/2, ..., "
-                                 "1 (a busy machine starves llama.cpp's spinning threads: docs/engines.md); "
-                                 "false = always `threads`")
-    reuse_prefix: bool = option(True, "keep a finished sequence's prompt KV cells so the next request in its slot "
-                                "evaluates only the part of its prompt they do not share (faster, same samples: "
-                                "docs/engines.md); false evaluates every prompt whole")
-    startup_timeout: float = option(600.0, "seconds to wait for a worker to load the model and pass its self-test")
-
-    def __post_init__(self) -> None:
-        if self.replicas < 1:
-            raise UserError(f"--replicas must be at least 1, got {self.replicas}")
-        if not 1 <= self.parallel <= MAX_PARALLEL:
-            raise UserError(f"local engine option parallel must be in 1..{MAX_PARALLEL}, got {self.parallel}")
-        if self.cpu_repack not in REPACK_MODES:
-            raise UserError(f"local engine option cpu_repack must be one of {', '.join(REPACK_MODES)}, "
-                            f"got {self.cpu_repack!r}")
-        if self.threads is not None and self.threads < 1:
-            raise UserError(f"local engine option threads must be at least 1, got {self.threads}")
 
 
 # llama.cpp's sampler takes these extra_body keys (engines.local.decoder reads them by name).

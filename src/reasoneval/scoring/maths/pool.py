@@ -9,7 +9,7 @@ import selectors
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Hashable, Sequence, TypeVar
 
 from reasoneval.errors import UserError
 from reasoneval.records import CHOICE_LETTERS
@@ -24,6 +24,8 @@ from reasoneval.scoring.maths.extract import (
 from reasoneval.scoring.maths.normalize import DEFAULT_APPROX, DEFAULT_UNITS, Policy, answer_key, cheap_compare
 from reasoneval.serial import JsonRecord
 from reasoneval.workers import JsonLines, spawn
+
+T = TypeVar("T")
 
 # Bump when any grading rule changes: cache entries written under another version are ignored.
 GRADER_VERSION = "3"
@@ -399,6 +401,11 @@ class GradingPool:
             grades[i] = Grade(eq, extracted[i], st)
         return grades
 
+    def _cluster_key(self, answer: str) -> str:
+        # An answer too long to normalise is keyed by its text, as equivalent_many compares it: the normaliser's
+        # regexes are not all linear, and this runs in the harness process.
+        return answer_key(answer) if len(answer) <= self.max_symbolic_chars else answer.strip()
+
     def cluster_many(self, groups: Sequence[tuple[Sequence[str | None], str]]) -> list[list[int | None]]:
         """Per group (answers, kind): a class id per answer; equivalent answers share an id, None stays None.
 
@@ -409,21 +416,11 @@ class GradingPool:
         pairs: list[tuple[str, str, str, float | None]] = []
         for answers, kind in groups:
             _check_kind(kind)
-            reps: list[str] = []
-            rep_of: dict[str, int] = {}
-            idx: list[int | None] = []
-            for a in answers:
-                if a is None:
-                    idx.append(None)
-                    continue
-                # (an answer too long to normalise is keyed by its text, as equivalent_many compares it: the
-                # normaliser's regexes are not all linear, and this runs in the harness process)
-                k = (_choice_letter(a) or a if kind == "choice" else
-                     answer_key(a) if len(a) <= self.max_symbolic_chars else a.strip())
-                if k not in rep_of:
-                    rep_of[k] = len(reps)
-                    reps.append(a if kind != "choice" else k)
-                idx.append(rep_of[k])
+            if kind == "choice":  # a choice answer is its letter, and the letter is its key
+                letters = [None if a is None else _choice_letter(a) or a for a in answers]
+                idx, reps = _ids_by_first_appearance(letters, lambda letter: letter)
+            else:
+                idx, reps = _ids_by_first_appearance(answers, self._cluster_key)
             start = len(pairs)
             if kind != "choice":  # distinct letters are different answers
                 for j in range(len(reps)):
@@ -450,18 +447,26 @@ class GradingPool:
                             if ri != rj:
                                 parent[max(ri, rj)] = min(ri, rj)
                         p += 1
-            class_id: dict[int, int] = {}
-            row: list[int | None] = []
-            for r in idx:
-                if r is None:
-                    row.append(None)
-                    continue
-                root = find(r)
-                if root not in class_id:
-                    class_id[root] = len(class_id)
-                row.append(class_id[root])
-            out.append(row)
+            out.append(_ids_by_first_appearance(idx, find)[0])
         return out
+
+
+def _ids_by_first_appearance(items: Sequence[T | None], key: Callable[[T], Hashable]) -> tuple[list[int | None], list[T]]:
+    """An id per item, counting from 0 in order of first appearance (items of the same key share one; None stays
+    None), and the first item of each id."""
+    id_of: dict[Hashable, int] = {}
+    firsts: list[T] = []
+    ids: list[int | None] = []
+    for item in items:
+        if item is None:
+            ids.append(None)
+            continue
+        k = key(item)
+        if k not in id_of:
+            id_of[k] = len(firsts)
+            firsts.append(item)
+        ids.append(id_of[k])
+    return ids, firsts
 
 
 def _check_kind(kind: str) -> None:

@@ -34,6 +34,7 @@ from reasoneval.atomic import atomic_open, atomic_write_text
 from reasoneval.errors import UserError
 from reasoneval.machine import cpu_model, user_cache_file
 from reasoneval.run_files import CALIBRATION_FILE
+from reasoneval.scoring.base import ScoringContext
 from reasoneval.serial import JsonRecord
 
 CACHE_ENV = "REASONEVAL_CALIBRATION_CACHE"
@@ -194,3 +195,12 @@ def machine_calibration(run_dir: Path | None, python: str | None = None) -> Cali
         with atomic_open(path) as f:
             f.write(json.dumps(cal.to_json_dict()) + "\n")
     return cal
+
+
+def time_limit_factor(context: ScoringContext, calibrate: bool) -> float:
+    """What a scorer multiplies a problem's time limit by: the run's calibration factor (machine_calibration, read or
+    measured once per scoring context), or 1.0 when the scorer is not calibrated."""
+    if not calibrate:
+        return 1.0
+    cal = context.resource("machine_calibration", lambda: machine_calibration(context.cache_dir))
+    return float(cal.factor)

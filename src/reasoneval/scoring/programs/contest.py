@@ -25,7 +25,8 @@ from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.run_files import CONTEST_RUNS_FILE
 from reasoneval.scoring.base import Score, ScoringContext
-from reasoneval.scoring.programs.calibrate import machine_calibration
+from reasoneval.scoring.programs.calibrate import time_limit_factor
+from reasoneval.scoring.programs.run_cache import run_cache
 from reasoneval.scoring.programs.sandbox import SANDBOX_VERSION, Limits, ProgramResult
 from reasoneval.scoring.programs.sandbox.fallback import SHM_BYTES, VAR_TMP_BYTES
 from reasoneval.scoring.programs.sandbox.session import SessionSlots
@@ -95,32 +96,6 @@ class ContestRun(JsonRecord):
 
     key: str
     outcome: ContestOutcome
-
-
-class ContestRunCache:
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.entries: dict[str, ContestOutcome] = {}
-        self._lock = threading.Lock()
-        if path is not None and path.exists():
-            with open(path, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        run = ContestRun.from_json_dict(json.loads(line))
-                    except (ValueError, TypeError, UserError):
-                        continue  # a torn last line: that program runs again
-                    self.entries[run.key] = run.outcome
-
-    def get(self, key: str) -> ContestOutcome | None:
-        return self.entries.get(key)
-
-    def put(self, key: str, outcome: ContestOutcome) -> None:
-        with self._lock:
-            self.entries[key] = outcome
-            if self.path is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.path, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(ContestRun(key, outcome).to_json_dict()) + "\n")
 
 
 @dataclass(frozen=True)
@@ -236,10 +211,7 @@ class ContestScorer:
         self.calibrate = bool(calibrate)
 
     def factor(self) -> float:
-        if not self.calibrate:
-            return 1.0
-        cal = self.context.resource("machine_calibration", lambda: machine_calibration(self.context.cache_dir))
-        return float(cal.factor)
+        return time_limit_factor(self.context, self.calibrate)
 
     def build(self, problem: Problem, response: str) -> ContestProgram | None:
         code = extract_last_block(response)
@@ -258,8 +230,7 @@ class ContestScorer:
 
     def score_many(self, problems: Sequence[Problem], samples: Sequence[SampleRecord]) -> list[Score]:
         programs: list[ContestProgram | None] = [self.build(p, s.text or "") for p, s in zip(problems, samples)]
-        cache: ContestRunCache = self.context.resource("contest_run_cache", lambda: ContestRunCache(
-            self.context.cache_dir / CONTEST_RUNS_FILE if self.context.cache_dir is not None else None))
+        cache = run_cache(self.context, CONTEST_RUNS_FILE, ContestRun)
         keys = [prog.key() if prog is not None else None for prog in programs]
         todo: dict[str, ContestProgram] = {}
         for k, prog in zip(keys, programs):

@@ -20,16 +20,15 @@ import hashlib
 import json
 import os
 import re
-import threading
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Sequence
 
 from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.run_files import CODE_RUNS_FILE
 from reasoneval.scoring.base import Score, ScoringContext
+from reasoneval.scoring.programs.run_cache import run_cache
 from reasoneval.scoring.programs.sandbox import DRIVER_SOURCE, SANDBOX_VERSION, Limits, ProgramResult, SandboxPool
 from reasoneval.scoring.programs.unfenced import UnfencedParser, defines, unfenced_code
 from reasoneval.serial import JsonRecord
@@ -325,44 +324,10 @@ def judge(r: ProgramResult, total: int) -> RunOutcome:
     return RunOutcome("passed" if ok else "failed", passed, total, r.returncode, stderr)
 
 
-class CodeRunCache:
-    """The run's code_runs.jsonl: program key -> outcome, appended as programs finish."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.entries: dict[str, RunOutcome] = {}
-        self._lock = threading.Lock()
-        if path is not None and path.exists():
-            with open(path, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        run = CodeRun.from_json_dict(json.loads(line))
-                    except (ValueError, TypeError, UserError):
-                        continue  # a torn last line after a kill: that program runs again
-                    self.entries[run.key] = run.outcome
-
-    def get(self, key: str) -> RunOutcome | None:
-        return self.entries.get(key)
-
-    def put(self, key: str, outcome: RunOutcome) -> None:
-        with self._lock:
-            self.entries[key] = outcome
-            if self.path is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.path, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(CodeRun(key, outcome).to_json_dict()) + "\n")
-
-
 def sandbox_pool(context: ScoringContext) -> SandboxPool:
     mode = os.environ.get("REASONEVAL_SANDBOX", "auto").strip() or "auto"
     pool: SandboxPool = context.resource("sandbox_pool", lambda: SandboxPool(workers=context.workers, mode=mode))
     return pool
-
-
-def code_cache(context: ScoringContext) -> CodeRunCache:
-    cache: CodeRunCache = context.resource("code_run_cache", lambda: CodeRunCache(
-        context.cache_dir / CODE_RUNS_FILE if context.cache_dir is not None else None))
-    return cache
 
 
 class CodeScorer:
@@ -391,7 +356,7 @@ class CodeScorer:
                 raise  # a problem row without the fields: the task's data is wrong, not this sample
             except Exception as e:
                 programs.append(_harness_error(e))
-        pool, cache = sandbox_pool(self.context), code_cache(self.context)
+        pool, cache = sandbox_pool(self.context), run_cache(self.context, CODE_RUNS_FILE, CodeRun)
         mode = pool.sandbox.mode
         keys = [prog.key(self.limits, mode) if isinstance(prog, TestProgram) else None for prog in programs]
         todo: dict[str, TestProgram] = {}

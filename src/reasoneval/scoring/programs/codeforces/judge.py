@@ -9,10 +9,10 @@ checker or interactor that includes testlib.h gets it written beside it (codefor
 The samples of one problem run together, up to BATCH in one sandbox (sandbox/run.py's Sandbox.run with the trusted
 driver native_driver.py, whose text gets prelude.py's in place of its import block, as the contest drivers do): the
 problem's checker and interactor are built once per batch. Verdicts are cached in the run directory
-(codeforces_runs.jsonl, the contest scorer's ContestRunCache; NativeJob.key says what they depend on). The verdicts: passed,
-wrong_answer, time_limit, memory_limit, runtime_error, compile_error, idleness_limit (interactive: no progress
-before the wall clock ran out), judge_error (a problem's checker or interactor that does not build or fails),
-no_code, sandbox_error.
+(codeforces_runs.jsonl, a run_cache.ProgramRunCache of ContestRun lines; NativeJob.key says what they depend on).
+The verdicts: passed, wrong_answer, time_limit, memory_limit, runtime_error, compile_error, idleness_limit
+(interactive: no progress before the wall clock ran out), judge_error (a problem's checker or interactor that does
+not build or fails), no_code, sandbox_error.
 
 Settings: time_limit_s and memory_mb (where the problem has none; Codeforces' usual 2 s and 256 MB), all_tests,
 calibrate (scale CPU limits by the machine: scoring/programs/calibrate.py), wall_factor, language (how an untagged
@@ -34,11 +34,12 @@ from reasoneval.errors import UserError
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.run_files import CODEFORCES_RUNS_FILE
 from reasoneval.scoring.base import Score, ScoringContext
-from reasoneval.scoring.programs.calibrate import machine_calibration
+from reasoneval.scoring.programs.calibrate import time_limit_factor
 from reasoneval.scoring.programs.codeforces.open_r1_checker import PROTOCOL as OPEN_R1_PROTOCOL
 from reasoneval.scoring.programs.codeforces.open_r1_checker import open_r1_adapter
 from reasoneval.scoring.programs.codeforces.testlib import TestlibHeader, find_testlib_header, needs_testlib
-from reasoneval.scoring.programs.contest import ContestOutcome, ContestRunCache
+from reasoneval.scoring.programs.contest import ContestOutcome, ContestRun
+from reasoneval.scoring.programs.run_cache import run_cache
 from reasoneval.scoring.programs.sandbox.run import SANDBOX_VERSION, Limits, ProgramResult
 from reasoneval.scoring.programs.sandbox.texts import with_prelude
 from reasoneval.scoring.programs.scorer import fenced_blocks, sandbox_pool, strip_reasoning
@@ -149,11 +150,10 @@ def read_verdicts(r: ProgramResult, total: int, count: int) -> list[dict[str, An
 
 
 def run_jobs(context: ScoringContext, jobs: Sequence[NativeJob]) -> list[dict[str, Any]]:
-    """The jobs' verdicts, in order: those in the run's cache (codeforces_runs.jsonl, the contest scorer's
-    ContestRunCache) as they were, the others run once each, the programs of one problem in batches of at most BATCH,
+    """The jobs' verdicts, in order: those in the run's cache (codeforces_runs.jsonl, lines
+    of the contest scorer's ContestRun) as they were, the others run once each, the programs of one problem in batches of at most BATCH,
     one sandbox run each, as many at once as the pool has sandboxes. A sandbox error is not cached: it runs again."""
-    cache: ContestRunCache = context.resource("codeforces_run_cache", lambda: ContestRunCache(
-        context.cache_dir / CODEFORCES_RUNS_FILE if context.cache_dir is not None else None))
+    cache = run_cache(context, CODEFORCES_RUNS_FILE, ContestRun)
     keys = [job.key() for job in jobs]
     todo: dict[str, NativeJob] = {}
     for k, job in zip(keys, jobs):
@@ -230,10 +230,7 @@ class CodeforcesScorer:
         self.language = language
 
     def factor(self) -> float:
-        if not self.calibrate:
-            return 1.0
-        cal = self.context.resource("machine_calibration", lambda: machine_calibration(self.context.cache_dir))
-        return float(cal.factor)
+        return time_limit_factor(self.context, self.calibrate)
 
     def job(self, problem: Problem, response: str) -> NativeJob | None:
         program = extract_program(response, "cpp" if self.language == "cpp" else "python")
