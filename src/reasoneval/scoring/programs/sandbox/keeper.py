@@ -57,6 +57,11 @@ CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
 WALL = 0x40000000  # __WALL: wait for every child, whatever signal it was cloned to send at its exit
 PROBE = 256  # PIDs above the highest seen looked at every tick (a namespace numbers its new processes upwards)
 SHORT_PROBE = 16  # the same at a call's start and end (call mode: a few syscalls per call)
+CHUNK = 1 << 16  # a Sink's chunk
+ZEROS = bytes(CHUNK)
+MAX_CHUNKS = 16  # a Sink keeps this many chunks (zeroed) from one test to the next
+F_SETPIPE_SZ = 1031
+PIPE_ROOM = 1 << 20  # the program's stdout pipe holds this much (the default allowed at most: fs/pipe-max-size)
 RESERVED_PIDS = 300  # where the kernel gives out PIDs again past pid_max (kernel/pid.c)
 PIPE_AHEAD = 1 << 15  # input bytes written before the program starts (a pipe holds 64 KiB)
 
@@ -215,23 +220,40 @@ def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
     runner = (CallServer if lim.get("mode") == "call" else Test)(compiled, lim, {}, libc, (cmd_r, res_w), scratch)
     while True:
         try:
-            frame = recv(cmd_r)
+            (n,) = struct.unpack(">I", _read_exact(cmd_r, 4))
+            kind = _read_exact(cmd_r, 1) if n else b""
+            if kind not in (b"t", b"c") or n > MAX_FRAME:
+                break
+            data = bytearray(n - 1)  # the input, read in place (zeroed below)
+            got = 0
+            while got < n - 1:
+                k = os.readv(cmd_r, [memoryview(data)[got:]])
+                if not k:
+                    raise EOFError("closed")
+                got += k
         except BaseException:
             break
-        kind = frame[:1]
-        if kind not in (b"t", b"c"):
-            break
+        if kind == b"c":  # call mode: the sample's server holds its calls anyway
+            try:
+                record, reply = runner.call(bytes(data)) if compiled is not None else (dict(head), b"")
+            except BaseException as e:
+                record, reply = {"end": "error", "err": "sample keeper: " + type(e).__name__ + ": " + str(e)[:200]}, b""
+            send(res_w, dumps(record).encode("ascii"))
+            send(res_w, reply)
+            continue
         if compiled is None:
-            record, out = dict(head), b""
+            record = dict(head)
         else:
             try:
-                record, out = runner.call(frame[1:]) if kind == b"c" else runner.run(frame[1:])
+                record = runner.run(data)
             except BaseException as e:
-                record, out = {"end": "error", "err": "sample keeper: " + type(e).__name__ + ": " + str(e)[:200]}, b""
-            if kind == b"t":
-                record["clean"] = empty_private_dirs(scratch) if left_in(scratch) else 0
-        send(res_w, dumps(record).encode("ascii"))
-        send(res_w, out)
+                record = {"end": "error", "err": "sample keeper: " + type(e).__name__ + ": " + str(e)[:200]}
+            record["clean"] = empty_private_dirs(scratch) if left_in(scratch) else 0
+        send_test(res_w, record, (runner.out, runner.err))
+        runner.out.clear()
+        runner.err.clear()
+        memoryview(data)[:] = bytes(len(data))
+        del data
     runner.close()
     os._exit(0)
 
@@ -291,6 +313,68 @@ def _end(pid, kill=True):
         return status, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
 
+class Sink:
+    """A test's bytes from a pipe, read in place into chunks of this keeper's memory and zeroed after the test: the
+    next test's process, a copy of this keeper, finds no earlier test's input, output or error text in it. `tail`:
+    keep only the last chunk or so (a program's stderr)."""
+
+    def __init__(self, tail=False):
+        self.chunks, self.used, self.tail = [], 0, tail
+
+    def drain(self, fd, cap=1 << 62):
+        """Read what the pipe holds (or until `cap` bytes are in); False at its end."""
+        while self.used <= cap:
+            i, at = divmod(self.used, CHUNK)
+            if i == len(self.chunks):
+                if self.tail and self.chunks:  # the last KiB goes to the front, the rest is read over
+                    c = memoryview(self.chunks[0])
+                    c[:1024] = c[CHUNK - 1024:]
+                    c[1024:] = ZEROS[1024:]
+                    self.used, i, at = 1024, 0, 1024
+                else:
+                    self.chunks.append(bytearray(CHUNK))
+            try:
+                n = os.readv(fd, [memoryview(self.chunks[i])[at:]])
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if n == 0:
+                return False
+            self.used += n
+        return True
+
+    def views(self):
+        full, rest = divmod(self.used, CHUNK)
+        return [memoryview(c) for c in self.chunks[:full]] + ([memoryview(self.chunks[full])[:rest]] if rest else [])
+
+    def clear(self):
+        for v in self.views():
+            v[:] = ZEROS[:len(v)]
+        del self.chunks[MAX_CHUNKS:]
+        self.used = 0
+
+
+def send_test(fd, head, sinks):
+    """A test's record and its sinks' bytes, as frames, in one write (the driver wakes once)."""
+    parts = [dumps(head).encode("ascii")]
+    for sink in sinks:
+        parts.append(sink.views())
+    bufs: list = []
+    for part in parts:
+        if type(part) is bytes:
+            bufs += [struct.pack(">I", len(part)), part]
+        else:
+            bufs += [struct.pack(">I", sum(len(v) for v in part)), *part]
+    while bufs:
+        n = os.writev(fd, bufs)
+        while bufs and n >= len(bufs[0]):
+            n -= len(bufs[0])
+            bufs.pop(0)
+        if bufs and n:
+            bufs[0] = memoryview(bufs[0])[n:]
+
+
 class Test:
     """stdin mode, in the sample's keeper: per test, the program forked straight into fresh PID and IPC namespaces
     (it is their PID 1: when it ends, the kernel ends every other process of the test), watched from outside them.
@@ -304,6 +388,7 @@ class Test:
         self.private_fds, self.scratch = private_fds, scratch
         self.own = (os.getpid(), os.getppid(), 1)
         self.nothing = _no_capabilities()  # capset's arguments, made once: a test's process only calls it
+        self.out, self.err = Sink(), Sink(tail=True)
         self.seen = {}  # pid -> the most CPU seen on its own clock
         self.high = 0
         self.server_fds: tuple = ()  # call mode: the server's request and reply ends
@@ -346,13 +431,20 @@ class Test:
         return pid
 
     def run(self, data):
+        """One test: `data` (the input, a bytearray) on the program's stdin; its record and its output and error
+        bytes (Sinks: views of this keeper's buffers, zeroed with `data` once the driver has them)."""
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        try:  # room for the whole output of most programs: this keeper then wakes once, at the program's end
+            __import__("fcntl").fcntl(out_r, F_SETPIPE_SZ, PIPE_ROOM)
+        except OSError:
+            pass
+        view = memoryview(data)
         if len(data) <= PIPE_AHEAD:  # the whole input fits the pipe: written before the program starts
-            _write_all(in_w, data)
+            _write_all(in_w, view)
             os.close(in_w)
-            in_w, data = -1, b""
+            in_w, view = -1, view[:0]
         start = time.monotonic()
         pid = self._spawn((in_r, out_w, err_w), (in_w, out_r, err_r) if in_w >= 0 else (out_r, err_r))
         for fd in (in_r, out_w, err_w):
@@ -361,18 +453,15 @@ class Test:
             for fd in (in_w, out_r, err_r):
                 if fd >= 0:
                     os.close(fd)
-            return {"end": "error", "err": "no namespaces of its own for the test"}, b""
-        return self._watch(pid, start, in_w, data, out_r, err_r)
+            return {"end": "error", "err": "no namespaces of its own for the test"}
+        return self._watch(pid, start, in_w, view, out_r, err_r)
 
-    def _watch(self, pid, start, in_w, data, out_r, err_r):
-        lim = self.lim
+    def _watch(self, pid, start, in_w, view, out_r, err_r):
+        lim, out, err = self.lim, self.out, self.err
         if in_w >= 0:
             os.set_blocking(in_w, False)
         os.set_blocking(out_r, False)
         os.set_blocking(err_r, False)
-        view = memoryview(data)
-        out, err = [], []
-        out_len = 0
         max_output = lim.get("max_output", 1 << 26)
         end = None
         open_fds = [out_r, err_r]
@@ -387,8 +476,8 @@ class Test:
             exited = []
         while end is None:
             wlist = [writing] if writing is not None else []
-            try:
-                r, w, _x = select.select(open_fds + exited, wlist, [], TICK)
+            try:  # (with a pidfd, the pipes are drained at the end and every tick, not at each write)
+                r, w, _x = select.select(exited or open_fds, wlist, [], TICK)
             except OSError:
                 r, w = [], []
             if w:
@@ -401,30 +490,17 @@ class Test:
                 if not view:
                     os.close(writing)  # type: ignore[arg-type]
                     writing = None
-            for fd in r:
-                if fd in exited:
-                    continue
-                try:
-                    b = os.read(fd, 1 << 20)
-                except BlockingIOError:
-                    continue
-                if not b:
-                    open_fds.remove(fd)
-                elif fd == out_r:
-                    out.append(b)
-                    out_len += len(b)
-                    if out_len > max_output:
-                        end = "output"
-                else:
-                    err.append(b)
-                    if len(err) > 64:
-                        del err[:-8]
-            if end is not None:
-                break
             if (exited and exited[0] in r) or (not exited and os.waitpid(pid, os.WNOHANG | WALL)[0]):
                 end = "exit"
                 break
             now = time.monotonic()
+            if not exited or now >= next_look:
+                for fd in list(open_fds):
+                    if not (err.drain(fd) if fd == err_r else out.drain(fd, max_output)):
+                        open_fds.remove(fd)
+                if out.used > max_output:
+                    end = "output"
+                    break
             if now >= next_look:  # (a look is a few hundred syscalls: once a tick)
                 next_look = now + TICK
                 self.probe(PROBE)
@@ -435,30 +511,19 @@ class Test:
         wall = time.monotonic() - start
         # every process of the test ends with its PID 1, the program's process; reaped, it tells the CPU of all
         status, total, rss = _end(pid, end != "exit")
-        for fd in list(open_fds):  # what is left in the pipes (every writer is gone now)
-            while True:
-                try:
-                    b = os.read(fd, 1 << 20)
-                except (BlockingIOError, OSError):
-                    break
-                if not b:
-                    break
-                if fd == out_r and end != "output":
-                    out.append(b)
-                    out_len += len(b)
-                    if out_len > max_output:
-                        end = "output"
-                        break
-                elif fd == err_r:
-                    err.append(b)
+        for fd in open_fds:  # what is left in the pipes (every writer is gone now)
+            err.drain(fd) if fd == err_r else out.drain(fd, max_output)
+        if out.used > max_output:
+            end = "output"
         for fd in (out_r, err_r) + ((writing,) if writing is not None else ()) + tuple(exited):
             os.close(fd)
         total = max(total, sum(self.seen.values()))
-        head = {"end": "cpu" if total > limit else end, "wall": round(wall, 3), "cpu": round(total, 3),
-                "rss_kb": rss, "err": b"".join(err)[-800:].decode("utf-8", "replace")}
+        head = {"end": "cpu" if total > limit else end, "wall": round(wall, 3), "cpu": round(total, 3), "rss_kb": rss}
         if end == "exit":
             _status(head, status)
-        return head, b"".join(out) if end != "output" else b""
+        if end == "output":
+            out.clear()
+        return head
 
     def call(self, data):  # (call mode's: CallServer)
         return {"end": "error", "err": "a call frame for a stdin program"}, b""

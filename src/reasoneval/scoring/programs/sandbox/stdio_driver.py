@@ -194,13 +194,18 @@ def _start_sample(code, lim, ctl_w, cmd_w):
 
 
 def _test(frame, cmd_w, res_r):
-    """One test (`t`) or call (`c`): the sample keeper's record and the program's bytes; (None, the keeper's
-    `clean` record) where the sample's keeper ended without answering."""
+    """One test (`t`) or call (`c`): the sample keeper's record and the program's bytes (a test's stderr, the
+    record's "err"); (None, the keeper's `clean` record) where the sample's keeper ended without answering."""
     send(cmd_w, frame)
     head = loads(recv(res_r).decode("ascii"))
     if type(head) is dict and "clean" in head and "end" not in head:
         return None, head
-    return head, recv(res_r)
+    out = recv(res_r)
+    if frame[:1] == b"t":
+        err = recv(res_r)
+        if err:
+            head["err"] = err[-800:].decode("utf-8", "replace")
+    return head, out
 
 
 def _until_clean(res_r):
