@@ -47,7 +47,7 @@ from reasoneval.scoring.programs.sandbox.program import _limits_in_child, run_sc
 
 # </program>
 # <scratch>: in the sandbox this import block is scratch.py's text
-from reasoneval.scoring.programs.sandbox.scratch import PRIVATE_DIRS, empty_private_dirs, left_in
+from reasoneval.scoring.programs.sandbox.scratch import PRIVATE_DIRS, empty_private_dirs, free_counts, left_in
 
 # </scratch>
 
@@ -217,6 +217,7 @@ def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
     # The handlers Python started with, here once for every test's process (no process but the driver's and the
     # keeper's can reach this one to signal it: the programs are each in a PID namespace of their own).
     _restore_signals(saved)
+    empty = free_counts(scratch)  # (the keeper emptied them before this sample)
     runner = (CallServer if lim.get("mode") == "call" else Test)(compiled, lim, {}, libc, (cmd_r, res_w), scratch)
     while True:
         try:
@@ -248,7 +249,7 @@ def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
                 record = runner.run(data)
             except BaseException as e:
                 record = {"end": "error", "err": "sample keeper: " + type(e).__name__ + ": " + str(e)[:200]}
-            record["clean"] = empty_private_dirs(scratch) if left_in(scratch) else 0
+            record["clean"] = empty_private_dirs(scratch) if left_in(scratch, empty) else 0
         send_test(res_w, record, (runner.out, runner.err))
         runner.out.clear()
         runner.err.clear()

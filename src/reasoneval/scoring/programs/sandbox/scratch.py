@@ -37,12 +37,30 @@ def empty_private_dirs(dirs):
     return -1 if failed else removed
 
 
-def left_in(dirs):
-    """Whether anything is left in the scratch directories (one listing each: what a test that wrote nothing costs);
-    empty_private_dirs then looks at each as its docstring says."""
+def free_counts(dirs):
+    """Each scratch directory's free inodes and blocks (statvfs): what `left_in` compares with."""
+    out = []
     for top, _size in dirs:
         try:
-            if os.listdir(top):
+            st = os.statvfs(top)
+            out.append((st.f_ffree, st.f_bfree) if st.f_files else None)  # (a tmpfs without an inode limit: None)
+        except OSError:
+            out.append(None)
+    return out
+
+
+def left_in(dirs, empty):
+    """Whether anything is left in the scratch directories: their free inodes and blocks against `empty`
+    (free_counts of them empty; every entry a program leaves holds an inode), else one listing each (what a test
+    that wrote nothing costs: one statvfs per directory); empty_private_dirs then looks at each as its docstring
+    says."""
+    for (top, _size), counts in zip(dirs, empty):
+        try:
+            if counts is not None:
+                st = os.statvfs(top)
+                if (st.f_ffree, st.f_bfree) != counts:
+                    return True
+            elif os.listdir(top):
                 return True
         except OSError:
             return True
