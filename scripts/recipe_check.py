@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT))
 
 from tests.recipes import RECIPES, copy_tree  # noqa: E402
 
-
 # The suite in two parts, together all of it (pyproject's default leaves out only `vllm`, scripts/ci_vllm.sh's): the
 # tests of the embedded llama.cpp model in one process (llama.cpp's threads spin while they wait for each other, so two
 # such tests at once on a 2-core machine slow each other many times over), the rest spread over the workers.

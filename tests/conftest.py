@@ -121,6 +121,18 @@ def make_openai_server() -> Iterator[Callable[..., OpenAIServer]]:
         server.stop()
 
 
+@pytest.fixture
+def ray_tmpdir() -> Iterator[Path]:
+    """A new folder for a test's subprocesses' RAY_TMPDIR (tests/fixtures/ray_processes.py tells their Ray processes
+    from any other's by it), removed afterwards. Under /tmp, not tmp_path: Ray's sockets in it must fit a Unix socket
+    path (107 bytes)."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:
     """One real Ray cluster for the whole session, of two nodes on this machine (ray.cluster_utils.Cluster:
