@@ -206,12 +206,20 @@ def test_short_answer_finishes_with_stop() -> None:
 
 @needs_model
 def test_stop_strings_end_the_text() -> None:
-    free = asyncio.run(run_all({}, [req(seed=3, temperature=0.0, max_tokens=40)]))[0]
+    async def free_then_stopped() -> list[Completion]:
+        # One engine (a start costs seconds), the two requests one after the other (never batched together).
+        engine = make_engine("local")
+        await engine.start()
+        try:
+            return [await engine.generate(req(seed=3, temperature=0.0, max_tokens=40, stop=stop))
+                    for stop in ((), (" ",))]
+        finally:
+            await engine.close()
+
+    free, stopped = asyncio.run(free_then_stopped())
     # Stop at the first space of the greedy answer: the text must end before it.
     word = free.text.split(" ")[0]
     assert len(word) < len(free.text)
-    stopped = asyncio.run(run_all({}, [req(seed=3, temperature=0.0, max_tokens=40,
-                                                        stop=(" ",))]))[0]
     assert stopped.text == word
     assert stopped.finish_reason == "stop"
 
