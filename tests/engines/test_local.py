@@ -545,11 +545,9 @@ def test_followers_of_a_cancelled_prompt_evaluate_it_themselves() -> None:
 @needs_model
 def test_reuse_is_turned_off_where_the_self_test_finds_split_prompts_inexact(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    # On this CPU split prompts are exact; the check's failure (as other kernels might give) is
-    # injected. The run goes on without reuse, says so once, and config.json records it.
-    engine = local_engine(parallel=2)
-    asyncio.run(run_engine(engine, [req(seed=1, max_tokens=2)]))
-    assert engine.describe()["reuse_prefix"] is True and engine.describe()["reuse_prefix_fallback"] is None
+    # On this CPU split prompts are exact (reuse stays on: test_describe_says_which_configuration_serves); the
+    # check's failure (as other kernels might give) is injected. The run goes on without reuse, says so once, and
+    # config.json records it.
     inject(monkeypatch, "reuse-inexact")
     engine = local_engine(parallel=2)
     with caplog.at_level(logging.WARNING):
@@ -569,6 +567,8 @@ def test_describe_says_which_configuration_serves() -> None:
     asyncio.run(run_engine(engine, [req(seed=1, max_tokens=2)]))
     d = engine.describe()
     assert d["cpu_repack"] in ("on", "off") and d["n_ctx"] == 4096
+    # On this CPU split prompts are exact: the self-test keeps prompt-prefix reuse on.
+    assert d["reuse_prefix"] is True and d["reuse_prefix_fallback"] is None
 
 
 def test_local_options_have_help_and_are_validated() -> None:
