@@ -29,6 +29,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=why))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist (scripts/recipe_check.py) starts its workers after this module removed the data folder's variable
+    from the environment: each worker is handed the folder this process read (tests/real_data.py)."""
+    node.workerinput["real_data_dir"] = "" if real_data.DATA_DIR is None else str(real_data.DATA_DIR)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    given = getattr(config, "workerinput", {}).get("real_data_dir")
+    if given is not None:  # a pytest-xdist worker, before it collects: the folder the main process read
+        real_data.DATA_DIR = Path(given) if given else None
+
+
 @pytest.fixture(autouse=True)
 def _real_data_only_where_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a `real_data` test sees $REASONEVAL_DATA_DIR: any other test runs as it would on a machine without the
@@ -119,6 +132,18 @@ def make_openai_server() -> Iterator[Callable[..., OpenAIServer]]:
     yield make
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def ray_tmpdir() -> Iterator[Path]:
+    """A new folder for a test's subprocesses' RAY_TMPDIR (tests/fixtures/ray_processes.py tells their Ray processes
+    from any other's by it), removed afterwards. Under /tmp, not tmp_path: Ray's sockets in it must fit a Unix socket
+    path (107 bytes)."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

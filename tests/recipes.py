@@ -1,7 +1,7 @@
 """docs/architecture.md's recipes ("Adding a sampling option / a run option / a task / a scorer / an engine"), each as
 exactly the edits the docs say, made to a copy of the tree. tests/test_recipes.py makes them all on one copy and checks
 each works there (with the copy's own tests of the places they touch); scripts/recipe_check.py makes them and runs the
-copy's whole test suite (too slow for every CI run: `.ci/run` runs it with REASONEVAL_RECIPE_CHECK=1)."""
+copy's whole test suite (a step of every CI run, `.ci/run`)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ registry line, a scorer's module and registry line, an engine's module and regis
 copy, `reasoneval run` takes the new run option, runs the new task on the new engine and scores a file with the new
 scorer, and the copy's own tests of the places a recipe touches (the layers, the option tables and flags, every engine
 x every sampling option, the docs' claims) pass unedited. scripts/recipe_check.py runs the copy's whole suite (a
-separate CI step: too slow for a test)."""
+step of every CI run: as long as the suite, too slow for a test)."""
 
 from __future__ import annotations
 

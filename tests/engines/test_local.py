@@ -206,12 +206,20 @@ def test_short_answer_finishes_with_stop() -> None:
 
 @needs_model
 def test_stop_strings_end_the_text() -> None:
-    free = asyncio.run(run_all({}, [req(seed=3, temperature=0.0, max_tokens=40)]))[0]
+    async def free_then_stopped() -> list[Completion]:
+        # One engine (a start costs seconds), the two requests one after the other (never batched together).
+        engine = make_engine("local")
+        await engine.start()
+        try:
+            return [await engine.generate(req(seed=3, temperature=0.0, max_tokens=40, stop=stop))
+                    for stop in ((), (" ",))]
+        finally:
+            await engine.close()
+
+    free, stopped = asyncio.run(free_then_stopped())
     # Stop at the first space of the greedy answer: the text must end before it.
     word = free.text.split(" ")[0]
     assert len(word) < len(free.text)
-    stopped = asyncio.run(run_all({}, [req(seed=3, temperature=0.0, max_tokens=40,
-                                                        stop=(" ",))]))[0]
     assert stopped.text == word
     assert stopped.finish_reason == "stop"
 
@@ -537,11 +545,9 @@ def test_followers_of_a_cancelled_prompt_evaluate_it_themselves() -> None:
 @needs_model
 def test_reuse_is_turned_off_where_the_self_test_finds_split_prompts_inexact(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    # On this CPU split prompts are exact; the check's failure (as other kernels might give) is
-    # injected. The run goes on without reuse, says so once, and config.json records it.
-    engine = local_engine(parallel=2)
-    asyncio.run(run_engine(engine, [req(seed=1, max_tokens=2)]))
-    assert engine.describe()["reuse_prefix"] is True and engine.describe()["reuse_prefix_fallback"] is None
+    # On this CPU split prompts are exact (reuse stays on: test_describe_says_which_configuration_serves); the
+    # check's failure (as other kernels might give) is injected. The run goes on without reuse, says so once, and
+    # config.json records it.
     inject(monkeypatch, "reuse-inexact")
     engine = local_engine(parallel=2)
     with caplog.at_level(logging.WARNING):
@@ -561,6 +567,8 @@ def test_describe_says_which_configuration_serves() -> None:
     asyncio.run(run_engine(engine, [req(seed=1, max_tokens=2)]))
     d = engine.describe()
     assert d["cpu_repack"] in ("on", "off") and d["n_ctx"] == 4096
+    # On this CPU split prompts are exact: the self-test keeps prompt-prefix reuse on.
+    assert d["reuse_prefix"] is True and d["reuse_prefix_fallback"] is None
 
 
 def test_local_options_have_help_and_are_validated() -> None:

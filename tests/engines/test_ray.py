@@ -21,6 +21,7 @@ from reasoneval.engines import ENGINES, CommonOptions, create_engine
 from reasoneval.errors import EngineDown
 from reasoneval.run.generation import generate_run, load_tasks
 from reasoneval.run.options import EvalConfig
+from tests.fixtures.ray_processes import clusters_started_in, ray_processes_in
 from tests.plugins import register_for_the_test
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
@@ -154,15 +155,15 @@ def test_each_replica_checks_the_runs_options_against_the_engine_it_runs() -> No
 
 
 @pytest.mark.slow
-def test_run_engine_ray_from_the_cli_starts_and_stops_its_own_cluster(tmp_path: Path) -> None:
+def test_run_engine_ray_from_the_cli_starts_and_stops_its_own_cluster(tmp_path: Path, ray_tmpdir: Path) -> None:
     import os
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    daemons = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True).stdout.split()
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONPATH"] = f"{root / 'src'}{os.pathsep}{root}"
+    env["RAY_TMPDIR"] = str(ray_tmpdir)  # its cluster's processes name this folder: told apart from any other's
     r = subprocess.run([sys.executable, "-m", "reasoneval", "run", "--engine", "ray", "--replicas", "2",
                         "--gpus-per-replica", "1", "--engine-arg", "inner=echo", "--engine-arg", "num_cpus=2",
                         "--engine-arg", "num_gpus=2", "--tasks", "arith", "--limit", "3", "--n", "2",
@@ -170,5 +171,5 @@ def test_run_engine_ray_from_the_cli_starts_and_stops_its_own_cluster(tmp_path: 
     assert r.returncode == 0, r.stderr[-2000:]
     summary = json.loads(r.stdout)
     assert summary["complete"] and summary["config"]["engine_config"]["replicas"] == 2
-    after = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True).stdout.split()
-    assert set(after) <= set(daemons)  # the cluster the run started is gone
+    assert len(clusters_started_in(ray_tmpdir)) == 1  # the run started a cluster of its own
+    assert ray_processes_in(ray_tmpdir) == []  # and it is gone (its raylets, its GCS server)

@@ -19,6 +19,7 @@ import pytest
 
 from reasoneval.errors import UserError
 from tests.fixtures.openai_server import OpenAIServer, Reply
+from tests.fixtures.ray_processes import clusters_started_in, ray_processes_in
 from tests.plugins import register_for_the_test
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/<area>/this file)
@@ -74,9 +75,11 @@ def _sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _sweep(jobs: Path, *args: str, wait: bool = True) -> Any:
+def _sweep(jobs: Path, *args: str, wait: bool = True, ray_tmpdir: Path | None = None) -> Any:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "RAY_ADDRESS": ""}
     env.pop("RAY_ADDRESS")
+    if ray_tmpdir is not None:  # the clusters it starts name this folder (tests/fixtures/ray_processes.py)
+        env["RAY_TMPDIR"] = str(ray_tmpdir)
     cmd = [sys.executable, "-m", "reasoneval", "sweep", str(jobs), "--num-gpus", "2", "--num-cpus", "2", *args]
     if not wait:
         # The test interrupts it with SIGINT: give it SIGINT's default disposition (Python then raises
@@ -94,17 +97,11 @@ def _state(jobs: Path) -> dict[str, Any]:
         return {}
 
 
-def _ray_daemons() -> set[int]:
-    out = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True).stdout
-    return {int(p) for p in out.split()}
-
-
 @pytest.mark.slow
 def test_sweep_interrupted_and_rerun_resumes_skips_finished_jobs_and_gets_the_same_numbers(
-        tmp_path: Path, server: OpenAIServer) -> None:
+        tmp_path: Path, server: OpenAIServer, ray_tmpdir: Path) -> None:
     data = _data(tmp_path)
-    daemons = _ray_daemons()
-    reference = _sweep(_jobs(tmp_path / "ref", server.base_url, data))
+    reference = _sweep(_jobs(tmp_path / "ref", server.base_url, data), ray_tmpdir=ray_tmpdir)
     assert reference.returncode == 0, reference.stdout + reference.stderr
     ref_table = (tmp_path / "ref" / "jobs.yaml.status.csv").read_text()
     assert ref_table.splitlines()[0] == "job,state,arith,aime24"
@@ -112,7 +109,7 @@ def test_sweep_interrupted_and_rerun_resumes_skips_finished_jobs_and_gets_the_sa
     server.reset()
 
     jobs = _jobs(tmp_path / "cut", server.base_url, data)
-    proc = _sweep(jobs, wait=False)
+    proc = _sweep(jobs, wait=False, ray_tmpdir=ray_tmpdir)
     deadline = time.monotonic() + 120
     while _state(jobs).get("m1", {}).get("state") != "done":
         assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
@@ -125,7 +122,7 @@ def test_sweep_interrupted_and_rerun_resumes_skips_finished_jobs_and_gets_the_sa
 
     seen_before = len([r for r in server.requests() if r.body and r.body.get("model") == "m2"])
     server.reset()
-    again = _sweep(jobs)
+    again = _sweep(jobs, ray_tmpdir=ray_tmpdir)
     assert again.returncode == 0, again.stdout + again.stderr
     models_asked = [r.body.get("model") for r in server.requests() if r.body and r.path.endswith("completions")]
     assert "m1" not in models_asked  # finished: skipped
@@ -136,7 +133,8 @@ def test_sweep_interrupted_and_rerun_resumes_skips_finished_jobs_and_gets_the_sa
     assert status.returncode == 0 and "third" in status.stdout and "done" in status.stdout
     assert "| m2 | done |" in (tmp_path / "cut" / "jobs.yaml.status.md").read_text()
     time.sleep(1)
-    assert _ray_daemons() <= daemons  # every cluster the sweeps started is gone
+    assert len(clusters_started_in(ray_tmpdir)) == 3  # each sweep started a cluster of its own
+    assert ray_processes_in(ray_tmpdir) == []  # and every one is gone
 
 
 @pytest.mark.slow

@@ -1,12 +1,12 @@
 """Adding a sampling option is one edit: a field of SamplingParams (records.py). The test copies the tree (src/, tests/,
 pyproject.toml), adds that one line to the copy's records.py (tests/recipes.py), changes nothing else, and shows in
-the copy: `run` has
-the flag and a jobs file the key; the OpenAI request (through the loopback server), vLLM's keyword arguments and the
-embedded llama.cpp model's parameters carry it when set and leave it out when unset (an engine or a launched server
-whose Capabilities do not name it refuses it at start); the dashboards log it; every pinned run id and sweep
-fingerprint is unchanged while it is unset; the run id and the fingerprint change when it is set; and the copy's own
-tests of the option table (every run option placed), of the flags and of every engine x every option pass unedited.
-(The copy's whole suite passes too: scripts/recipe_check.py, a separate CI step, too slow for a test.)"""
+the copy: `run` has the flag and a jobs file the key; the OpenAI request (through the loopback server), vLLM's keyword
+arguments and the embedded llama.cpp model's parameters carry it when set and leave it out when unset (an engine or a
+launched server whose Capabilities do not name it refuses it at start); the dashboards log it, `runs`' settings column
+shows it and the re-run advice of `report`/`score` gives it; every pinned run id and sweep fingerprint is unchanged
+while it is unset; the run id and the fingerprint change when it is set; and the copy's own tests of the option table
+(every run option placed), of the flags and of every engine x every option pass unedited. (The copy's whole suite
+passes too: scripts/recipe_check.py, a CI step.)"""
 
 import json
 import os
@@ -72,7 +72,13 @@ CHECK = textwrap.dedent('''
     from reasoneval.report.dashboards import run_settings
     from reasoneval.results.schema import load_run
 
-    result["dashboards"] = run_settings(load_run(next((out / "set" / "test-model").iterdir())))
+    from reasoneval.report.runs import row_settings
+    from reasoneval.run.rerun import rerun_command
+
+    set_run = load_run(next((out / "set" / "test-model").iterdir()))
+    result["dashboards"] = run_settings(set_run)
+    result["runs_settings"] = row_settings(set_run)  # `reasoneval runs`' settings column
+    result["rerun"] = rerun_command(set_run)  # the re-run advice of `report` and `score`
     print(json.dumps(result))
 ''')
 
@@ -129,6 +135,9 @@ def test_a_sampling_option_is_one_edit_of_records_py(tmp_path: Path) -> None:
     assert got["launch_error"] == "--dummy-penalty is not supported by the launch engine"
     # The dashboards' settings carry it (read from SamplingParams' fields, like the request).
     assert got["dashboards"]["dummy_penalty"] == 0.5 and got["dashboards"]["temperature"] == 0.6
+    # `runs`' settings column and the re-run advice give it (both read SamplingParams' fields).
+    assert got["runs_settings"]["dummy_penalty"] == "0.5"
+    assert " --dummy-penalty 0.5 " in got["rerun"] and " --temperature " not in got["rerun"]  # only what is changed
     # A jobs file takes the key (dashes or underscores) and checks its value like the flag.
     assert got["job"] == 0.25
     assert got["job_error"] == "jobs.yaml: models[0]: dummy_penalty must be a number, got 'high'"

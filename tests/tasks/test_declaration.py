@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from reasoneval.cli.main import main
 from reasoneval.errors import UserError
 from reasoneval.scoring import TaskScoring
 from reasoneval.tasks import TASKS, PackageFile, TaskSpec, load_task
@@ -34,6 +35,10 @@ SCORING_OPTIONS = TaskSpec("scoring_options", "scorer options but no options", g
                            scoring_options=("all_tests",))
 # A packaged or generated task whose rows are fewer than its declared size (size 30 with 3 rows).
 WRONG_SIZE = TaskSpec("wrong_size", "size 30, 3 rows", generate=_rows, size=30)
+# A scorer name the registry lacks (misspelt): checked when a run resolves what it uses (a plugin's scorer may be
+# registered after the task), before anything is generated.
+MISSPELT_SCORER = TaskSpec("misspelt_scorer", "a scorer name that is not registered", generate=_rows, size=3,
+                           scoring=TaskScoring("contests"), prompt="plain")
 WRONG_SIZE_FILE = TaskSpec("wrong_size_file", "size 30, a file of 3 rows", size=30,
                            data_file=PackageFile("sizeplugin", "rows.jsonl"))
 
@@ -57,6 +62,17 @@ def test_an_incomplete_declaration_is_one_line_at_registration(
 def test_the_completed_declaration_registers(monkeypatch: pytest.MonkeyPatch) -> None:
     register_for_the_test(monkeypatch, TASKS, "usaco", f"{HERE}:USACO_COMPLETE")
     assert TASKS.get("usaco").prompt == "livecodebench"
+
+
+def test_a_task_naming_an_unknown_scorer_stops_the_run_before_generation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    register_for_the_test(monkeypatch, TASKS, "misspelt_scorer", f"{HERE}:MISSPELT_SCORER")
+    rc = main(["run", "--engine", "echo", "--tasks", "misspelt_scorer", "--n", "1", "--output-dir", str(tmp_path / "out"),
+               "--no-progress"])
+    assert rc == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        "reasoneval: error: unknown scorer 'contests'; known scorers: ")
+    assert not list((tmp_path / "out").rglob("*.jsonl"))  # nothing generated
 
 
 def test_a_math_task_gets_the_boxed_prompt_and_no_other_does() -> None:
