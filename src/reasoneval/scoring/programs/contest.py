@@ -160,7 +160,7 @@ class Batch:
 
 def pid_max() -> int:
     """The kernel's highest PID + 1 (a sandbox's namespace, which has no /proc, gives out its PIDs up to it, then
-    from 300 again: keeper.py looks for a test's processes in that order)."""
+    from 300 again: watch.py looks for a test's processes in that order)."""
     try:
         return int(Path("/proc/sys/kernel/pid_max").read_text())
     except (OSError, ValueError):

@@ -1,7 +1,7 @@
 """The trusted driver of contest programs (stdin/stdout scripts and LeetCode-style calls), run inside the sandbox
 as `python -I -c <this file's text> IN OUT`; never imported by the harness. Standard library only. Its text is
-prelude.py's, then keeper.py's (the candidate's side: the keeper, each sample's keeper, the program's process), then
-this file's (sandbox/texts.py).
+keeper.py's with scratch.py's, watch.py's and program.py's (the candidate's side: the keeper, each sample's keeper, the
+program's process and its watch), then prelude.py's, then this file's (sandbox/texts.py).
 
 Same isolation as driver.py (docs/sandbox.md). IN (a pipe from the harness: sandbox/session.py) holds batch after
 batch, each two parts, a 12-digit ASCII length then that many bytes of JSON: the candidate's part ({"codes",
@@ -28,7 +28,7 @@ import os
 import sys
 
 # <keeper>: in the sandbox this import block is keeper.py's text (without its own prelude import block)
-from reasoneval.scoring.programs.sandbox.keeper import keeper_side, recv, send
+from reasoneval.scoring.programs.sandbox.keeper import keeper_side
 
 # </keeper>
 # <prelude>: in the sandbox this import block is prelude.py's own text (a driver runs as the text of `python -I -c`,
@@ -44,6 +44,10 @@ from reasoneval.scoring.programs.sandbox.prelude import (
 )
 
 # </prelude>
+# <watch>: in the sandbox this import block is dropped (keeper.py's text, above, took watch.py's in)
+from reasoneval.scoring.programs.sandbox.watch import recv, send
+
+# </watch>
 
 # verdict classes, in the order a sample's failure is named
 PASSED, WRONG, TIME, MEMORY, RUNTIME = "passed", "wrong_answer", "time_limit", "memory_limit", "runtime_error"

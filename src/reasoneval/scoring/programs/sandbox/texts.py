@@ -1,7 +1,8 @@
 """The trusted drivers' texts, as they run inside the sandbox with `python -I -c` (never imported there): each
 driver file with its `# <prelude>` ... `# </prelude>` import block replaced by prelude.py's own text, and each
 `# <NAME>` ... `# </NAME>` import block by NAME.py's text (itself without its own prelude import block: the prelude
-is in the text once; its own such blocks taken in likewise)."""
+is in the text once; its own such blocks taken in likewise). Each part's text is in a driver's text once: a block
+naming a part taken in already (by an earlier block, or one nested in it) is dropped."""
 
 from __future__ import annotations
 
@@ -12,16 +13,19 @@ HERE = Path(__file__).parent
 _BLOCK = re.compile(r"^# <(\w+)>.*?^# </\1>\n", re.DOTALL | re.MULTILINE)
 _PRELUDE_BLOCK = re.compile(r"^# <prelude>.*?^# </prelude>\n", re.DOTALL | re.MULTILINE)
 _PACKAGE_IMPORT = re.compile(r"^\s*(from|import)\s+reasoneval\b", re.MULTILINE)
-PARTS = ("prelude", "keeper", "program", "scratch", "values")  # the files a driver's text may take in
+PARTS = ("prelude", "keeper", "watch", "program", "scratch", "values")  # the files a driver's text may take in
 
 
-def _part(name: str) -> str:
+def _part(name: str, taken: set[str]) -> str:
     if name not in PARTS:
         raise RuntimeError(f"`# <{name}>`: not a part a driver takes in ({', '.join(PARTS)})")
+    if name in taken:
+        return ""
+    taken.add(name)
     text = (HERE / f"{name}.py").read_text(encoding="utf-8")
     if name == "prelude":
         return text
-    return _BLOCK.sub(lambda m: _part(m.group(1)), _PRELUDE_BLOCK.sub("", text))
+    return _BLOCK.sub(lambda m: _part(m.group(1), taken), _PRELUDE_BLOCK.sub("", text))
 
 
 def with_prelude(text: str, name: str = "driver") -> str:
@@ -32,7 +36,8 @@ def with_prelude(text: str, name: str = "driver") -> str:
     if len(_PRELUDE_BLOCK.findall(text)) != 1:
         raise RuntimeError(f"{name}: expected one `# <prelude>` ... `# </prelude>` block, found "
                            f"{len(_PRELUDE_BLOCK.findall(text))}")
-    source = _BLOCK.sub(lambda m: _part(m.group(1)), text)
+    taken: set[str] = set()
+    source = _BLOCK.sub(lambda m: _part(m.group(1), taken), text)
     if _PACKAGE_IMPORT.search(source):
         raise RuntimeError(f"{name}: the driver's text imports the reasoneval package, which the sandbox lacks")
     return source
