@@ -346,6 +346,15 @@ def test_run_files_are_named_in_one_module() -> None:
     assert not bad, "\n".join(bad)
 
 
+MAX_MODULE_LINES = 600  # a module longer than this does two jobs (docs/architecture.md): split it along them
+
+
+def test_no_module_is_over_600_lines() -> None:
+    long = [f"{p.relative_to(SRC.parent)}: {n} lines" for p in sorted(SRC.rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split each along its jobs):\n" + "\n".join(long)
+
+
 # ---- the checker on trees made to break it -------------------------------------------------------------------
 
 def _tree(root: Path, files: Mapping[str, str]) -> Path:
