@@ -18,9 +18,9 @@ import pytest
 from reasoneval.records import SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.contest import Batch, ContestScorer
-from reasoneval.scoring.programs.sandbox.keeper import pids_after
 from reasoneval.scoring.programs.sandbox.run import Limits
 from reasoneval.scoring.programs.sandbox.session import SessionSlots
+from reasoneval.scoring.programs.sandbox.watch import pids_after
 from reasoneval.scoring.programs.scorer import sandbox_pool
 from tests.scoring.programs.test_contest import SUM, SUM_TESTS, fenced, problem
 

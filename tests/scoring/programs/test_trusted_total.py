@@ -20,7 +20,6 @@ from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.contest import judge
 from reasoneval.scoring.programs.sandbox import ProgramResult
-from reasoneval.scoring.programs.sandbox.keeper import recv
 from reasoneval.scoring.programs.sandbox.prelude import loads
 from reasoneval.scoring.programs.sandbox.processes import _child_pid
 from reasoneval.scoring.programs.sandbox.scratch import _remove
@@ -34,6 +33,7 @@ from reasoneval.scoring.programs.sandbox.stdio_driver import (
     compare_tokens,
     failure_of,
 )
+from reasoneval.scoring.programs.sandbox.watch import recv
 from reasoneval.scoring.programs.scorer import sandbox_pool
 
 VERDICT_CLASSES = {"wrong_answer", "time_limit", "memory_limit", "runtime_error"}
