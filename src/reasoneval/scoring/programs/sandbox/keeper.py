@@ -52,7 +52,6 @@ from reasoneval.scoring.programs.sandbox.watch import (
 # </watch>
 
 
-
 # --- the keeper: one per sandbox, a fresh sample keeper per sample ---
 
 def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
