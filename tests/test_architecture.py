@@ -350,6 +350,9 @@ def test_every_name_call_and_path_the_adding_sections_show_is_the_codes() -> Non
         elif span in BARE_MEMBERS:
             owner = _import(BARE_MEMBERS[span])
             _member(owner, span.removesuffix("()"))
+        elif m := re.fullmatch(r"[A-Z_]+=\S+ python (-m pytest|([\w/]+\.py))\b.*", span):
+            # A command with an environment variable set: the script it runs must be the project's.
+            assert m.group(2) is None or (ROOT / m.group(2)).is_file(), f"{span}: no script {m.group(2)}"
         elif m := re.fullmatch(r"(\w+)=.*", span):
             assert m.group(1) in KEYWORDS, f"{span}: which function takes {m.group(1)}? (KEYWORDS)"
             _bind(_import(KEYWORDS[m.group(1)]), [], {m.group(1): None})
