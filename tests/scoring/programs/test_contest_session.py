@@ -90,8 +90,8 @@ def test_a_batch_over_its_time_takes_its_session_and_the_next_gets_a_fresh_one()
 
 
 def batch_source() -> str:
-    from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_SOURCE
-    return STDIO_DRIVER_SOURCE
+    from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_BOOT
+    return STDIO_DRIVER_BOOT
 
 
 HARNESS = textwrap.dedent("""

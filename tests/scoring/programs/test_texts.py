@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from reasoneval.scoring.programs.sandbox import prelude
-from reasoneval.scoring.programs.sandbox.texts import DRIVER_SOURCE, HERE, STDIO_DRIVER_SOURCE, with_prelude
+from reasoneval.scoring.programs.sandbox.texts import (
+    DRIVER_SOURCE,
+    HERE,
+    STDIO_DRIVER_BOOT,
+    STDIO_DRIVER_SOURCE,
+    with_prelude,
+)
 
 PRELUDE_NAMES = {n.name for n in ast.parse(Path(prelude.__file__).read_text()).body
                  if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
@@ -44,3 +50,37 @@ def test_a_driver_that_imports_the_package_is_refused() -> None:
     with pytest.raises(RuntimeError, match="imports the reasoneval package"):
         with_prelude(bad, "driver.py")
     assert with_prelude("print(1)\n") == "print(1)\n"  # an earlier driver without a prelude block runs as it is
+
+
+def test_the_stdio_drivers_boot_hands_the_keeper_compiled_code_and_no_parse_of_it() -> None:
+    """The boot forks the keeper before the driver's text is compiled and hands it the code (marshalled): the keeper
+    runs this text's code as `__keeper__`, on the pipes the boot made, and its memory holds no parser's leftovers,
+    which every test's process would copy (the driver's memory, which compiled the text, holds them)."""
+    probe = '''
+def _rss_anon():
+    with open("/proc/self/status") as f:
+        return int(next(line.split()[1] for line in f if line.startswith("RssAnon:")))
+
+
+def keeper_main(ctl_r, cmd_r, res_w):
+    os.write(res_w, ("%s %d %s" % (__name__, _rss_anon(), "compare_lcb" in globals())).encode())
+    os._exit(0)
+
+
+def main():
+    ctl_w, cmd_w, res_r = globals()["BOOT_KEEPER"]
+    print(os.read(res_r, 200).decode(), _rss_anon())
+
+
+if __name__ == "__main__":
+    main()
+'''
+    text = STDIO_DRIVER_SOURCE.replace('if __name__ == "__main__":\n    main()\n', probe)
+    assert text != STDIO_DRIVER_SOURCE
+    boot = STDIO_DRIVER_BOOT.replace(repr(STDIO_DRIVER_SOURCE), repr(text))
+    r = subprocess.run([sys.executable, "-I", "-c", boot, "0", "2"], capture_output=True, text=True, timeout=60,
+                       cwd="/", stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    name, keeper_kb, has_driver_code, driver_kb = r.stdout.split()
+    assert name == "__keeper__" and has_driver_code == "True"
+    assert int(driver_kb) - int(keeper_kb) > 1024, r.stdout  # the driver compiled ~60 KB of text; the keeper did not

@@ -30,7 +30,7 @@ from reasoneval.scoring.programs.run_cache import run_cache
 from reasoneval.scoring.programs.sandbox import SANDBOX_VERSION, Limits, ProgramResult
 from reasoneval.scoring.programs.sandbox.fallback import SHM_BYTES, VAR_TMP_BYTES
 from reasoneval.scoring.programs.sandbox.session import SessionSlots
-from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_SOURCE
+from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_BOOT
 from reasoneval.scoring.programs.scorer import sandbox_pool, strip_reasoning
 from reasoneval.serial import JsonRecord
 
@@ -287,7 +287,7 @@ class ContestScorer:
 
         def run_batch(items: list[tuple[str, ContestProgram]]) -> list[ContestOutcome]:
             batch = Batch(tuple(p for _, p in items))
-            r = sessions.run(STDIO_DRIVER_SOURCE, batch.limits(), batch.stdin())
+            r = sessions.run(STDIO_DRIVER_BOOT, batch.limits(), batch.stdin())
             return judge(r, len(batch.first.tests), len(items))
 
         from concurrent.futures import ThreadPoolExecutor

@@ -1,7 +1,8 @@
 """The trusted driver of contest programs (stdin/stdout scripts and LeetCode-style calls), run inside the sandbox
-as `python -I -c <this file's text> IN OUT`; never imported by the harness. Standard library only. Its text is
-keeper.py's with scratch.py's, watch.py's and program.py's (the candidate's side: the keeper, each sample's keeper, the
-program's process and its watch), then prelude.py's, then this file's (sandbox/texts.py).
+as `python -I -c <the boot, with this file's text> IN OUT` (texts.STDIO_DRIVER_BOOT); never imported by the
+harness. Standard library only. Its text is keeper.py's with scratch.py's, watch.py's and program.py's (the
+candidate's side: the keeper, each sample's keeper, the program's process and its watch), then prelude.py's, then
+this file's (sandbox/texts.py).
 
 Same isolation as driver.py (docs/sandbox.md). IN (a pipe from the harness: sandbox/session.py) holds batch after
 batch, each two parts, a 12-digit ASCII length then that many bytes of JSON: the candidate's part ({"codes",
@@ -9,8 +10,10 @@ batch, each two parts, a 12-digit ASCII length then that many bytes of JSON: the
 batch's) and the trusted part ({"tests": [{"input", "output"}], "programs", "compare", "cpu_s", "wall_s",
 "memory_mb", "all_tests", "max_output", "pid_max"}). OUT is the verdict channel, one JSON line per batch.
 
-1. The driver ignores every signal it can, makes itself non-dumpable and forks the **keeper** before it reads
-   anything of IN: the keeper's memory never holds a program, an input or an expected output. The keeper keeps
+1. The text's boot (texts.STDIO_DRIVER_BOOT) forks the **keeper** before this text is compiled and hands it the
+   compiled code (`keeper_main`): no parse's leftovers in its memory. Each side ignores every signal it can and makes
+   itself non-dumpable before it reads anything; the keeper's memory never holds a program, an input or an
+   expected output. The keeper keeps
    CAP_SYS_ADMIN of the sandbox's user namespace (for the namespaces of each test); the driver drops every
    capability, then reads IN.
 2. For each program (sample) the driver asks the keeper for a sample keeper and sends it, and no other process,
@@ -324,32 +327,32 @@ def trusted_main(in_fd, verdict_fd, ctl_w, cmd_w, res_r):
     os._exit(0)
 
 
-def main():
+def keeper_main(ctl_r, cmd_r, res_w):
+    """The keeper's start: the boot's child (texts.py's STDIO_DRIVER_BOOT), a fork of an interpreter that had compiled
+    nothing but the boot, running this text's code as the driver compiled it (marshalled): no parse's leftovers in
+    its memory, which every test's process copies."""
     saved = _ignore_signals()
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        # non-dumpable before anything else (the test's processes inherit it): without capabilities no process of
+        # the sandbox can ptrace these, nor open their /proc/PID/mem, fd or environ
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            raise OSError("could not make the keeper non-dumpable")
+    except BaseException:
+        os._exit(1)
+    keeper_side(saved, libc, ctl_r, cmd_r, res_w)
+
+
+def main():
+    _ignore_signals()
     in_fd, verdict_fd = int(sys.argv[1]), int(sys.argv[2])
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
-        # non-dumpable before the fork (the keeper and every test's process inherit it): without capabilities no
-        # process of the sandbox can ptrace these, nor open their /proc/PID/mem, fd or environ
         if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
             raise OSError("could not make the driver non-dumpable")
-        ctl_r, ctl_w = os.pipe()
-        cmd_r, cmd_w = os.pipe()
-        res_r, res_w = os.pipe()
-        sys.stdout.flush()
-        keeper = os.fork()
-    except BaseException as e:
-        os.write(verdict_fd, dumps({"verdicts": [], "error": f"driver: {type(e).__name__}: {str(e)[:200]}"}
-                                   ).encode("ascii") + b"\n")
-        os._exit(0)
-    if keeper == 0:
-        for fd in (in_fd, verdict_fd, ctl_w, cmd_w, res_r):
-            os.close(fd)
-        keeper_side(saved, libc, ctl_r, cmd_r, res_w)
-    for fd in (ctl_r, cmd_r, res_w):
-        os.close(fd)
-    try:
+        ctl_w, cmd_w, res_r = globals()["BOOT_KEEPER"]  # the keeper's ends of the boot's pipes
         _drop_capabilities(libc)
     except BaseException as e:
         os.write(verdict_fd, dumps({"verdicts": [], "error": f"driver: {type(e).__name__}: {str(e)[:200]}"}
