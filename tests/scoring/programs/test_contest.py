@@ -13,7 +13,7 @@ import pytest
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.run_files import CONTEST_RUNS_FILE
 from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
-from reasoneval.scoring.programs.contest import extract_last_block
+from reasoneval.scoring.programs.contest import LCB_IMPORTS, extract_last_block
 from reasoneval.scoring.programs.sandbox.stdio_driver import compare_lcb, compare_tokens
 
 SUM_TESTS = [{"input": "1 2\n", "output": "3\n", "kind": "public"},
@@ -98,6 +98,8 @@ def test_each_failure_class_and_the_first_failing_test(tmp_path: Path) -> None:
         "memory_limit": "x = [0] * (10 ** 10)",
         "runtime_error": SUM + "raise ValueError('boom')",
         "syntax": "def f(:\n    pass",
+        # legal at the top of a file, but the program follows lcb_runner's import header: a syntax error there
+        "future": "from __future__ import annotations\n" + SUM,
         "sleep": "import time\ntime.sleep(60)",
     }
     scores = score(p, list(codes.values()), tmp_path)
@@ -111,6 +113,11 @@ def test_each_failure_class_and_the_first_failing_test(tmp_path: Path) -> None:
     assert got["runtime_error"].details["verdict"] == "runtime_error"
     assert "ValueError: boom" in got["runtime_error"].details["detail"]
     assert got["syntax"].details["verdict"] == "runtime_error" and "SyntaxError" in got["syntax"].details["detail"]
+    # the line of the whole program (the header's lines, then the program's), as compiling it whole names it
+    header_lines = LCB_IMPORTS.count("\n") + 1
+    assert f"line {header_lines + 1}" in got["syntax"].details["detail"], got["syntax"].details["detail"]
+    assert got["future"].details["verdict"] == "runtime_error"
+    assert "from __future__ imports must occur at the beginning" in got["future"].details["detail"]
     assert got["sleep"].details["verdict"] == "time_limit"  # waiting: the wall-clock guard
     assert all(got[k].details["first_failure"]["index"] == 0 for k in codes if k != "wrong_answer")
     no_code = score(p, ["I cannot solve this."], raw=True)[0]

@@ -6,10 +6,11 @@ in watch.py.
 
 docs/sandbox.md, "Contest programs":
 
-1. The keeper (forked by the driver before the driver read any program, input or expected output, so its memory
-   never holds one; in the driver's PID namespace, non-dumpable, out of every program's reach) keeps
-   CAP_SYS_ADMIN of the sandbox's user namespace (and no other capability) to make each test's namespaces, imports
-   the preload list and runs the programs' import header (ours) into a `__main__` module, once per sandbox.
+1. The keeper (forked by the text's boot before the driver's text was compiled or any program, input or expected
+   output read, so its memory never holds one, nor the parser's leftovers: texts.STDIO_DRIVER_BOOT; in the driver's
+   PID namespace, non-dumpable, out of every program's reach) keeps CAP_SYS_ADMIN of the sandbox's user namespace
+   (and no other capability) to make each test's namespaces, imports the preload list and runs the programs' import
+   header (ours) into a `__main__` module, once per sandbox.
 2. Per sample it forks the sample keeper, the only process that ever holds that sample's program: it reads the
    program from the driver and compiles it once.
 3. Per test the sample keeper forks the program straight into new PID and IPC namespaces
@@ -44,6 +45,7 @@ from reasoneval.scoring.programs.sandbox.watch import (
     WALL,
     CallServer,
     Test,
+    _clone_calls,
     recv,
     send,
     send_test,
@@ -82,6 +84,7 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
             main = type(os)("__main__")
             main.__dict__["__builtins__"] = __builtins__
             exec(compile(header, "<solution>", "exec"), main.__dict__)
+        _clone_calls()
         try:
             import gc
             gc.freeze()  # the keeper's objects are never collected in a test's processes: fewer pages copied
@@ -146,12 +149,15 @@ def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
     text, main, ahead = header
     try:
         source = code.decode("utf-8", "surrogatepass")
-        compiled = compile(source, "<solution>", "exec")  # the whole program: its syntax errors, as lcb_runner's
-        if main is not None and lim.get("mode") != "call" and source.startswith(text + "\n"):
-            # what follows the header, on the same lines as in the whole program (tracebacks read the same), run
-            # in the module the header already ran in
-            compiled = compile("\n" * (text.count("\n") + 1) + source[len(text) + 1:], "<solution>", "exec")
+        rest = source[len(text) + 1:]
+        if main is not None and lim.get("mode") != "call" and source.startswith(text + "\n") and "__future__" not in rest:
+            # what follows the header (ours, valid), on the same lines as in the whole program (its syntax errors and
+            # tracebacks read the same), run in the module the header already ran in. (A `from __future__` after
+            # the header is a syntax error of the whole program only: such a program is compiled whole.)
+            compiled = compile("\n" * (text.count("\n") + 1) + rest, "<solution>", "exec")
             lim["main"] = main
+        else:
+            compiled = compile(source, "<solution>", "exec")  # the whole program: its syntax errors, as lcb_runner's
     except BaseException as e:
         compiled, head = None, {"end": "compile", "err": type(e).__name__ + ": " + str(e)[:200]}
     if compiled is not None and ahead:

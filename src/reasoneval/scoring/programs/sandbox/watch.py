@@ -15,7 +15,7 @@ from reasoneval.scoring.programs.sandbox.prelude import _drop_capabilities, _no_
 
 # </prelude>
 # <program>: in the sandbox this import block is program.py's text (without its own prelude import block)
-from reasoneval.scoring.programs.sandbox.program import _limits_in_child, run_script, serve_calls
+from reasoneval.scoring.programs.sandbox.program import rlimits, run_script, script_module, serve_calls, set_rlimits
 
 # </program>
 
@@ -51,18 +51,26 @@ def recv(fd):
     return _read_exact(fd, n)
 
 
-_CLONE: list = []  # (before, syscall, after in the child, after in the parent): looked up once
+# (before, syscall, after in the child, after in the parent, the C library, capset's arguments for no capability):
+# made once, in the keeper (keeper_side), before it forks any sample's keeper (made there, they cost each sample ~0.3
+# ms of copied pages)
+_CLONE: list = []
+
+
+def _clone_calls():
+    if not _CLONE:
+        import ctypes
+        api = ctypes.pythonapi
+        libc = ctypes.PyDLL(None)
+        _CLONE.extend((api.PyOS_BeforeFork, libc.syscall, api.PyOS_AfterFork_Child, api.PyOS_AfterFork_Parent, libc,
+                       _no_capabilities()))
+    return _CLONE
 
 
 def _fork_into_namespaces(flags):
     """fork(), the child in new namespaces (`flags`): clone(2) with them, wrapped as os.fork wraps its fork (the
     interpreter's before- and after-fork steps), with the GIL held throughout. -1 where the kernel refuses."""
-    if not _CLONE:
-        import ctypes
-        api = ctypes.pythonapi
-        _CLONE.extend((api.PyOS_BeforeFork, ctypes.PyDLL(None).syscall, api.PyOS_AfterFork_Child,
-                       api.PyOS_AfterFork_Parent))
-    before, syscall, child, parent = _CLONE
+    before, syscall, child, parent, _libc, _nothing = _clone_calls()
     before()
     pid = syscall(56, flags | 17, None, None, None, None)  # clone(flags | SIGCHLD), as fork
     if pid == 0:
@@ -191,7 +199,11 @@ class Test:
         self.compiled, self.lim, self.saved, self.libc = compiled, lim, saved, libc
         self.private_fds, self.scratch = private_fds, scratch
         self.own = (os.getpid(), os.getppid(), 1)
-        self.nothing = _no_capabilities()  # capset's arguments, made once: a test's process only calls it
+        # capset's arguments (made once: a test's process only calls it), called through the handle its clone returned
+        # through (a call by another handle copied ~30 more pages)
+        self.pylib, self.nothing = _clone_calls()[4:]
+        self.rlimits = rlimits(lim["cpu_s"] * lim.get("cpu_times", 1), lim.get("memory_mb"))
+        self.module = script_module(lim.get("main")) if lim.get("mode") != "call" else None
         self.out, self.err = Sink(), Sink(tail=True)
         self.seen = {}  # pid -> the most CPU seen on its own clock
         self.high = 0
@@ -222,14 +234,14 @@ class Test:
                     os.dup2(fd, target)
                 for fd in self.private_fds + tuple(close):
                     os.close(fd)
-                _drop_capabilities(self.libc, self.nothing)
+                _drop_capabilities(self.pylib, self.nothing)
                 os.setsid()
-                _limits_in_child(lim["cpu_s"] * lim.get("cpu_times", 1), lim.get("memory_mb"))
+                set_rlimits(self.rlimits)
             except BaseException:
                 os._exit(121)
-            if lim.get("mode") == "call":
+            if self.module is None:
                 serve_calls(self.compiled, lim.get("func_name") or "", self.saved, *self.server_fds)
-            run_script(self.compiled, self.saved, lim.get("main"))
+            run_script(self.compiled, self.module)
         if pid > 0:
             self.seen, self.high = {pid: 0.0}, pid
         return pid
