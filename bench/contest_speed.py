@@ -26,7 +26,8 @@ is the judge's own per test and per response, not the solution's. Each response 
 (neither side can reuse a result). The data files carry no reference solutions (docs of the shared data dir).
 `--min-tests` cycles a problem's tests up to that many (the shared copies hold a median of 3 tests a problem; real
 CodeContests and LiveCodeBench problems have dozens), `--max-data-kb` skips problems whose tests are bigger. The
-machine's calibration (ours: once per run) is measured before the timed part and printed apart.
+machine's calibration and the grading workers' sessions (ours: once per run; lcb_runner's: its pool's start and
+imports) are done before the timed part and printed apart.
 """
 
 from __future__ import annotations
@@ -203,14 +204,25 @@ def run_lcb(lcb_python: str, problems: list[Problem], texts: list[tuple[int, str
     return res["results"], float(res["wall_s"]), cpu
 
 
+SESSION_START: list[float] = []  # the wall time of each warm-up (our sessions' start), printed beside the figures
+
+
 def run_ours(problems: list[Problem], texts: list[tuple[int, str]], workers: int
              ) -> tuple[list[dict[str, Any]], float, float]:
     """Our verdicts, wall time and CPU time (this process, the sandboxes and everything that ran in them). A fresh
-    scoring context (no result cache, a new sandbox pool) per measurement; the calibration is
-    measured before the clock starts (once per run in a real run)."""
+    scoring context (no result cache, a new sandbox pool) per measurement; the calibration is measured and the
+    grading workers' sessions (one sandbox per worker for the whole run: sandbox/session.py) are started before the
+    clock starts, as lcb_runner's pool workers are (once per run in a real run); closing them is timed, as
+    lcb_runner's pool's shutdown is."""
     with ScoringContext(workers=workers) as ctx:
         scorer = ContestScorer(ctx)
         scorer.factor()
+        warm = [problems[i % len(problems)] for i in range(workers)]  # a batch per worker: a program that prints 0
+        t_warm = time.perf_counter()
+        scorer.score_many(warm, [SampleRecord(task=p.task, problem_key=p.key, problem_id=p.id, index=j, seed=0,
+                                              status="ok", text=response("print(0)\n"))
+                                 for j, p in enumerate(warm)])
+        SESSION_START.append(time.perf_counter() - t_warm)
         samples = [SampleRecord(task=problems[i].task, problem_key=problems[i].key, problem_id=problems[i].id,
                                 index=j, seed=0, status="ok", text=text) for j, (i, text) in enumerate(texts)]
         c0 = cpu_now()
@@ -346,6 +358,10 @@ def main() -> int:
         figures["c_stdin"] = fixed_cost("(c) stdin", a, stdin[:a.fixed_problems], stdin_program, True)
         figures["c_call"] = fixed_cost("(c) call", a, call[:a.fixed_problems], call_program, False)
     figures["load_average_end"] = os.getloadavg()[0]
+    if SESSION_START:
+        figures["ours_session_start_s"] = statistics.median(SESSION_START)
+        print(f"ours: starting the {a.workers} workers' sessions took {statistics.median(SESSION_START):.3f} s of wall "
+              f"(median of {len(SESSION_START)}), before each clock started, as lcb_runner's pool's start")
     print(f"done in {time.perf_counter() - start:.0f} s; load average {os.getloadavg()[0]:.1f} at the end "
           f"(median of the three: {statistics.median(os.getloadavg()):.1f})")
     cpu_meter().close()
