@@ -84,3 +84,15 @@ if __name__ == "__main__":
     name, keeper_kb, has_driver_code, driver_kb = r.stdout.split()
     assert name == "__keeper__" and has_driver_code == "True"
     assert int(driver_kb) - int(keeper_kb) > 1024, r.stdout  # the driver compiled ~60 KB of text; the keeper did not
+
+
+def test_each_driver_text_fits_one_exec_argument_with_the_fallbacks_boot() -> None:
+    """A driver's text goes to the sandbox as one argument of an exec (`python -I -c TEXT`, in the fallback after its
+    boot code); Linux refuses an argument over MAX_ARG_STRLEN (32 pages: 128 KiB) with E2BIG, and every contest batch
+    would be a sandbox error. The stdio driver's boot carries the driver's text as a string literal."""
+    from reasoneval.scoring.programs.codeforces.judge import NATIVE_DRIVER_SOURCE
+    from reasoneval.scoring.programs.sandbox import seccomp
+    from reasoneval.scoring.programs.sandbox.fallback import _FALLBACK_BOOT
+
+    for text in (DRIVER_SOURCE, STDIO_DRIVER_BOOT, NATIVE_DRIVER_SOURCE):
+        assert len((_FALLBACK_BOOT + seccomp.BOOT + text).encode("utf-8")) < 32 * 4096 - 4096
