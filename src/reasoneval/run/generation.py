@@ -207,11 +207,15 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
     # A run's config.json changes only when a command finishes generating (a failure leaves it as it was); a new run
     # writes it at once, so a run that never finishes is still a run directory `report` can read.
     new_run = not (run_dir / CONFIG_FILE).exists()
-    with SampleStore(run_dir) as store, run_log(run_dir):
+    adaptive = cfg.target_se is not None
+    # What this command draws, for `view`'s live counts and ETA: K per problem, or at most --max-n (adaptive);
+    # config.json describes the headline, not the command (issue 52.4/7).
+    drawing = {"tasks": {t.name: {"problems": [p.key for p in t.problems], "adaptive": adaptive,
+                                  "per_problem": cfg.max_n if adaptive else cfg.n} for t in tasks}}
+    with SampleStore(run_dir, drawing) as store, run_log(run_dir):
         engine.attach_run(run_dir)
         add_problems(run_dir, [p for t in tasks for p in t.problems])
         status = store.scan()
-        adaptive = cfg.target_se is not None
         the_plan = plan(tasks, n=0 if adaptive else cfg.n, seed=cfg.seed, sampling=sampling, api=cfg.api,
                         prompt=prompt, done=status.ok, expected={**(expected or {}), **status.lengths})
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -240,10 +244,6 @@ async def generate_run(cfg: EvalConfig, tasks: Sequence[LoadedTask], engine: Eng
             dataclasses.replace(config, concurrency=in_flight)))
         if new_run:
             write_config(run_dir, config)
-        # What this command draws, for `view`'s live counts and ETA: K per problem, or at most --max-n (adaptive);
-        # config.json describes the headline, not the command (issue 52.4/7).
-        store.announce({"tasks": {t.name: {"problems": [p.key for p in t.problems], "adaptive": adaptive,
-                                           "per_problem": cfg.max_n if adaptive else cfg.n} for t in tasks}})
         if adaptive:
             log.info("run %s: %s, %d tasks, %d samples already in the store; a pilot of %d per problem, then one plan "
                      "per task for a re-run SE of %g points", run_dir, info.model, len(tasks), len(status.ok), PILOT,

@@ -10,6 +10,7 @@ import pytest
 from reasoneval.errors import UserError
 from reasoneval.records import SampleRecord
 from reasoneval.results.store import SampleStore, iter_jsonl
+from reasoneval.results.store.sample_store import read_drawing
 
 
 def rec(i: int, status: str = "ok", task: str = "t", key: str = "k") -> SampleRecord:
@@ -93,6 +94,19 @@ def test_second_writer_gets_a_clear_error(tmp_path: Path) -> None:
         p.wait()
     # the lock dies with its holder, even on SIGKILL
     SampleStore(tmp_path).open().close()
+
+
+def test_what_a_writer_draws_is_in_its_lock_file_from_the_moment_it_holds_it(tmp_path: Path) -> None:
+    """`view` counts a running command's progress against what it draws (read_drawing). Said after the lock was
+    taken, a page read in between counted against config.json's headline (a K extension from 2 to 6 showed 6 of 6:
+    tests/view/test_live_counts.py caught it under load)."""
+    drawing = {"tasks": {"t": {"problems": ["k1", "k2"], "per_problem": 6, "adaptive": False}}}
+    with SampleStore(tmp_path, drawing):
+        assert read_drawing(tmp_path) == drawing
+        with pytest.raises(UserError, match="another reasoneval process .*pid"):
+            SampleStore(tmp_path).open()  # the lock line still names its holder
+    with SampleStore(tmp_path):
+        assert read_drawing(tmp_path) is None  # a writer that says nothing: an older one
 
 
 def test_killed_writer_loses_nothing_it_counted_done(tmp_path: Path) -> None:

@@ -103,8 +103,12 @@ class _Status:
 class SampleStore:
     """The journal of one run directory. Open it for writing with `open()`, read with `scan()`."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, drawing: dict[str, Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
+        # What the command writing this store will draw, said in the lock file from the moment it holds it
+        # (read_drawing): `view`'s live page counts against it, not against config.json, which describes the headline
+        # (issue 52.4/7). Written with the lock, not after it: a page read in between counted against the headline.
+        self.drawing = drawing
         self.path = self.run_dir / SAMPLES_FILE
         self._f: IO[bytes] | None = None
         self._lock_f: IO[str] | None = None
@@ -129,7 +133,8 @@ class SampleStore:
                             f"{self.run_dir}; wait for it to finish or stop it first") from None
         lock_f.seek(0)
         lock_f.truncate()
-        lock_f.write(f"pid {os.getpid()}")
+        said = f"\n{json.dumps(self.drawing, sort_keys=True)}\n" if self.drawing is not None else ""
+        lock_f.write(f"pid {os.getpid()}{said}")
         lock_f.flush()
         self._lock_f = lock_f
         self._cut_torn_tail()
@@ -138,16 +143,6 @@ class SampleStore:
         self._f = open(self.path, "ab", buffering=0)
         self._size = os.fstat(self._f.fileno()).st_size
         return self
-
-    def announce(self, drawing: dict[str, Any]) -> None:
-        """Say what this command will draw, as a line of JSON after `pid N` in the lock file it holds (read_drawing):
-        `view`'s live page counts against it, not against config.json, which describes the headline (issue 52.4/7)."""
-        if self._lock_f is None:
-            return
-        self._lock_f.seek(0)
-        self._lock_f.truncate()
-        self._lock_f.write(f"pid {os.getpid()}\n{json.dumps(drawing, sort_keys=True)}\n")
-        self._lock_f.flush()
 
     def _cut_torn_tail(self) -> None:
         if not self.path.exists():
@@ -275,8 +270,9 @@ class SampleStore:
 
 
 def read_drawing(run_dir: Path) -> dict[str, Any] | None:
-    """What the command writing run_dir said it will draw (SampleStore.announce): {"tasks": {task: {"problems": [its problem
-    keys], "per_problem": K or --max-n, "adaptive": bool}}}; None when none said (an older writer, or no command)."""
+    """What the command writing run_dir said it will draw (SampleStore's `drawing`, written with its lock):
+    {"tasks": {task: {"problems": [its problem keys], "per_problem": K or --max-n, "adaptive": bool}}}; None when none
+    said (an older writer, or no command)."""
     try:
         lines = (Path(run_dir) / LOCK_FILE).read_text(encoding="utf-8").splitlines()
         d = json.loads(lines[1]) if len(lines) > 1 else None
