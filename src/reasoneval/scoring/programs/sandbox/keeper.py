@@ -95,7 +95,7 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
                 recv(ctl_r)
             except BaseException:
                 break
-            status = _one_sample(saved, libc, ctl_r, cmd_r, res_w, scratch,
+            status = _one_sample(saved, ctl_r, cmd_r, res_w, scratch,
                                  (header, main, frozenset(str(n) for n in setup.get("ahead", ()))))
             cleaned = empty_private_dirs(scratch)
             send(res_w, dumps({"clean": cleaned, "status": status}).encode("ascii"))
@@ -117,13 +117,13 @@ def _only_sys_admin(libc):
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
-def _one_sample(saved, libc, ctl_r, cmd_r, res_w, scratch, header):
+def _one_sample(saved, ctl_r, cmd_r, res_w, scratch, header):
     """Fork the sample's keeper (it alone ever holds the sample's program) and wait until it is gone."""
     pid = os.fork()
     if pid == 0:
         try:
             os.close(ctl_r)
-            sample_keeper(saved, libc, cmd_r, res_w, scratch, header)
+            sample_keeper(saved, cmd_r, res_w, scratch, header)
         except BaseException:
             pass
         os._exit(1)
@@ -139,7 +139,7 @@ def _one_sample(saved, libc, ctl_r, cmd_r, res_w, scratch, header):
 
 # --- the sample's keeper: one per sample, its program's process per test ---
 
-def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
+def sample_keeper(saved, cmd_r, res_w, scratch, header):
     """One sample: its settings and program, compiled once, then per test (`t` + the input) the program forked
     straight into fresh PID and IPC namespaces, where it is PID 1 (its end ends every process of the test), and a
     record, the program's output; call mode: `c` + a call's input per call (CallServer). `e` ends the sample."""
@@ -172,7 +172,7 @@ def sample_keeper(saved, libc, cmd_r, res_w, scratch, header):
     # keeper's can reach this one to signal it: the programs are each in a PID namespace of their own).
     _restore_signals(saved)
     empty = free_counts(scratch)  # (the keeper emptied them before this sample)
-    runner = (CallServer if lim.get("mode") == "call" else Test)(compiled, lim, {}, libc, (cmd_r, res_w), scratch)
+    runner = (CallServer if lim.get("mode") == "call" else Test)(compiled, lim, {}, (cmd_r, res_w), scratch)
     while True:
         try:
             (n,) = struct.unpack(">I", _read_exact(cmd_r, 4))

@@ -195,8 +195,8 @@ class Test:
     limit or the wall guard; at the end the exact total comes from reaping the program's process (`wait4`: its own
     CPU and that of every process of its namespace, which it reaped as their PID 1)."""
 
-    def __init__(self, compiled, lim, saved, libc, private_fds, scratch):
-        self.compiled, self.lim, self.saved, self.libc = compiled, lim, saved, libc
+    def __init__(self, compiled, lim, saved, private_fds, scratch):
+        self.compiled, self.lim, self.saved = compiled, lim, saved
         self.private_fds, self.scratch = private_fds, scratch
         self.own = (os.getpid(), os.getppid(), 1)
         # capset's arguments (made once: a test's process only calls it), called through the handle its clone returned
