@@ -4,13 +4,16 @@ adaptive run read "72 of wanted 144" (config.json's n is 2 x --max-n, an index b
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import reasoneval
+from reasoneval.run_files import LOCK_FILE, SAMPLES_FILE
 from tests.fixtures.openai_server import OpenAIServer
 from tests.reliability._helpers import arith_reply, write_data
 from tests.view.helpers import get, viewing
@@ -69,6 +72,29 @@ def test_a_k_extension_counts_against_the_samples_it_draws(make_openai_server: C
         if p["done"] < Q * 6:
             assert p["eta_s"] is None or p["eta_s"] > 0, p
     assert min(p["done"] for p in seen) < Q * 6 and {p["done"] for p in seen} != {Q * 2}
+
+
+def test_a_command_that_holds_the_lock_but_has_not_said_what_it_draws_is_starting(
+        make_openai_server: Callable[..., OpenAIServer], tmp_path: Path) -> None:
+    """The moment between a command taking a run's lock and writing what it draws: the page says it runs and shows
+    no count, rather than one against the headline (CI read "6 of 6" for a K extension from 2 to 6 there)."""
+    write_data(tmp_path / "data", {"aime24": Q})
+    fast = make_openai_server(responder=arith_reply)
+    reasoneval.evaluate(base_url=fast.base_url, model="test-model", data_dir=str(tmp_path / "data"), tasks=["aime24"],
+                        n=2, output_dir=str(tmp_path / "results"), grading_workers=1, progress=False, print_table=False)
+    run_dir = next((tmp_path / "results").glob("test-model/*/"))
+    keys = sorted({json.loads(line)["problem_key"] for line in (run_dir / SAMPLES_FILE).read_text().splitlines()})
+    with viewing(tmp_path / "results") as (_, base), open(run_dir / LOCK_FILE, "a+") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert lock.read() == ""  # the first command emptied it as it let go
+        href = json.loads(get(base, "/api/runs")[1])["rows"][0]["href"]
+        page = json.loads(get(base, "/api" + href)[1])
+        assert page["running"] and page["progress"] is None, page
+        drawing = {"tasks": {"aime24": {"problems": keys, "per_problem": 6, "adaptive": False}}}
+        lock.write(f"pid {os.getpid()}\n{json.dumps(drawing)}\n")
+        lock.flush()
+        page = json.loads(get(base, "/api" + href)[1])
+        assert page["running"] and page["progress"]["wanted"] == Q * 6 and page["progress"]["done"] == Q * 2, page
 
 
 def test_an_adaptive_run_counts_against_at_most_max_n(make_openai_server: Callable[..., OpenAIServer],

@@ -1,4 +1,5 @@
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -10,7 +11,8 @@ import pytest
 from reasoneval.errors import UserError
 from reasoneval.records import SampleRecord
 from reasoneval.results.store import SampleStore, iter_jsonl
-from reasoneval.results.store.sample_store import read_drawing
+from reasoneval.results.store.sample_store import read_lock
+from reasoneval.run_files import LOCK_FILE
 
 
 def rec(i: int, status: str = "ok", task: str = "t", key: str = "k") -> SampleRecord:
@@ -96,17 +98,22 @@ def test_second_writer_gets_a_clear_error(tmp_path: Path) -> None:
     SampleStore(tmp_path).open().close()
 
 
-def test_what_a_writer_draws_is_in_its_lock_file_from_the_moment_it_holds_it(tmp_path: Path) -> None:
-    """`view` counts a running command's progress against what it draws (read_drawing). Said after the lock was
-    taken, a page read in between counted against config.json's headline (a K extension from 2 to 6 showed 6 of 6:
-    tests/view/test_live_counts.py caught it under load)."""
+def test_what_a_writer_draws_is_in_its_lock_file_while_it_holds_it(tmp_path: Path) -> None:
+    """`view` counts a running command's progress against what it draws (read_lock). Said after the lock was taken,
+    a page read in between counted against config.json's headline; and a record left from the previous command of
+    the same process (its pid) was read as the new one's in the moment between the lock and the write: a K extension
+    from 2 to 6 showed 6 of 6 (tests/view/test_live_counts.py caught both under load, the second in CI)."""
     drawing = {"tasks": {"t": {"problems": ["k1", "k2"], "per_problem": 6, "adaptive": False}}}
     with SampleStore(tmp_path, drawing):
-        assert read_drawing(tmp_path) == drawing
+        assert read_lock(tmp_path) == (os.getpid(), drawing)
         with pytest.raises(UserError, match="another reasoneval process .*pid"):
             SampleStore(tmp_path).open()  # the lock line still names its holder
+    assert (tmp_path / LOCK_FILE).read_text() == "" and read_lock(tmp_path) is None  # let go: nothing to misread
     with SampleStore(tmp_path):
-        assert read_drawing(tmp_path) is None  # a writer that says nothing: an older one
+        assert read_lock(tmp_path) == (os.getpid(), None)  # a writer that draws nothing (an import, a repro)
+    for torn in ("pid 12", f"pid 12\n{json.dumps(drawing)}", f"pid 12\n{json.dumps(drawing)[:-3]}\n", "x\nnull\n"):
+        (tmp_path / LOCK_FILE).write_text(torn)
+        assert read_lock(tmp_path) is None, torn  # not a whole record: the command is starting
 
 
 def test_killed_writer_loses_nothing_it_counted_done(tmp_path: Path) -> None:

@@ -105,9 +105,8 @@ class SampleStore:
 
     def __init__(self, run_dir: Path, drawing: dict[str, Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
-        # What the command writing this store will draw, said in the lock file from the moment it holds it
-        # (read_drawing): `view`'s live page counts against it, not against config.json, which describes the headline
-        # (issue 52.4/7). Written with the lock, not after it: a page read in between counted against the headline.
+        # What the command writing this store will draw, said in the lock file while it holds it (read_lock): `view`'s
+        # live page counts against it, not against config.json, which describes the headline (issue 52.4/7).
         self.drawing = drawing
         self.path = self.run_dir / SAMPLES_FILE
         self._f: IO[bytes] | None = None
@@ -131,10 +130,12 @@ class SampleStore:
             lock_f.close()
             raise UserError(f"another reasoneval process{f' ({holder})' if holder else ''} is writing "
                             f"{self.run_dir}; wait for it to finish or stop it first") from None
+        # One write of the whole record, whose last line ends it: a page that reads the file between the lock and this
+        # write (empty: close() empties it; or torn) knows the command is only starting (read_lock). Only a record
+        # left by a killed holder could be read in that window (for microseconds), as its own.
         lock_f.seek(0)
         lock_f.truncate()
-        said = f"\n{json.dumps(self.drawing, sort_keys=True)}\n" if self.drawing is not None else ""
-        lock_f.write(f"pid {os.getpid()}{said}")
+        lock_f.write(f"pid {os.getpid()}\n{json.dumps(self.drawing, sort_keys=True)}\n")
         lock_f.flush()
         self._lock_f = lock_f
         self._cut_torn_tail()
@@ -231,6 +232,10 @@ class SampleStore:
                     pass  # unbuffered: nothing is lost here
                 self._f = None
         if self._lock_f is not None:
+            try:  # emptied before it is let go: the next command of this process (same pid) never shows this record
+                self._lock_f.truncate(0)
+            except OSError:
+                pass
             fcntl.flock(self._lock_f.fileno(), fcntl.LOCK_UN)
             self._lock_f.close()
             self._lock_f = None
@@ -269,13 +274,18 @@ class SampleStore:
             yield SampleRecord.from_json_dict(d)
 
 
-def read_drawing(run_dir: Path) -> dict[str, Any] | None:
-    """What the command writing run_dir said it will draw (SampleStore's `drawing`, written with its lock):
-    {"tasks": {task: {"problems": [its problem keys], "per_problem": K or --max-n, "adaptive": bool}}}; None when none
-    said (an older writer, or no command)."""
+def read_lock(run_dir: Path) -> tuple[int, dict[str, Any] | None] | None:
+    """The record of the command holding run_dir's lock: (its pid, what it said it will draw: SampleStore's `drawing`,
+    {"tasks": {task: {"problems": [its problem keys], "per_problem": K or --max-n, "adaptive": bool}}}, or None when
+    it said none: an import, a repro). None when the file holds no whole record: no command, or one that has the lock
+    but has not written yet."""
     try:
-        lines = (Path(run_dir) / LOCK_FILE).read_text(encoding="utf-8").splitlines()
-        d = json.loads(lines[1]) if len(lines) > 1 else None
+        text = (Path(run_dir) / LOCK_FILE).read_text(encoding="utf-8")
+        pid_line, drawing_line, end = text.split("\n")
+        pid = int(pid_line.removeprefix("pid "))
+        d = json.loads(drawing_line)
     except (OSError, ValueError):
         return None
-    return d if isinstance(d, dict) and isinstance(d.get("tasks"), dict) else None
+    if end or not (d is None or isinstance(d, dict) and isinstance(d.get("tasks"), dict)):
+        return None
+    return pid, d
