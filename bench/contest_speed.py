@@ -46,7 +46,8 @@ from typing import Any
 
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import ScoringContext
-from reasoneval.scoring.programs.contest import ContestScorer
+from reasoneval.scoring.programs.contest import LCB_IMPORTS, PRELOAD, ContestScorer
+from reasoneval.scoring.programs.sandbox.interpreter import default_python
 from reasoneval.scoring.programs.scorer import sandbox_pool
 from reasoneval.tasks.contests import code_contests_problem, livecodebench_problem
 
@@ -204,6 +205,21 @@ def run_lcb(lcb_python: str, problems: list[Problem], texts: list[tuple[int, str
     return res["results"], float(res["wall_s"]), cpu
 
 
+def run_floor(problems: list[Problem], texts: list[tuple[int, str]], repeats: int) -> float:
+    """The least CPU-s of `repeats` runs of bench/fork_floor.py (a fresh process per test forked from a ready
+    interpreter, and nothing else) on these programs, with the interpreter that runs our sandbox's programs."""
+    with tempfile.TemporaryDirectory() as d:
+        inp, out = Path(d) / "in.json", Path(d) / "out.json"
+        inp.write_text(json.dumps({"problems": [{"input_output": lcb_input_output(p)} for p in problems],
+                                   "programs": texts, "preload": list(PRELOAD), "header": LCB_IMPORTS}))
+        python = default_python(os.geteuid() == 0)
+        cpus = []
+        for _ in range(repeats):
+            subprocess.run([python, "-I", str(HERE / "fork_floor.py"), str(inp), str(out)], check=True, cwd=d)
+            cpus.append(float(json.loads(out.read_text())["cpu_s"]))
+    return min(cpus)
+
+
 SESSION_START: list[float] = []  # the wall time of each warm-up (our sessions' start), printed beside the figures
 
 
@@ -278,6 +294,13 @@ def throughput(label: str, a: argparse.Namespace, problems: list[Problem], progr
           f"{lw:.2f} s ({n / lw:.0f} tests/s), ours {ow:.2f} s ({n / ow:.0f} tests/s): "
           f"ours/lcb_runner tests/s = {lw / ow:.2f}; CPU: lcb_runner {lc:.1f} s, ours {oc:.1f} s: "
           f"ours/lcb_runner tests per CPU-s = {lc / oc:.2f}", flush=True)
+    if program is stdin_program:
+        floor = run_floor(problems, texts, a.repeats)
+        row.update(floor_cpu_s=floor, ratio_floor_lcb_cpu=lc / floor)
+        print(f"  the floor of a fresh process per test (bench/fork_floor.py: fork a ready interpreter, run the "
+              f"program, exit; no sandbox, limits, watching or comparing): {floor:.1f} CPU-s for the same tests: "
+              f"lcb_runner's CPU / the floor's = {lc / floor:.2f}, the most any judge that forks per test could "
+              f"reach here by CPU; ours costs {oc / floor:.2f}x the floor", flush=True)
     return row
 
 

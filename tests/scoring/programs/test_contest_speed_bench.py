@@ -4,6 +4,9 @@ are the problem's own, cycled."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,8 @@ from bench.contest_speed import call_program, cycled, first_test_only, load_prob
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import ScoringContext
 from reasoneval.scoring.programs.contest import ContestScorer
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
 
 
 def _verdicts(pairs: list[tuple[Problem, str]]) -> list[str]:
@@ -43,3 +48,19 @@ def test_tests_are_cycled_in_order_and_cut_to_the_first() -> None:
     assert cycled(p, 2).payload["tests"] == tests  # never fewer than the problem has
     assert first_test_only(p).payload["tests"] == tests[:1]
     assert p.payload["tests"] == tests  # the problem itself is unchanged
+
+
+def test_the_fork_floor_runs_every_test_in_a_fresh_process_of_its_own(tmp_path: Path) -> None:
+    """bench/fork_floor.py, the floor the speed bench prints beside both judges, runs each test (its input on stdin)
+    in a process of its own, forked after the header ran: the programs' pids, one a test, are all different."""
+    log = tmp_path / "pids"
+    program = f"import os\nline = input()\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}} {{line}} {{pi > 3}}\\n')\n"
+    io = json.dumps({"inputs": ["a\n", "b\n", "c\n"], "outputs": ["", "", ""]})
+    spec = {"problems": [{"input_output": io}], "programs": [[0, response(program)], [0, response(program)]],
+            "preload": ["math"], "header": "from math import *\n"}
+    (tmp_path / "in.json").write_text(json.dumps(spec))
+    subprocess.run([sys.executable, "-I", str(BENCH / "fork_floor.py"), str(tmp_path / "in.json"),
+                    str(tmp_path / "out.json")], check=True)
+    rows = [line.split() for line in log.read_text().splitlines()]
+    assert [r[1:] for r in rows] == [["a", "True"], ["b", "True"], ["c", "True"]] * 2  # `pi`: the header's
+    assert len({r[0] for r in rows}) == 6 and json.loads((tmp_path / "out.json").read_text())["tests"] == 6
