@@ -46,8 +46,21 @@ from typing import Any
 
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import ScoringContext
-from reasoneval.scoring.programs.contest import LCB_IMPORTS, PRELOAD, ContestScorer
+from reasoneval.scoring.programs.contest import (
+    BASE_PRELOAD,
+    LCB_IMPORTS,
+    PRELOAD,
+    ContestScorer,
+    extract_last_block,
+)
 from reasoneval.scoring.programs.sandbox.interpreter import default_python
+from reasoneval.scoring.programs.sandbox.keeper import (
+    DYNAMIC_MODULES,
+    DYNAMIC_NAMES,
+    header_names,
+    name_ops,
+    scan_code,
+)
 from reasoneval.scoring.programs.scorer import sandbox_pool
 from reasoneval.tasks.contests import code_contests_problem, livecodebench_problem
 
@@ -205,13 +218,34 @@ def run_lcb(lcb_python: str, problems: list[Problem], texts: list[tuple[int, str
     return res["results"], float(res["wall_s"]), cpu
 
 
+def header_names_used(texts: list[tuple[int, str]]) -> list[list[list[Any]]]:
+    """Per program, the header's names our lean keeper gives it ([name, module, attribute or None]): its scan of the
+    program, the header's names as the keeper reads them (sandbox/keeper.py)."""
+    for name in PRELOAD:
+        __import__(name)
+    namespace: dict[str, Any] = {"__builtins__": __builtins__}
+    exec(compile(LCB_IMPORTS, "<header>", "exec"), namespace)
+    names = header_names(LCB_IMPORTS, namespace)
+    if names is None:
+        raise SystemExit("contest_speed: the header's names could not be read on this interpreter")
+    ops, out = name_ops(), []
+    for _, text in texts:
+        code = extract_last_block(text) or ""
+        used, modules, every = scan_code(compile(code, "<solution>", "exec"), ops)
+        if every & DYNAMIC_NAMES or modules & DYNAMIC_MODULES:
+            raise SystemExit("contest_speed: a bench program reaches its globals (it would get the whole header)")
+        out.append([[n, *names[n]] for n in sorted(used) if n in names])
+    return out
+
+
 def run_floor(problems: list[Problem], texts: list[tuple[int, str]], repeats: int) -> float:
     """The least CPU-s of `repeats` runs of bench/fork_floor.py (a fresh process per test forked from a ready
     interpreter, and nothing else) on these programs, with the interpreter that runs our sandbox's programs."""
     with tempfile.TemporaryDirectory() as d:
         inp, out = Path(d) / "in.json", Path(d) / "out.json"
         inp.write_text(json.dumps({"problems": [{"input_output": lcb_input_output(p)} for p in problems],
-                                   "programs": texts, "preload": list(PRELOAD), "header": LCB_IMPORTS}))
+                                   "programs": texts, "preload": list(BASE_PRELOAD),
+                                   "names": header_names_used(texts)}))
         python = default_python(os.geteuid() == 0)
         cpus = []
         for _ in range(repeats):

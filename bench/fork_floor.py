@@ -1,9 +1,11 @@
 """The floor of a judge that runs every test in a fresh process forked from a ready interpreter, as ours does: one
-process holds the judge's preloaded modules and header (as our keeper does) and the program compiled once, and per
-test it forks a child that runs the program on the test's input (a pipe) and exits, and reaps it. Nothing else: no
-sandbox, namespaces, limits, watching or comparison. Run with the interpreter that runs the programs (the
-sandbox's: `python3 -I`); standard library only. bench/contest_speed.py writes the input (lcb_grade.py's, plus
-"preload" and "header") and prints this floor's CPU beside both judges' for the same tests.
+process holds the judge's preloaded modules (as our lean keeper does) and, per program, the header's names the
+program uses (their modules imported) and the program compiled once, and per test it forks a child that runs the
+program on the test's input (a pipe) and exits, and reaps it. Nothing else: no sandbox, namespaces, limits,
+watching or comparison. Run with the interpreter that runs the programs (the sandbox's: `python3 -I`); standard
+library only. bench/contest_speed.py writes the input (lcb_grade.py's, plus "preload", and per program "names":
+[name, module, attribute or null], what our keeper's scan finds) and prints this floor's CPU beside both judges'
+for the same tests.
 
     /usr/bin/python3 -I bench/fork_floor.py IN.json OUT.json
 
@@ -58,18 +60,19 @@ def main() -> int:
         spec = json.load(f)
     for name in spec.get("preload", ()):
         __import__(name)
-    header = spec.get("header", "")
-    module: dict = {"__name__": "__main__"}
-    exec(compile(header, "<header>", "exec"), module)  # once, as our keeper runs it
     import atexit  # noqa: F401  (what every child would import at its end otherwise: ours imports it ahead too)
     import gc
 
     gc.freeze()  # no collection in a child copies the parent's objects (ours freezes too)
     tests = 0
     t0, c0 = time.perf_counter(), _cpu()
-    for index, response in spec["programs"]:
+    for (index, response), names in zip(spec["programs"], spec["names"]):
         found = re.findall(r"```python\n(.*?)```", response, re.S)
         compiled = compile(found[-1], "<solution>", "exec")  # once per program, as ours
+        module: dict = {"__name__": "__main__"}  # the header's names it uses, as our lean keeper gives them
+        for name, source, attribute in names:
+            __import__(source)
+            module[name] = sys.modules[source] if attribute is None else getattr(sys.modules[source], attribute)
         for name in compiled.co_names:  # the modules it names, imported ahead once per program, as ours does
             if name in sys.stdlib_module_names and name not in ("this", "antigravity"):  # (those two act)
                 __import__(name)

@@ -20,6 +20,7 @@ from reasoneval.scoring import ScoringContext, TaskScoring, create_scorer
 from reasoneval.scoring.programs.contest import Batch, ContestScorer
 from reasoneval.scoring.programs.sandbox.run import Limits
 from reasoneval.scoring.programs.sandbox.session import SessionSlots
+from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_PREAMBLE
 from reasoneval.scoring.programs.sandbox.watch import pids_after
 from reasoneval.scoring.programs.scorer import sandbox_pool
 from tests.scoring.programs.test_contest import SUM, SUM_TESTS, fenced, problem
@@ -73,17 +74,17 @@ def test_a_batch_over_its_time_takes_its_session_and_the_next_gets_a_fresh_one()
         batch = Batch((scorer.build(p, fenced(SUM)),))  # type: ignore[arg-type]
         request = batch.stdin()
         limits = batch.limits()
-        ok = sessions.run(batch_source(), limits, request)
+        ok = sessions.run(batch_source(), limits, request, PREAMBLE)
         assert ok.status == "ok" and '"verdict":"passed"' in (ok.channel or "")
         session = sessions.sessions[0]
         pid = session.started.proc.pid
         # half a batch: the driver waits for the rest, past the batch's time
         short = Limits(**{**limits.__dict__, "timeout_s": 1.0})
         start = time.monotonic()
-        r = sessions.run(batch_source(), short, request[:len(request) // 2])
+        r = sessions.run(batch_source(), short, request[:len(request) // 2], PREAMBLE)
         assert r.status == "timeout" and time.monotonic() - start < 5
         assert 0 not in sessions.sessions and not _alive(pid)
-        again = sessions.run(batch_source(), limits, request)
+        again = sessions.run(batch_source(), limits, request, PREAMBLE)
         assert again.status == "ok" and '"verdict":"passed"' in (again.channel or "")
         assert sessions.sessions[0] is not session
         sessions.close()
@@ -92,6 +93,9 @@ def test_a_batch_over_its_time_takes_its_session_and_the_next_gets_a_fresh_one()
 def batch_source() -> str:
     from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_BOOT
     return STDIO_DRIVER_BOOT
+
+
+PREAMBLE = STDIO_DRIVER_PREAMBLE  # the driver's text, which a new session's boot reads on IN first
 
 
 HARNESS = textwrap.dedent("""

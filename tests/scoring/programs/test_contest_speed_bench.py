@@ -10,7 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench.contest_speed import call_program, cycled, first_test_only, load_problems, response, stdin_program
+from bench.contest_speed import (
+    call_program,
+    cycled,
+    first_test_only,
+    header_names_used,
+    load_problems,
+    response,
+    stdin_program,
+)
 
 from reasoneval.records import Problem, SampleRecord
 from reasoneval.scoring.base import ScoringContext
@@ -52,12 +60,15 @@ def test_tests_are_cycled_in_order_and_cut_to_the_first() -> None:
 
 def test_the_fork_floor_runs_every_test_in_a_fresh_process_of_its_own(tmp_path: Path) -> None:
     """bench/fork_floor.py, the floor the speed bench prints beside both judges, runs each test (its input on stdin)
-    in a process of its own, forked after the header ran: the programs' pids, one a test, are all different."""
+    in a process of its own, forked from a process that holds the header's names the program uses (as the bench's
+    scan of the program gives them, as our lean keeper does): the programs' pids, one a test, are all different."""
     log = tmp_path / "pids"
     program = f"import os\nline = input()\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}} {{line}} {{pi > 3}}\\n')\n"
     io = json.dumps({"inputs": ["a\n", "b\n", "c\n"], "outputs": ["", "", ""]})
-    spec = {"problems": [{"input_output": io}], "programs": [[0, response(program)], [0, response(program)]],
-            "preload": ["math"], "header": "from math import *\n"}
+    texts = [[0, response(program)], [0, response(program)]]
+    names = header_names_used([(0, t) for _, t in texts])
+    assert names[0] == [["input", "builtins", "input"], ["open", "builtins", "open"], ["pi", "math", "pi"]]
+    spec = {"problems": [{"input_output": io}], "programs": texts, "preload": ["math"], "names": names}
     (tmp_path / "in.json").write_text(json.dumps(spec))
     subprocess.run([sys.executable, "-I", str(BENCH / "fork_floor.py"), str(tmp_path / "in.json"),
                     str(tmp_path / "out.json")], check=True)

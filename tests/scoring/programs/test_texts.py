@@ -16,6 +16,7 @@ from reasoneval.scoring.programs.sandbox.texts import (
     HERE,
     STDIO_DRIVER_BOOT,
     STDIO_DRIVER_SOURCE,
+    preamble,
     with_prelude,
 )
 
@@ -52,14 +53,20 @@ def test_a_driver_that_imports_the_package_is_refused() -> None:
     assert with_prelude("print(1)\n") == "print(1)\n"  # an earlier driver without a prelude block runs as it is
 
 
-def test_the_stdio_drivers_boot_hands_the_keeper_compiled_code_and_no_parse_of_it() -> None:
-    """The boot forks the keeper before the driver's text is compiled and hands it the code (marshalled): the keeper
-    runs this text's code as `__keeper__`, on the pipes the boot made, and its memory holds no parser's leftovers,
-    which every test's process would copy (the driver's memory, which compiled the text, holds them)."""
-    probe = '''
+_rss_anon_text = '''
 def _rss_anon():
     with open("/proc/self/status") as f:
         return int(next(line.split()[1] for line in f if line.startswith("RssAnon:")))
+'''
+
+
+def test_the_stdio_drivers_boot_hands_the_keeper_compiled_code_and_no_parse_of_it() -> None:
+    """The boot forks the keeper before it reads the driver's text (from IN, where the harness writes it ahead of the
+    first batch) and hands it the code (marshalled): the keeper runs this text's code as `__keeper__`, on the pipes
+    the boot made, and its memory holds neither the text nor a parser's leftovers, which every test's process would
+    copy (the driver's memory, which compiled the text, holds them): it is within 1 MiB of a bare interpreter's."""
+    probe = '''
+''' + _rss_anon_text + '''
 
 
 def keeper_main(ctl_r, cmd_r, res_w):
@@ -77,19 +84,22 @@ if __name__ == "__main__":
 '''
     text = STDIO_DRIVER_SOURCE.replace('if __name__ == "__main__":\n    main()\n', probe)
     assert text != STDIO_DRIVER_SOURCE
-    boot = STDIO_DRIVER_BOOT.replace(repr(STDIO_DRIVER_SOURCE), repr(text))
-    r = subprocess.run([sys.executable, "-I", "-c", boot, "0", "2"], capture_output=True, text=True, timeout=60,
-                       cwd="/", stdin=subprocess.DEVNULL)
+    r = subprocess.run([sys.executable, "-I", "-c", STDIO_DRIVER_BOOT, "0", "2"], capture_output=True, timeout=60,
+                       cwd="/", input=preamble(text))
     assert r.returncode == 0, r.stderr
-    name, keeper_kb, has_driver_code, driver_kb = r.stdout.split()
+    name, keeper_kb, has_driver_code, driver_kb = r.stdout.decode().split()
     assert name == "__keeper__" and has_driver_code == "True"
     assert int(driver_kb) - int(keeper_kb) > 1024, r.stdout  # the driver compiled ~60 KB of text; the keeper did not
+    bare = subprocess.run([sys.executable, "-I", "-c", f"{_rss_anon_text}print(_rss_anon())"], capture_output=True,
+                          text=True, timeout=60, cwd="/")
+    # (the driver's code objects, ~0.3 MiB, are the keeper's own)
+    assert int(keeper_kb) - int(bare.stdout) < 1024, (keeper_kb, bare.stdout)
 
 
 def test_each_driver_text_fits_one_exec_argument_with_the_fallbacks_boot() -> None:
     """A driver's text goes to the sandbox as one argument of an exec (`python -I -c TEXT`, in the fallback after its
     boot code); Linux refuses an argument over MAX_ARG_STRLEN (32 pages: 128 KiB) with E2BIG, and every contest batch
-    would be a sandbox error. The stdio driver's boot carries the driver's text as a string literal."""
+    would be a sandbox error. (The stdio driver's boot reads its text on IN.)"""
     from reasoneval.scoring.programs.codeforces.judge import NATIVE_DRIVER_SOURCE
     from reasoneval.scoring.programs.sandbox import seccomp
     from reasoneval.scoring.programs.sandbox.fallback import _FALLBACK_BOOT

@@ -204,9 +204,9 @@ def _score_batch(p: Problem, codes: Sequence[str]) -> tuple[list[str], int]:
         sessions = ctx.resource("contest_sessions", lambda: SessionSlots(sandbox_pool(ctx)))
         real = sessions.run
 
-        def counting(source: str, limits: Any, request: bytes) -> Any:
+        def counting(source: str, limits: Any, request: bytes, preamble: bytes = b"") -> Any:
             runs[0] += 1
-            return real(source, limits, request)
+            return real(source, limits, request, preamble)
 
         sessions.run = counting  # type: ignore[method-assign]
         samples = [SampleRecord(task="t", problem_key=p.key, problem_id=p.id, index=i, seed=0, status="ok",

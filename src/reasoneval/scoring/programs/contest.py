@@ -30,7 +30,7 @@ from reasoneval.scoring.programs.run_cache import run_cache
 from reasoneval.scoring.programs.sandbox import SANDBOX_VERSION, Limits, ProgramResult
 from reasoneval.scoring.programs.sandbox.fallback import SHM_BYTES, VAR_TMP_BYTES
 from reasoneval.scoring.programs.sandbox.session import SessionSlots
-from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_BOOT
+from reasoneval.scoring.programs.sandbox.texts import STDIO_DRIVER_BOOT, STDIO_DRIVER_PREAMBLE
 from reasoneval.scoring.programs.scorer import sandbox_pool, strip_reasoning
 from reasoneval.serial import JsonRecord
 
@@ -57,6 +57,11 @@ LCB_IMPORTS = (
 PRELOAD = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
            "itertools", "functools", "operator", "io", "json", "typing", "resource", "traceback", "decimal",
            "fractions")
+# What the lean keeper, which judges stdin programs, imports (keeper.py): modules cheap in memory (~0.5 MiB together)
+# that most programs use. The rest of PRELOAD (~2.3 MiB: re, typing, statistics, json, ...) is imported per sample,
+# only where the program uses a name of the header's that needs it or imports the module: every MiB a test's process
+# is a copy of costs each test ~0.065 ms of CPU (docs/benchmarks.md).
+BASE_PRELOAD = ("collections", "heapq", "bisect", "math", "itertools", "functools", "operator", "io")
 # Standard-library modules that do nothing but define names when imported (no output, no process, no file, no
 # network). A sample's keeper imports those a program names before the program's tests start, once per sample: each
 # test's process, a fork, then finds them loaded, as PRELOAD's (importing zlib in a fresh fork costs ~0.45 ms, per
@@ -147,7 +152,8 @@ class Batch:
         # the private scratch directories and their sizes (the keeper empties them between tests: stdio_driver.py)
         scratch = [["/tmp", self.limits().tmp_mb << 20], ["/var/tmp", VAR_TMP_BYTES], ["/dev/shm", SHM_BYTES]]
         cand = {"codes": [q.code for q in self.programs], "mode": p.mode, "func_name": p.func_name,
-                "preload": list(PRELOAD), "header": LCB_IMPORTS, "ahead": list(IMPORTS_AHEAD), "scratch": scratch}
+                "preload": list(PRELOAD), "base": list(BASE_PRELOAD), "header": LCB_IMPORTS,
+                "ahead": list(dict.fromkeys(IMPORTS_AHEAD + PRELOAD)), "scratch": scratch}
         trusted = {"tests": [{"input": i, "output": o} for i, o in p.tests], "programs": len(self.programs),
                    "mode": p.mode, "compare": p.compare, "cpu_s": p.cpu_s, "wall_s": p.wall_s,
                    "memory_mb": p.memory_mb, "all_tests": p.all_tests,
@@ -287,7 +293,7 @@ class ContestScorer:
 
         def run_batch(items: list[tuple[str, ContestProgram]]) -> list[ContestOutcome]:
             batch = Batch(tuple(p for _, p in items))
-            r = sessions.run(STDIO_DRIVER_BOOT, batch.limits(), batch.stdin())
+            r = sessions.run(STDIO_DRIVER_BOOT, batch.limits(), batch.stdin(), STDIO_DRIVER_PREAMBLE)
             return judge(r, len(batch.first.tests), len(items))
 
         from concurrent.futures import ThreadPoolExecutor

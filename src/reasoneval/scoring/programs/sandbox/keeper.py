@@ -9,10 +9,12 @@ docs/sandbox.md, "Contest programs":
 1. The keeper (forked by the text's boot before the driver's text was compiled or any program, input or expected
    output read, so its memory never holds one, nor the parser's leftovers: texts.STDIO_DRIVER_BOOT; in the driver's
    PID namespace, non-dumpable, out of every program's reach) keeps CAP_SYS_ADMIN of the sandbox's user namespace
-   (and no other capability) to make each test's namespaces, imports the preload list and runs the programs' import
-   header (ours) into a `__main__` module, once per sandbox.
-2. Per sample it forks the sample keeper, the only process that ever holds that sample's program: it reads the
-   program from the driver and compiles it once.
+   (and no other capability) to make each test's namespaces, forks the lean keeper (stdin samples), then imports the
+   preload list and runs the programs' import header (ours) into a `__main__` module, once per sandbox (call-mode
+   samples). The lean keeper imports only the cheap modules most programs use.
+2. Per sample a keeper forks the sample keeper, the only process that ever holds that sample's program: it reads the
+   program from the driver and compiles it once; a lean keeper's sample keeper gives it the header's names it can
+   reach (lean_module), their modules imported then.
 3. Per test the sample keeper forks the program straight into new PID and IPC namespaces
    (`clone(CLONE_NEWPID | CLONE_NEWIPC)`): the program is PID 1 of its own namespace, finds no System V object or
    POSIX queue of an earlier test, and is in the keeper's network namespace (no loopback up: no socket state).
@@ -57,8 +59,9 @@ from reasoneval.scoring.programs.sandbox.watch import (
 # --- the keeper: one per sandbox, a fresh sample keeper per sample ---
 
 def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
-    """The keeper's loop: a setup frame ({"preload", "scratch"}), then a frame per sample (`s`): it forks the
-    sample's keeper, which serves that sample's tests, reaps it, empties the scratch directories and says `clean`."""
+    """The keeper's loop: a setup frame ({"preload", "base", "header", "ahead", "scratch"}), then a frame per sample
+    (`s`, or `l` for a stdin sample: the lean keeper's): it forks the sample's keeper, which serves that sample's
+    tests, reaps it, empties the scratch directories and says `clean`."""
     try:
         _only_sys_admin(libc)
         os.setsid()
@@ -67,41 +70,227 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
         libc.unshare(CLONE_NEWNET)
         setup = loads(recv(ctl_r).decode("ascii"))
         scratch = [(d, int(n)) for d, n in setup.get("scratch", ()) if d in PRIVATE_DIRS]
-        for name in setup.get("preload", ()):
-            try:
-                __import__(name)
-            except BaseException:
-                pass
         # lcb_runner's reliability guard sets builtins.quit to None: calling quit() is a runtime error there, and
         # here (every test's processes are forks of this one; exit() and sys.exit() stay: docs/contests.md)
         __import__("builtins").quit = None  # type: ignore[attr-defined]
+        header = setup.get("header") or ""
+        preload = [str(n) for n in setup.get("preload", ())]
+        context = {"header": header, "main": None, "ahead": frozenset(str(n) for n in setup.get("ahead", ())),
+                   "preload": preload, "names": None, "ops": name_ops()}
+        _clone_calls()
+        lean = None
+        if header and setup.get("base") is not None:
+            lean = _fork_lean_keeper(saved, ctl_r, cmd_r, res_w, scratch, context, setup["base"])
+        _import_all(preload)
         # The programs' import header (ours, trusted: every program starts with it), run once here into the module
         # every stdin test's program runs in: a test's process runs only what follows it (a fresh process per test
         # still; its module a copy, as every page of a fork is).
-        header = setup.get("header") or ""
-        main = None
         if header:
-            main = type(os)("__main__")
-            main.__dict__["__builtins__"] = __builtins__
-            exec(compile(header, "<solution>", "exec"), main.__dict__)
-        _clone_calls()
-        try:
-            import gc
-            gc.freeze()  # the keeper's objects are never collected in a test's processes: fewer pages copied
-        except BaseException:
-            pass
+            context["main"] = _header_module(header)
+        if lean is not None:
+            lean_pid, lean_w, names_w = lean
+            context["close"] = (lean_w,)  # (no sample keeper of this keeper's, nor its programs, holds it)
+            send(names_w, dumps(header_names(header, context["main"].__dict__)).encode("ascii"))
+            os.close(names_w)
+        _freeze()
         while True:
             try:
-                recv(ctl_r)
+                frame = recv(ctl_r)
             except BaseException:
                 break
-            status = _one_sample(saved, ctl_r, cmd_r, res_w, scratch,
-                                 (header, main, frozenset(str(n) for n in setup.get("ahead", ()))))
-            cleaned = empty_private_dirs(scratch)
-            send(res_w, dumps({"clean": cleaned, "status": status}).encode("ascii"))
+            if frame == b"l" and lean is not None:
+                if os.waitpid(lean_pid, os.WNOHANG)[0] == 0:
+                    send(lean_w, b"l")  # (the lean keeper says `clean` itself)
+                    continue
+                lean = None  # (it is gone: this keeper judges stdin samples too, as before there was one)
+            _serve_sample(saved, ctl_r, cmd_r, res_w, scratch, context)
     except BaseException:
         pass
     os._exit(0)
+
+
+def _serve_sample(saved, ctl_r, cmd_r, res_w, scratch, context):
+    status = _one_sample(saved, ctl_r, cmd_r, res_w, scratch, context)
+    cleaned = empty_private_dirs(scratch)
+    send(res_w, dumps({"clean": cleaned, "status": status}).encode("ascii"))
+
+
+def _fork_lean_keeper(saved, ctl_r, cmd_r, res_w, scratch, context, base):
+    """The **lean keeper**: a fork of the keeper made before the keeper imports the header's modules, which judges
+    the stdin samples. Every test's process is a fork of a sample's keeper, and each MiB that process copies costs the
+    test ~0.065 ms of CPU (its fork, page faults and exit: docs/benchmarks.md), so the lean keeper imports only `base`
+    (cheap modules most programs use) and each sample's keeper gives its program the names of the header that the
+    program can reach, importing only their modules (`header_names`, from the keeper, says which module gives
+    which name). Returns (its pid, the pipe that hands it samples, the pipe for the header's names)."""
+    names_r, names_w = os.pipe()
+    lean_r, lean_w = os.pipe()
+    pid = os.fork()
+    if pid != 0:
+        os.close(names_r)
+        os.close(lean_r)
+        return pid, lean_w, names_w
+    try:
+        os.close(ctl_r)
+        os.close(names_w)
+        os.close(lean_w)
+        _import_all(base)
+        names = loads(recv(names_r).decode("ascii"))
+        os.close(names_r)
+        if type(names) is not dict:  # the header's names could not be told apart: the header as the keeper runs it
+            _import_all(context["preload"])
+            context["main"] = _header_module(context["header"])
+        context["names"] = names if type(names) is dict else None
+        _freeze()
+        while True:
+            try:
+                recv(lean_r)
+            except BaseException:
+                break
+            _serve_sample(saved, lean_r, cmd_r, res_w, scratch, context)
+    except BaseException:
+        pass
+    os._exit(0)
+
+
+def _import_all(names):
+    for name in names:
+        try:
+            __import__(name)
+        except BaseException:
+            pass
+
+
+def _header_module(header):
+    main = type(os)("__main__")
+    main.__dict__["__builtins__"] = __builtins__
+    exec(compile(header, "<solution>", "exec"), main.__dict__)
+    return main
+
+
+def _freeze():
+    try:
+        import gc
+        gc.freeze()  # this process's objects are never collected in a test's processes: fewer pages copied
+    except BaseException:
+        pass
+
+
+def header_names(header, namespace):
+    """What the import header binds, as {name: [module, attribute or None for the module itself]}, each checked
+    against `namespace` (where the header ran): None when anything differs, or a line is neither `from M import *`
+    nor `import M` (a call such as `sys.setrecursionlimit` aside), so that only a header this can read exactly is
+    ever given in part."""
+    import sys
+    out = {}
+    for line in header.splitlines():
+        words = line.split()
+        if len(words) == 4 and words[0] == "from" and words[2:] == ["import", "*"]:
+            module = sys.modules.get(words[1])
+            if module is None:
+                return None
+            public = getattr(module, "__all__", None)
+            if public is None:
+                public = [n for n in dir(module) if not n.startswith("_")]
+            for name in public:
+                out[str(name)] = [words[1], str(name)]
+        elif len(words) == 2 and words[0] == "import" and "." not in words[1]:
+            out[words[1]] = [words[1], None]
+        elif not (line.startswith("sys.") and line.endswith(")")) and line.strip():
+            return None
+    fresh = set(type(os)("__main__").__dict__) | {"__builtins__"}
+    bound = {k for k in namespace if k not in fresh}
+    if bound != set(out):
+        return None
+    for name, (module, attribute) in out.items():
+        value = sys.modules[module] if attribute is None else getattr(sys.modules[module], attribute, _missing)
+        if value is not namespace[name]:
+            return None
+    return out
+
+
+_missing = object()
+
+# names whose use can read a module's globals without naming them (or reach another module's): a program that uses
+# any of them gets the whole header, as it would anywhere
+DYNAMIC_NAMES = frozenset((
+    "globals", "vars", "locals", "dir", "eval", "exec", "__import__", "breakpoint", "help", "modules", "f_globals",
+    "f_locals", "__globals__", "__dict__", "_getframe", "_current_frames", "tb_frame", "f_back", "gi_frame",
+    "cr_frame", "ag_frame", "get_referrers", "get_referents", "get_objects", "settrace", "setprofile",
+    "get_type_hints", "ForwardRef", "__builtins__", "import_module"))
+DYNAMIC_MODULES = frozenset(("inspect", "importlib", "pdb", "code", "codeop", "runpy", "__main__", "ctypes", "doctest",
+                             "pydoc", "rlcompleter", "builtins"))
+
+
+def name_ops():
+    """What scan_code reads instructions by, once in the keeper: {opcode: shift} of the instructions whose argument
+    names a global (the shift gives the index into co_names), the opcodes of IMPORT_NAME, EXTENDED_ARG, STORE_NAME and
+    LOAD_NAME, and those an import statement is made of."""
+    import opcode
+    import sys
+    m = opcode.opmap
+    ops = {m[n]: 0 for n in ("LOAD_NAME", "STORE_NAME", "DELETE_NAME", "STORE_GLOBAL", "DELETE_GLOBAL",
+                             "LOAD_FROM_DICT_OR_GLOBALS") if n in m}
+    ops[m["LOAD_GLOBAL"]] = 1 if sys.version_info >= (3, 11) else 0
+    imports = frozenset(m[n] for n in ("RESUME", "NOP", "CACHE", "LOAD_CONST", "IMPORT_NAME", "IMPORT_FROM",
+                                       "POP_TOP", "SWAP", "LOAD_ATTR") if n in m)
+    return ops, m["IMPORT_NAME"], opcode.EXTENDED_ARG, m["STORE_NAME"], m["LOAD_NAME"], imports
+
+
+def scan_code(code, ops):
+    """(the global names it reads, writes or deletes, less those its opening import statements bind first; the
+    modules it imports, each with its parents; every name in co_names) of the code and the code nested in it, read
+    from its instructions. A name the module's opening imports bind (`import sys`, `from collections import
+    Counter`, `input = sys.stdin.readline`: nothing before them can run code that reads a global) has the program's
+    value whenever anything reads it, never the header's."""
+    global_ops, import_op, extended, store_name, load_name, import_ops = ops
+    globals_: set = set()
+    modules: set = set()
+    names: set = set()
+    first: set = set()
+    todo, opening = [code], True
+    while todo:
+        c = todo.pop()
+        names.update(c.co_names)
+        raw, arg = c.co_code, 0
+        for i in range(0, len(raw) - 1, 2):
+            op, a = raw[i], raw[i + 1] | arg
+            if op == extended:
+                arg = a << 8
+                continue
+            arg = 0
+            if opening:  # (the module's code: still in its opening imports?)
+                if op == store_name:
+                    first.add(c.co_names[a])
+                elif not (op in import_ops or (op == load_name and c.co_names[a] in first)):
+                    opening = False
+            if op in global_ops:
+                globals_.add(c.co_names[a >> global_ops[op]])
+            elif op == import_op:
+                parts = c.co_names[a].split(".")
+                modules.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
+        opening = False
+        todo.extend(k for k in c.co_consts if type(k) is type(code))
+    return globals_ - first, modules, names
+
+
+def lean_module(compiled, context):
+    """The `__main__` module for a program after the header, in a lean keeper's sample keeper: the header's names
+    the program reads, writes or deletes (the same objects the whole header binds), their modules imported here;
+    None where the program can reach its globals another way (DYNAMIC_NAMES, DYNAMIC_MODULES): it gets the whole
+    header."""
+    import sys
+    names = context["names"]
+    used, modules, every = scan_code(compiled, context["ops"])
+    if every & DYNAMIC_NAMES or modules & DYNAMIC_MODULES:
+        return None
+    need = [n for n in used if n in names]
+    _import_all(sorted({names[n][0] for n in need}))
+    main = type(os)("__main__")
+    main.__dict__["__builtins__"] = __builtins__
+    for name in need:
+        module, attribute = names[name]
+        main.__dict__[name] = sys.modules[module] if attribute is None else getattr(sys.modules[module], attribute)
+    return main
 
 
 def _only_sys_admin(libc):
@@ -117,13 +306,14 @@ def _only_sys_admin(libc):
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
-def _one_sample(saved, ctl_r, cmd_r, res_w, scratch, header):
+def _one_sample(saved, ctl_r, cmd_r, res_w, scratch, context):
     """Fork the sample's keeper (it alone ever holds the sample's program) and wait until it is gone."""
     pid = os.fork()
     if pid == 0:
         try:
-            os.close(ctl_r)
-            sample_keeper(saved, cmd_r, res_w, scratch, header)
+            for fd in (ctl_r,) + context.get("close", ()):
+                os.close(fd)
+            sample_keeper(saved, cmd_r, res_w, scratch, context)
         except BaseException:
             pass
         os._exit(1)
@@ -139,34 +329,48 @@ def _one_sample(saved, ctl_r, cmd_r, res_w, scratch, header):
 
 # --- the sample's keeper: one per sample, its program's process per test ---
 
-def sample_keeper(saved, cmd_r, res_w, scratch, header):
+def sample_keeper(saved, cmd_r, res_w, scratch, context):
     """One sample: its settings and program, compiled once, then per test (`t` + the input) the program forked
     straight into fresh PID and IPC namespaces, where it is PID 1 (its end ends every process of the test), and a
     record, the program's output; call mode: `c` + a call's input per call (CallServer). `e` ends the sample."""
     lim = loads(recv(cmd_r).decode("ascii"))
     code = recv(cmd_r)
     head: dict = {"end": "compile", "err": ""}
-    text, main, ahead = header
+    text, main = context["header"], context["main"]
+    lean = context["names"] is not None  # (a lean keeper's sample keeper: the header not run yet)
     try:
         source = code.decode("utf-8", "surrogatepass")
         rest = source[len(text) + 1:]
-        if main is not None and lim.get("mode") != "call" and source.startswith(text + "\n") and "__future__" not in rest:
+        if (main is not None or lean) and lim.get("mode") != "call" and source.startswith(text + "\n") \
+                and "__future__" not in rest:
             # what follows the header (ours, valid), on the same lines as in the whole program (its syntax errors and
-            # tracebacks read the same), run in the module the header already ran in. (A `from __future__` after
-            # the header is a syntax error of the whole program only: such a program is compiled whole.)
+            # tracebacks read the same), run in the module the header already ran in (a lean keeper's: in a module
+            # with the header's names the program can reach). (A `from __future__` after the header is a syntax
+            # error of the whole program only: such a program is compiled whole.)
             compiled = compile("\n" * (text.count("\n") + 1) + rest, "<solution>", "exec")
+            if lean:
+                try:
+                    main = lean_module(compiled, context)
+                except BaseException:
+                    main = None
+                if main is None:  # the whole header, run here
+                    _import_all(context["preload"])
+                    main = _header_module(text)
             lim["main"] = main
         else:
             compiled = compile(source, "<solution>", "exec")  # the whole program: its syntax errors, as lcb_runner's
+            if lean:  # (it runs the header in each test: its modules loaded here, once)
+                _import_all(context["preload"])
     except BaseException as e:
         compiled, head = None, {"end": "compile", "err": type(e).__name__ + ": " + str(e)[:200]}
-    if compiled is not None and ahead:
-        # the harmless standard-library modules (the harness's list) that the program names, imported once here
-        for name in _names(compiled) & ahead:
-            try:
-                __import__(name)
-            except BaseException:
-                pass
+    if compiled is not None and context["ahead"]:
+        # the harmless standard-library modules (the harness's list) that the program imports, imported once here
+        try:
+            _import_all(scan_code(compiled, context["ops"])[1] & context["ahead"])
+        except BaseException:
+            pass
+    if lean:
+        _freeze()
     del code
     # The handlers Python started with, here once for every test's process (no process but the driver's and the
     # keeper's can reach this one to signal it: the programs are each in a PID namespace of their own).
@@ -211,13 +415,3 @@ def sample_keeper(saved, cmd_r, res_w, scratch, header):
         del data
     runner.close()
     os._exit(0)
-
-
-def _names(code):
-    """Every name the code and the code nested in it use (a module it imports among them)."""
-    names, todo = set(), [code]
-    while todo:
-        c = todo.pop()
-        names.update(c.co_names)
-        todo.extend(k for k in c.co_consts if type(k) is type(code))
-    return names

@@ -81,8 +81,9 @@ def session_key(limits: Limits) -> tuple[Any, ...]:
 class DriverSession:
     """One sandbox running the driver `source`; `run` hands it one batch and waits for that batch's line."""
 
-    def __init__(self, sandbox: Sandbox, source: str, limits: Limits, slot: int) -> None:
+    def __init__(self, sandbox: Sandbox, source: str, limits: Limits, slot: int, preamble: bytes = b"") -> None:
         self.sandbox, self.key, self.batches = sandbox, session_key(limits), 0
+        self.preamble = preamble  # written on IN ahead of the first batch (the stdio driver's text: texts.py)
         self.host_tmp = Path(tempfile.mkdtemp(prefix="reasoneval-session-"))
         self.err_path = self.host_tmp / "stderr"
         in_r, self.in_w = os.pipe()
@@ -108,7 +109,8 @@ class DriverSession:
         the session is closed and the result says why (its status: "timeout", "failed")."""
         start = time.monotonic()
         deadline = start + timeout_s
-        view = memoryview(request)
+        view = memoryview(self.preamble + request if self.preamble else request)
+        self.preamble = b""
         os.set_blocking(self.in_w, False)
         os.set_blocking(self.out_r, False)
         status = "ok"
@@ -180,8 +182,8 @@ class SessionSlots:
         self.sessions: dict[int, DriverSession] = {}
         self._lock = threading.Lock()
 
-    def run(self, source: str, limits: Limits, request: bytes) -> ProgramResult:
-        """One batch in a free slot's session."""
+    def run(self, source: str, limits: Limits, request: bytes, preamble: bytes = b"") -> ProgramResult:
+        """One batch in a free slot's session (`preamble`: what a new session's driver reads on IN first)."""
         with self.pool.slot() as slot:
             with self._lock:
                 session = self.sessions.pop(slot, None)
@@ -191,7 +193,7 @@ class SessionSlots:
                 session = None
             if session is None:
                 try:
-                    session = DriverSession(self.pool.sandbox, source, limits, slot)
+                    session = DriverSession(self.pool.sandbox, source, limits, slot, preamble)
                 except OSError as e:
                     return ProgramResult("error", None, "", f"sandbox could not start: {e}", 0.0)
             sandbox = self.pool.sandbox

@@ -193,9 +193,9 @@ def failure_of(head, out, expected, mode, style, lim):
 
 
 def _start_sample(code, lim, ctl_w, cmd_w):
-    """Ask the keeper for the sample's keeper and give it, and no other process, the settings and this one
-    program."""
-    send(ctl_w, b"s")
+    """Ask the keeper for the sample's keeper (a stdin sample's: the lean keeper's, keeper.py) and give it, and no
+    other process, the settings and this one program."""
+    send(ctl_w, b"l" if lim["mode"] == "stdin" else b"s")
     send(cmd_w, dumps(lim).encode("ascii"))
     send(cmd_w, code)
 
@@ -290,7 +290,8 @@ def judge_batch(in_fd, ctl_w, cmd_w, res_r, started):
         cand = _read_part(in_fd)
         codes = [str(c).encode("utf-8", "surrogatepass") for c in cand["codes"]]
         if not started:
-            send(ctl_w, dumps({"preload": list(cand.get("preload", ())), "header": str(cand.get("header") or ""),
+            send(ctl_w, dumps({"preload": list(cand.get("preload", ())), "base": cand.get("base"),
+                               "header": str(cand.get("header") or ""),
                                "ahead": list(cand.get("ahead", ())),
                                "scratch": list(cand.get("scratch", ()))}).encode("ascii"))
         part = _read_part(in_fd)

@@ -55,9 +55,12 @@ DRIVER_SOURCE = driver_source("driver.py")
 STDIO_DRIVER_SOURCE = driver_source("stdio_driver.py")
 
 
-# The stdio driver's boot: it forks the keeper before it compiles the driver's text, then hands the keeper the compiled
-# code (marshalled): the keeper never parses it, so no parser's leftovers (3-4 MiB) are in its memory, which every
-# test's process is a copy of (each MiB there costs a test's fork, copy-on-write faults and exit ~0.03 ms).
+# The stdio driver's boot (the `-c` text): it forks the keeper first, then reads the driver's text from IN (the
+# harness writes STDIO_DRIVER_PREAMBLE there before the first batch: sandbox/session.py), compiles it and hands the
+# keeper the compiled code (marshalled). The keeper never parses the text, nor holds it: a string literal in the `-c`
+# text itself would be parsed by every process of the sandbox at its start (~2 MiB of the interpreter's heap in
+# copies of the command line and the parser's leftovers), and the keeper's memory is what every test's process copies
+# (each MiB there costs a test's fork, copy-on-write faults and exit ~0.065 ms: docs/benchmarks.md).
 _BOOT = """
 import marshal, os, sys
 _code_r, _code_w = os.pipe()
@@ -81,11 +84,34 @@ if os.fork() == 0:
     os._exit(1)
 for _fd in (_code_r, _ctl_r, _cmd_r, _res_w):
     os.close(_fd)
-_code = compile(SOURCE, "<stdio_driver>", "exec")
+def _exact(fd, n):
+    _parts = []
+    while n > 0:
+        _b = os.read(fd, min(n, 1 << 20))
+        if not _b:
+            os._exit(1)
+        _parts.append(_b)
+        n -= len(_b)
+    return b"".join(_parts)
+_head = _exact(int(sys.argv[1]), 12)
+if not _head.isdigit():
+    os._exit(1)
+_code = compile(_exact(int(sys.argv[1]), int(_head)).decode("utf-8"), "<stdio_driver>", "exec")
 _view = memoryview(marshal.dumps(_code))
 while _view:
     _view = _view[os.write(_code_w, _view):]
 os.close(_code_w)
+del _view, _head
 exec(_code, {"__name__": "__main__", "__builtins__": __builtins__, "BOOT_KEEPER": (_ctl_w, _cmd_w, _res_r)})
 """
-STDIO_DRIVER_BOOT = f"SOURCE = {STDIO_DRIVER_SOURCE!r}\n" + _BOOT
+STDIO_DRIVER_BOOT = _BOOT
+
+
+def preamble(source: str) -> bytes:
+    """What the harness writes on a stdio driver's IN before its first batch: the driver's text (`source`), as a
+    12-digit length and its UTF-8 bytes."""
+    data = source.encode("utf-8")
+    return b"%012d" % len(data) + data
+
+
+STDIO_DRIVER_PREAMBLE = preamble(STDIO_DRIVER_SOURCE)
