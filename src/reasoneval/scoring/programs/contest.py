@@ -275,6 +275,8 @@ class ContestScorer:
         for k, prog in todo.items():
             groups.setdefault(prog.settings(), []).append((k, prog))
         batches = [items[i:i + BATCH] for items in groups.values() for i in range(0, len(items), BATCH)]
+        # the longest first (tests x programs): a long batch started last would leave the other workers idle at the end
+        batches.sort(key=lambda items: len(items) * len(items[0][1].tests), reverse=True)
         results: dict[str, ContestOutcome] = {}
         lock = threading.Lock()
 

@@ -5,6 +5,7 @@ after it (`Sink`); and the frames both sides of the stdio driver speak (`send`, 
 text in the sandbox (sandbox/texts.py); standard library only. The design: docs/sandbox.md, "Contest programs", and
 keeper.py's docstring.
 """
+import fcntl
 import os
 import select
 import struct
@@ -253,7 +254,7 @@ class Test:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:  # room for the whole output of most programs: this keeper then wakes once, at the program's end
-            __import__("fcntl").fcntl(out_r, F_SETPIPE_SZ, PIPE_ROOM)
+            fcntl.fcntl(out_r, F_SETPIPE_SZ, PIPE_ROOM)
         except OSError:
             pass
         view = memoryview(data)
