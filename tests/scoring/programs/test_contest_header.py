@@ -125,3 +125,15 @@ def test_a_program_that_can_reach_its_globals_gets_the_whole_header() -> None:
     main = lean_module(_compiled("print(gcd(2, 4))"), context)
     assert main is not None and set(main.__dict__) >= {"gcd", "__builtins__"} and "pi" not in main.__dict__
     assert "globals" in DYNAMIC_NAMES
+
+
+@pytest.mark.usefixtures("mode")
+def test_a_header_the_keeper_cannot_read_exactly_is_run_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header line that is neither `from M import *` nor `import M` (here `x = 7`): the keeper cannot say which
+    names the program may use, so the lean keeper runs the whole header, and the program sees all of it."""
+    from reasoneval.scoring.programs import contest
+
+    monkeypatch.setattr(contest, "LCB_IMPORTS", LCB_IMPORTS + "x = 7\n")
+    p = problem([{"input": "", "output": "7 2 2", "kind": "public"}])
+    got = score(p, ["print(x, gcd(4, 6), mean([1, 3]))"], time_limit_s=5.0)
+    assert verdicts(got) == ["passed"], got[0].details

@@ -90,7 +90,11 @@ def keeper_side(saved, libc, ctl_r, cmd_r, res_w):
         if lean is not None:
             lean_pid, lean_w, names_w = lean
             context["close"] = (lean_w,)  # (no sample keeper of this keeper's, nor its programs, holds it)
-            send(names_w, dumps(header_names(header, context["main"].__dict__)).encode("ascii"))
+            try:
+                names = header_names(header, context["main"].__dict__)
+            except BaseException:  # (none is known) the lean keeper then runs the whole header itself
+                names = None
+            send(names_w, dumps(names).encode("ascii"))
             os.close(names_w)
         _freeze()
         while True:
