@@ -275,3 +275,15 @@ def test_bullets_placeholders_and_postscript_are_linear_on_degenerate_text() -> 
         t0 = time.perf_counter()
         checker.check_following(text)
         assert time.perf_counter() - t0 < 1.0, cls.__name__
+
+
+def test_a_language_verdict_is_the_same_at_every_check() -> None:
+    """langdetect samples at random unless seeded: "go team go" was English in 26 of 300 calls, so its
+    `english_lowercase` verdict would flip between two scores of the same response. The worker fixes the seed."""
+    pytest.importorskip("if_verifiable")
+    from reasoneval.scoring.ifeval.worker import check_items, init_checkers
+
+    init_checkers()
+    item = ("Write in lowercase.", ["change_case:english_lowercase"], [{}], "go team go")
+    verdicts = {tuple(check_items([item])[0]) for _ in range(100)}
+    assert len(verdicts) == 1, verdicts

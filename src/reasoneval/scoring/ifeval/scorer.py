@@ -27,7 +27,8 @@ from reasoneval.workers import JsonLines, ask, spawn, stop
 
 log = logging.getLogger("reasoneval")
 
-IFEVAL_SCORER_VERSION = "2"  # 2: Google's loose rule on the response as given; seeded checkers
+# 2: Google's loose rule on the response as given; seeded checkers. 3: the language detector seeded too
+IFEVAL_SCORER_VERSION = "3"
 _CHUNK = 32
 
 

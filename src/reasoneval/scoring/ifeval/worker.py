@@ -38,9 +38,14 @@ def _english_punkt() -> Any:
 
 
 def init_checkers() -> None:
-    """Point the checkers' sentence tokenizer (and nltk.word_tokenize's) at the bundled Punkt English model."""
+    """Point the checkers' sentence tokenizer (and nltk.word_tokenize's) at the bundled Punkt English model, and fix
+    the language detector's seed: langdetect samples at random per call unless seeded, so the same short English
+    sentence was "af" in 3 of 3,000 calls and an `english_lowercase` verdict could flip from one score to the next."""
+    import langdetect
     import nltk.tokenize
     from if_verifiable.ifeval import instructions_util
+
+    langdetect.DetectorFactory.seed = 0
 
     tokenizer = _english_punkt()
     nltk.tokenize._get_punkt_tokenizer = lambda language="english": tokenizer
