@@ -151,17 +151,19 @@ def test_a_0_1_0_run_regraded_from_scratch_gives_the_same_figures(tmp_path: Path
 
 
 def test_a_pre_refactor_run_reports_byte_for_byte(tmp_path: Path) -> None:
+    from reasoneval.scoring.ifeval.scorer import IFEVAL_SCORER_VERSION
     from reasoneval.scoring.programs.scorer import CodeScorer
 
     run_dir = copy_run("pre_layout", tmp_path)
     assert main(["report", str(run_dir), "--grading-workers", "1"]) == 0
-    # The same bytes, but for the code scorer's version, which `scorers` records: mbpp's programs ran again (the
-    # cache is keyed on the sandbox's version) and gave the same verdicts and figures.
+    # The same bytes, but for the code and IFEval scorers' versions, which `scorers` records: mbpp's programs and
+    # ifeval's checks ran again (each cache is keyed on its scorer's version) and gave the same verdicts and figures.
     old = (RUNS / "pre_layout" / SUMMARY_FILE).read_bytes()
-    assert old.count(b'"code": "2.2"') == 1
+    assert old.count(b'"code": "2.2"') == 1 and old.count(b'"ifeval": "2"') == 1
     written = (run_dir / SUMMARY_FILE).read_bytes()
     assert without_evaluation(written, dict.fromkeys(json.loads(written)["tasks"], "fixed")) == \
-        pinned(old.replace(b'"code": "2.2"', f'"code": "{CodeScorer.version}"'.encode()))
+        pinned(old.replace(b'"code": "2.2"', f'"code": "{CodeScorer.version}"'.encode())
+               .replace(b'"ifeval": "2"', f'"ifeval": "{IFEVAL_SCORER_VERSION}"'.encode()))
     assert (run_dir / CONFIG_FILE).read_bytes() == (RUNS / "pre_layout" / CONFIG_FILE).read_bytes()
 
 
