@@ -54,13 +54,7 @@ from reasoneval.scoring.programs.contest import (
     extract_last_block,
 )
 from reasoneval.scoring.programs.sandbox.interpreter import default_python
-from reasoneval.scoring.programs.sandbox.keeper import (
-    DYNAMIC_MODULES,
-    DYNAMIC_NAMES,
-    header_names,
-    name_ops,
-    scan_code,
-)
+from reasoneval.scoring.programs.sandbox.keeper import header_names, name_ops, names_needed, scan_code
 from reasoneval.scoring.programs.scorer import sandbox_pool
 from reasoneval.tasks.contests import code_contests_problem, livecodebench_problem
 
@@ -231,10 +225,10 @@ def header_names_used(texts: list[tuple[int, str]]) -> list[list[list[Any]]]:
     ops, out = name_ops(), []
     for _, text in texts:
         code = extract_last_block(text) or ""
-        used, modules, every = scan_code(compile(code, "<solution>", "exec"), ops)
-        if every & DYNAMIC_NAMES or modules & DYNAMIC_MODULES:
+        need = names_needed(scan_code(compile(code, "<solution>", "exec"), ops), names)
+        if need is None:
             raise SystemExit("contest_speed: a bench program reaches its globals (it would get the whole header)")
-        out.append([[n, *names[n]] for n in sorted(used) if n in names])
+        out.append([[n, *names[n]] for n in need])
     return out
 
 

@@ -19,6 +19,7 @@ from reasoneval.scoring.programs.sandbox.keeper import (
     header_names,
     lean_module,
     name_ops,
+    names_needed,
     scan_code,
 )
 from tests.scoring.programs.test_contest import problem, score, verdicts
@@ -118,12 +119,14 @@ def test_the_header_names_are_checked_against_the_header_run() -> None:
 
 
 def test_a_program_that_can_reach_its_globals_gets_the_whole_header() -> None:
-    context = {"names": {"gcd": ["math", "gcd"]}, "ops": name_ops()}
+    names, ops = {"gcd": ["math", "gcd"]}, name_ops()
     for program in ("print(globals())", "import inspect", "print(eval('1'))", "f = lambda: f.__globals__",
                     "import importlib", "x = __import__('sys').modules"):
-        assert lean_module(_compiled(program), context) is None, program
-    main = lean_module(_compiled("print(gcd(2, 4))"), context)
-    assert main is not None and set(main.__dict__) >= {"gcd", "__builtins__"} and "pi" not in main.__dict__
+        assert names_needed(scan_code(_compiled(program), ops), names) is None, program
+    need = names_needed(scan_code(_compiled("print(gcd(2, 4))"), ops), names)
+    assert need == ["gcd"]
+    main = lean_module(need, names)
+    assert set(main.__dict__) >= {"gcd", "__builtins__"} and "pi" not in main.__dict__
     assert "globals" in DYNAMIC_NAMES
 
 

@@ -28,6 +28,15 @@ def _top_level_names(text: str) -> list[str]:
     return [n.name for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
 
 
+def _top_level_bindings(text: str) -> list[str]:
+    """Every name the text binds at its top level but by an import: functions, classes and assignments."""
+    out = _top_level_names(text)
+    for n in ast.parse(text).body:
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
+        out += [x.id for t in targets for x in ast.walk(t) if isinstance(x, ast.Name)]
+    return out
+
+
 @pytest.mark.parametrize("filename,source", [("driver.py", DRIVER_SOURCE), ("stdio_driver.py", STDIO_DRIVER_SOURCE)])
 def test_each_driver_runs_with_the_prelude_and_without_the_package(filename: str, source: str) -> None:
     tree = ast.parse(source)
@@ -36,6 +45,10 @@ def test_each_driver_runs_with_the_prelude_and_without_the_package(filename: str
     assert "reasoneval" not in imported and imported <= set(sys.stdlib_module_names)
     names = _top_level_names(source)
     assert all(names.count(n) == 1 for n in PRELUDE_NAMES), "a prelude function is defined twice in the text"
+    # the parts share one namespace in the text: a name bound twice would replace another part's (a helper named
+    # like the prelude's JSON scanner `_scan` once broke every program)
+    bound = _top_level_bindings(source)
+    assert sorted({n for n in bound if bound.count(n) > 1}) == [], "a name is bound twice in the text"
     own = _top_level_names((HERE / filename).read_text())
     assert not PRELUDE_NAMES & set(own), "the driver file defines a prelude function again"
     # the text starts in an isolated interpreter as the sandbox starts it (no package on the path), up to main()

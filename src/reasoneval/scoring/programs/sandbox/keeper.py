@@ -14,7 +14,7 @@ docs/sandbox.md, "Contest programs":
    samples). The lean keeper imports only the cheap modules most programs use.
 2. Per sample a keeper forks the sample keeper, the only process that ever holds that sample's program: it reads the
    program from the driver and compiles it once; a lean keeper's sample keeper gives it the header's names it can
-   reach (lean_module), their modules imported then.
+   reach (names_needed, lean_module), their modules imported then.
 3. Per test the sample keeper forks the program straight into new PID and IPC namespaces
    (`clone(CLONE_NEWPID | CLONE_NEWIPC)`): the program is PID 1 of its own namespace, finds no System V object or
    POSIX queue of an earlier test, and is in the keeper's network namespace (no loopback up: no socket state).
@@ -277,17 +277,20 @@ def scan_code(code, ops):
     return globals_ - first, modules, names
 
 
-def lean_module(compiled, context):
-    """The `__main__` module for a program after the header, in a lean keeper's sample keeper: the header's names
-    the program reads, writes or deletes (the same objects the whole header binds), their modules imported here;
-    None where the program can reach its globals another way (DYNAMIC_NAMES, DYNAMIC_MODULES): it gets the whole
+def names_needed(scan, names):
+    """The header's names (of `names`, header_names') that a program of this scan (scan_code's) reads, writes or
+    deletes; None where it can reach its globals another way (DYNAMIC_NAMES, DYNAMIC_MODULES): it gets the whole
     header."""
-    import sys
-    names = context["names"]
-    used, modules, every = scan_code(compiled, context["ops"])
+    used, modules, every = scan
     if every & DYNAMIC_NAMES or modules & DYNAMIC_MODULES:
         return None
-    need = [n for n in used if n in names]
+    return sorted(n for n in used if n in names)
+
+
+def lean_module(need, names):
+    """The `__main__` module for a program after the header, in a lean keeper's sample keeper: the header's names
+    it needs (names_needed's), the same objects the whole header binds, their modules imported here."""
+    import sys
     _import_all(sorted({names[n][0] for n in need}))
     main = type(os)("__main__")
     main.__dict__["__builtins__"] = __builtins__
@@ -295,6 +298,13 @@ def lean_module(compiled, context):
         module, attribute = names[name]
         main.__dict__[name] = sys.modules[module] if attribute is None else getattr(sys.modules[module], attribute)
     return main
+
+
+def _scan_program(compiled, ops):
+    try:
+        return scan_code(compiled, ops)
+    except BaseException:  # (none is known) then no module is imported ahead and the lean keeper runs the header
+        return None
 
 
 def _only_sys_admin(libc):
@@ -342,6 +352,7 @@ def sample_keeper(saved, cmd_r, res_w, scratch, context):
     head: dict = {"end": "compile", "err": ""}
     text, main = context["header"], context["main"]
     lean = context["names"] is not None  # (a lean keeper's sample keeper: the header not run yet)
+    scan = None
     try:
         source = code.decode("utf-8", "surrogatepass")
         rest = source[len(text) + 1:]
@@ -352,9 +363,11 @@ def sample_keeper(saved, cmd_r, res_w, scratch, context):
             # with the header's names the program can reach). (A `from __future__` after the header is a syntax
             # error of the whole program only: such a program is compiled whole.)
             compiled = compile("\n" * (text.count("\n") + 1) + rest, "<solution>", "exec")
+            scan = _scan_program(compiled, context["ops"])
             if lean:
+                need = names_needed(scan, context["names"]) if scan is not None else None
                 try:
-                    main = lean_module(compiled, context)
+                    main = lean_module(need, context["names"]) if need is not None else None
                 except BaseException:
                     main = None
                 if main is None:  # the whole header, run here
@@ -363,16 +376,14 @@ def sample_keeper(saved, cmd_r, res_w, scratch, context):
             lim["main"] = main
         else:
             compiled = compile(source, "<solution>", "exec")  # the whole program: its syntax errors, as lcb_runner's
+            scan = _scan_program(compiled, context["ops"])
             if lean:  # (it runs the header in each test: its modules loaded here, once)
                 _import_all(context["preload"])
     except BaseException as e:
         compiled, head = None, {"end": "compile", "err": type(e).__name__ + ": " + str(e)[:200]}
-    if compiled is not None and context["ahead"]:
+    if compiled is not None and scan is not None:
         # the harmless standard-library modules (the harness's list) that the program imports, imported once here
-        try:
-            _import_all(scan_code(compiled, context["ops"])[1] & context["ahead"])
-        except BaseException:
-            pass
+        _import_all(scan[1] & context["ahead"])
     if lean:
         _freeze()
     del code

@@ -12,7 +12,13 @@ import struct
 import time
 
 # <prelude>: in the sandbox this import block is dropped (the driver's text already holds prelude.py's text)
-from reasoneval.scoring.programs.sandbox.prelude import _drop_capabilities, _no_capabilities, _read_exact, dumps
+from reasoneval.scoring.programs.sandbox.prelude import (
+    CLONE_NEWPID,
+    _drop_capabilities,
+    _no_capabilities,
+    _read_exact,
+    dumps,
+)
 
 # </prelude>
 # <program>: in the sandbox this import block is program.py's text (without its own prelude import block)
@@ -22,7 +28,7 @@ from reasoneval.scoring.programs.sandbox.program import rlimits, run_script, scr
 
 MAX_FRAME = 1 << 30
 TICK = 0.01
-CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
+CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000  # (CLONE_NEWPID: the prelude's)
 WALL = 0x40000000  # __WALL: wait for every child, whatever signal it was cloned to send at its exit
 PROBE = 256  # PIDs above the highest seen looked at every tick (a namespace numbers its new processes upwards)
 SHORT_PROBE = 16  # the same at a call's start and end (call mode: a few syscalls per call)
