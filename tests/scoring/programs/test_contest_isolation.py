@@ -250,3 +250,58 @@ def test_no_test_sees_the_pid_or_process_of_an_earlier_one() -> None:
     probe = "import os\na, b = map(int, input().split())\nprint(a + b + (os.getpid() != 1) + os.path.exists('/proc/1'))\n"
     got = verdicts(score(problem(SUM_TESTS), [probe + f"# {i}\n" for i in range(3)]))
     assert got == ["passed"] * 3
+
+
+# the number of descriptors open above stderr, added to the answer: a test's process that holds any (the sample
+# keeper's pipes, its forker's or the forker's pidfd) gets the sum wrong
+DESCRIPTORS = """import os
+def extra():
+    n = 0
+    for fd in range(3, 1024):
+        try:
+            os.fstat(fd)
+            n += 1
+        except OSError:
+            pass
+    return n
+"""
+
+
+@pytest.mark.usefixtures("mode")
+def test_a_tests_process_holds_no_descriptor_but_stdin_stdout_and_stderr() -> None:
+    honest = DESCRIPTORS + "a, b = map(int, input().split())\nprint(a + b + extra())\n"
+    control = DESCRIPTORS + "os.open('/dev/null', os.O_RDONLY)\na, b = map(int, input().split())\nprint(a + b + extra())\n"
+    assert verdicts(score(problem(SUM_TESTS), [honest, control, honest + "# 2\n"])) == [
+        "passed", "wrong_answer", "passed"]
+
+
+# prints 1 where anything up its own stack (the frames its process was forked in, and the objects their locals hold)
+# tells of an earlier test: a test's record, the watch's CPU readings or PIDs of a test, output buffers in use
+TRACES = """import sys
+def tells(v, deep):
+    if isinstance(v, dict) and "end" in v and ("cpu" in v or "wall" in v):
+        return True
+    if isinstance(getattr(v, "chunks", None), list) and v.chunks:
+        return True
+    d = getattr(v, "__dict__", None)
+    if deep and isinstance(d, dict) and not isinstance(v, type(sys)):
+        if d.get("seen") or d.get("high"):
+            return True
+        return any(tells(w, False) for w in list(d.values()))
+    return False
+f, hit = sys._getframe().f_back, False
+while f is not None:
+    hit = hit or any(tells(v, True) for v in list(f.f_locals.values()))
+    f = f.f_back
+input()
+print(1 if hit else 0)
+"""
+
+
+@pytest.mark.usefixtures("mode")
+def test_no_test_finds_an_earlier_ones_traces_up_its_stack() -> None:
+    """Each test's process is a copy of the sample keeper before the sample's first test (its forker's): the frames
+    above the program hold no earlier test's record, readings or output buffers. The same program in a sample of one
+    test passes either way; in three tests it would print 1 from the second on where they were there."""
+    same = [{"input": "x\n", "output": "0\n", "kind": "public"}] * 3
+    assert verdicts(score(problem(same), [TRACES, TRACES + "# 2\n"])) == ["passed", "passed"]

@@ -392,6 +392,8 @@ def sample_keeper(saved, cmd_r, res_w, scratch, context):
     _restore_signals(saved)
     empty = free_counts(scratch)  # (the keeper emptied them before this sample)
     runner = (CallServer if lim.get("mode") == "call" else Test)(compiled, lim, {}, (cmd_r, res_w), scratch)
+    if compiled is not None and lim.get("mode") != "call":
+        runner.start_forker()  # (every test's process a copy of this keeper as it is now, before any test: watch.py)
     while True:
         try:
             (n,) = struct.unpack(">I", _read_exact(cmd_r, 4))
@@ -427,6 +429,6 @@ def sample_keeper(saved, cmd_r, res_w, scratch, context):
         runner.out.clear()
         runner.err.clear()
         memoryview(data)[:] = bytes(len(data))
-        del data
+        del data, record  # (not in the next test's process, where this keeper forks it itself)
     runner.close()
     os._exit(0)

@@ -29,12 +29,15 @@ from reasoneval.scoring.programs.sandbox.program import rlimits, run_script, scr
 MAX_FRAME = 1 << 30
 TICK = 0.01
 CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000  # (CLONE_NEWPID: the prelude's)
+CLONE_FILES, CLONE_PARENT = 0x400, 0x8000
+PR_SET_PDEATHSIG = 1
+FDS = struct.Struct("6i")  # a test's descriptors, the sample keeper to its forker: stdin, stdout, stderr, 3 to close
+PID = struct.Struct("i")
 WALL = 0x40000000  # __WALL: wait for every child, whatever signal it was cloned to send at its exit
 PROBE = 256  # PIDs above the highest seen looked at every tick (a namespace numbers its new processes upwards)
 SHORT_PROBE = 16  # the same at a call's start and end (call mode: a few syscalls per call)
 CHUNK = 1 << 16  # a Sink's chunk
 ZEROS = bytes(CHUNK)
-MAX_CHUNKS = 16  # a Sink keeps this many chunks (zeroed) from one test to the next
 F_SETPIPE_SZ = 1031
 PIPE_ROOM = 1 << 20  # the program's stdout pipe holds this much (the default allowed at most: fs/pipe-max-size)
 RESERVED_PIDS = 300  # where the kernel gives out PIDs again past pid_max (kernel/pid.c)
@@ -69,6 +72,9 @@ def _clone_calls():
         import ctypes
         api = ctypes.pythonapi
         libc = ctypes.PyDLL(None)
+        # capset looked up here once (a handle keeps each function it looked up): in each test's process that first
+        # lookup, which _drop_capabilities makes, cost ~0.12 ms of its ~0.6 ms of CPU before the program
+        getattr(libc, "capset")  # noqa: B009
         _CLONE.extend((api.PyOS_BeforeFork, libc.syscall, api.PyOS_AfterFork_Child, api.PyOS_AfterFork_Parent, libc,
                        _no_capabilities()))
     return _CLONE
@@ -133,9 +139,9 @@ def _end(pid, kill=True):
 
 
 class Sink:
-    """A test's bytes from a pipe, read in place into chunks of this keeper's memory and zeroed after the test: the
-    next test's process, a copy of this keeper, finds no earlier test's input, output or error text in it. `tail`:
-    keep only the last chunk or so (a program's stderr)."""
+    """A test's bytes from a pipe, read in place into chunks of this keeper's memory, zeroed and let go after the
+    test: a later test's process, where it is a copy of this keeper, finds no earlier test's input, output or error
+    text in it, nor how much there was. `tail`: keep only the last chunk or so (a program's stderr)."""
 
     def __init__(self, tail=False):
         self.chunks, self.used, self.tail = [], 0, tail
@@ -170,7 +176,7 @@ class Sink:
     def clear(self):
         for v in self.views():
             v[:] = ZEROS[:len(v)]
-        del self.chunks[MAX_CHUNKS:]
+        self.chunks.clear()  # (how many there were would tell a later test's process how much this one wrote)
         self.used = 0
 
 
@@ -205,7 +211,7 @@ class Test:
     def __init__(self, compiled, lim, saved, private_fds, scratch):
         self.compiled, self.lim, self.saved = compiled, lim, saved
         self.private_fds, self.scratch = private_fds, scratch
-        self.own = (os.getpid(), os.getppid(), 1)
+        self.own: tuple = (os.getpid(), os.getppid(), 1)
         # capset's arguments (made once: a test's process only calls it), called through the handle its clone returned
         # through (a call by another handle copied ~30 more pages)
         self.pylib, self.nothing = _clone_calls()[4:]
@@ -215,6 +221,7 @@ class Test:
         self.seen = {}  # pid -> the most CPU seen on its own clock
         self.high = 0
         self.server_fds: tuple = ()  # call mode: the server's request and reply ends
+        self.forker = None  # stdin mode: start_forker's (pid, pidfd, the go pipe's ends, the answer pipe's ends)
 
     def probe(self, window):
         """Look at the processes of the test: each one seen, and the `window` PIDs the namespace gives out after the
@@ -232,26 +239,130 @@ class Test:
 
     def _spawn(self, fds, close):
         """The program's process, PID 1 of fresh PID and IPC namespaces: stdin, stdout and stderr from `fds`, every
-        other descriptor of ours closed, no capability, its limits. -1 where the kernel refuses the namespaces."""
-        lim = self.lim
-        pid = _fork_into_namespaces(CLONE_NEWPID | CLONE_NEWIPC)
-        if pid == 0:
-            try:
-                for target, fd in enumerate(fds):
-                    os.dup2(fd, target)
-                for fd in self.private_fds + tuple(close):
-                    os.close(fd)
-                _drop_capabilities(self.pylib, self.nothing)
-                os.setsid()
-                set_rlimits(self.rlimits)
-            except BaseException:
-                os._exit(121)
-            if self.module is None:
-                serve_calls(self.compiled, lim.get("func_name") or "", self.saved, *self.server_fds)
-            run_script(self.compiled, self.module)
+        other descriptor of ours closed, no capability, its limits. A child of this process, made by its forker where
+        it has one (stdin mode: start_forker), else forked here. -1 where the kernel refuses the namespaces."""
+        pid = self._ask_forker(fds, close) if self.forker is not None else None
+        if pid is None:
+            self.seen, self.high = {}, 0  # (the earlier test's readings: not in this one's copy)
+            pid = _fork_into_namespaces(CLONE_NEWPID | CLONE_NEWIPC)
+            if pid == 0:
+                self._in_test(fds, close)
         if pid > 0:
             self.seen, self.high = {pid: 0.0}, pid
         return pid
+
+    def _in_test(self, fds, close):
+        """The program's process, from its first instruction after the fork: never returns."""
+        try:
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)
+            for i, fd in enumerate(fds):  # (what was dup'ed: the process holds 0, 1 and 2 alone, as a script does)
+                if fd > 2 and fd not in fds[:i]:
+                    os.close(fd)
+            for fd in self.private_fds + tuple(close):
+                if fd >= 0:
+                    os.close(fd)
+            _drop_capabilities(self.pylib, self.nothing)
+            os.setsid()
+            set_rlimits(self.rlimits)
+        except BaseException:
+            os._exit(121)
+        if self.module is None:
+            serve_calls(self.compiled, self.lim.get("func_name") or "", self.saved, *self.server_fds)
+        run_script(self.compiled, self.module)
+
+    def start_forker(self):
+        """stdin mode: the sample keeper's **forker**, a copy of it (made once, before its first test) that shares
+        its descriptor table and does nothing but fork each test's program, as a child of the sample keeper
+        (CLONE_PARENT: the sample keeper watches it, waits for it and reads its CPU as before). A forking process pays
+        a page fault for each page it writes after a fork; the sample keeper's per-test work (pipes, the watch, the
+        record) writes ~140 pages, the forker's loop ~35, so the sample keeper forks no more (docs/sandbox.md,
+        bench/sample_keeper_loop.py). Each test's process is
+        then a copy of the sample keeper as it was before the sample's first test: no earlier test's record, CPU
+        readings, PIDs, input or output (its stack up from the program's frame included). Where the forker cannot be
+        made or watched (no pidfd), the sample keeper forks each test itself."""
+        go_r, go_w = os.pipe()
+        pid_r, pid_w = os.pipe()
+        self.private_fds += (go_r, go_w, pid_r, pid_w)
+        keeper = os.getpid()
+        pid = _fork_into_namespaces(CLONE_FILES)
+        if pid == 0:
+            try:
+                if self.pylib.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0) == 0 and os.getppid() == keeper:
+                    self._forker_loop(go_r, pid_w)  # (it ends with the sample keeper, whose table it shares)
+            except BaseException:
+                pass
+            os._exit(0)
+        if pid < 0:
+            for fd in (go_r, go_w, pid_r, pid_w):
+                os.close(fd)
+            self.private_fds = self.private_fds[:-4]
+            return
+        try:  # (a forker that dies is seen by its pidfd: the answer pipe's write end is in this keeper's table too)
+            watch = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            watch = -1
+        self.forker = (pid, watch, go_r, go_w, pid_r, pid_w)
+        self.own += (pid,)
+        os.write(go_w, PID.pack(watch))  # (the forker's first read: one more descriptor its tests close)
+        if watch < 0:
+            self._end_forker()
+
+    def _forker_loop(self, go_r, pid_w):
+        watch = PID.unpack(_read_exact(go_r, PID.size))[0]
+        if watch < 0:
+            return
+        self.private_fds += (watch,)
+        read, write, unpack, pack = os.read, os.write, FDS.unpack, PID.pack
+        flags = CLONE_PARENT | CLONE_NEWPID | CLONE_NEWIPC
+        while True:
+            msg = read(go_r, FDS.size)
+            if len(msg) != FDS.size:
+                return
+            fds = unpack(msg)
+            pid = _fork_into_namespaces(flags)
+            if pid == 0:
+                self._in_test(fds[:3], fds[3:])
+            write(pid_w, pack(pid))
+
+    def _ask_forker(self, fds, close):
+        """The test's process, forked by the forker: its pid (-1: the kernel refused), None where the forker is
+        gone (then this keeper forks the rest of the sample's tests itself)."""
+        _pid, watch, _go_r, go_w, pid_r, _pid_w = self.forker  # type: ignore[misc]
+        try:
+            os.write(go_w, FDS.pack(*fds, *(tuple(close) + (-1, -1, -1))[:3]))
+            while True:
+                try:
+                    ready = select.select([pid_r, watch], [], [])[0]
+                    break
+                except InterruptedError:
+                    continue
+            if pid_r in ready:
+                return PID.unpack(_read_exact(pid_r, PID.size))[0]
+        except (OSError, EOFError):
+            pass
+        self._end_forker()
+        return None
+
+    def _end_forker(self):
+        if self.forker is None:
+            return
+        forker, watch, go_r, go_w, pid_r, pid_w = self.forker
+        self.forker = None
+        self.private_fds = self.private_fds[:-4]  # (start_forker's pipes, last: none is open once this returns)
+        os.close(go_w)  # (the go pipe's only write end: the forker reads its end and exits)
+        os.close(pid_r)
+        while True:
+            try:
+                os.waitpid(forker, WALL)
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                pass
+            break
+        for fd in (go_r, pid_w, watch):  # (the table is this keeper's alone now)
+            if fd >= 0:
+                os.close(fd)
 
     def run(self, data):
         """One test: `data` (the input, a bytearray) on the program's stdin; its record and its output and error
@@ -352,7 +463,7 @@ class Test:
         return {"end": "error", "err": "a call frame for a stdin program"}, b""
 
     def close(self):
-        pass
+        self._end_forker()
 
 
 class CallServer(Test):
