@@ -138,6 +138,9 @@ def _fork_lean_keeper(saved, ctl_r, cmd_r, res_w, scratch, context, base):
         os.close(names_w)
         os.close(lean_w)
         _import_all(base)
+        # the compiler's first use in a process sets it up: ~0.7 ms and ~145 page faults, which every sample keeper
+        # (a fresh fork) paid again before its program's compile; here once (the keeper's header compile does it there)
+        compile("pass", "<warm>", "exec")
         names = loads(recv(names_r).decode("ascii"))
         os.close(names_r)
         if type(names) is not dict:  # the header's names could not be told apart: the header as the keeper runs it
