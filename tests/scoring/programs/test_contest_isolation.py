@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from reasoneval.scoring.programs.sandbox.stdio_driver import FORKER_TESTS
 from tests.scoring.programs.test_contest import SUM, SUM_TESTS, problem, score, verdicts
 from tests.scoring.programs.test_sandbox import _sandboxed_processes
 
@@ -267,12 +268,17 @@ def extra():
 """
 
 
+# a sample of 3 tests: the sample keeper forks each test's process; of FORKER_TESTS: its forker does
+BOTH_PATHS = pytest.mark.parametrize("n_tests", [len(SUM_TESTS), FORKER_TESTS], ids=["forked_by_keeper", "by_forker"])
+
+
+@BOTH_PATHS
 @pytest.mark.usefixtures("mode")
-def test_a_tests_process_holds_no_descriptor_but_stdin_stdout_and_stderr() -> None:
+def test_a_tests_process_holds_no_descriptor_but_stdin_stdout_and_stderr(n_tests: int) -> None:
     honest = DESCRIPTORS + "a, b = map(int, input().split())\nprint(a + b + extra())\n"
     control = DESCRIPTORS + "os.open('/dev/null', os.O_RDONLY)\na, b = map(int, input().split())\nprint(a + b + extra())\n"
-    assert verdicts(score(problem(SUM_TESTS), [honest, control, honest + "# 2\n"])) == [
-        "passed", "wrong_answer", "passed"]
+    p = problem([SUM_TESTS[i % len(SUM_TESTS)] for i in range(n_tests)])
+    assert verdicts(score(p, [honest, control, honest + "# 2\n"])) == ["passed", "wrong_answer", "passed"]
 
 
 # prints 1 where anything up its own stack (the frames its process was forked in, and the objects their locals hold)
@@ -298,10 +304,11 @@ print(1 if hit else 0)
 """
 
 
+@BOTH_PATHS
 @pytest.mark.usefixtures("mode")
-def test_no_test_finds_an_earlier_ones_traces_up_its_stack() -> None:
-    """Each test's process is a copy of the sample keeper before the sample's first test (its forker's): the frames
-    above the program hold no earlier test's record, readings or output buffers. The same program in a sample of one
-    test passes either way; in three tests it would print 1 from the second on where they were there."""
-    same = [{"input": "x\n", "output": "0\n", "kind": "public"}] * 3
+def test_no_test_finds_an_earlier_ones_traces_up_its_stack(n_tests: int) -> None:
+    """Up its own stack a program finds no earlier test's record, CPU readings, PIDs or output buffers, whether the
+    sample keeper forked its process (it lets them go first) or its forker did (a copy of the sample keeper from
+    before the first test). Where they were there, it would print 1 from the second test on."""
+    same = [{"input": "x\n", "output": "0\n", "kind": "public"}] * n_tests
     assert verdicts(score(problem(same), [TRACES, TRACES + "# 2\n"])) == ["passed", "passed"]

@@ -395,7 +395,7 @@ def sample_keeper(saved, cmd_r, res_w, scratch, context):
     _restore_signals(saved)
     empty = free_counts(scratch)  # (the keeper emptied them before this sample)
     runner = (CallServer if lim.get("mode") == "call" else Test)(compiled, lim, {}, (cmd_r, res_w), scratch)
-    if compiled is not None and lim.get("mode") != "call":
+    if compiled is not None and lim.get("mode") != "call" and lim.get("forker"):
         runner.start_forker()  # (every test's process a copy of this keeper as it is now, before any test: watch.py)
     while True:
         try:

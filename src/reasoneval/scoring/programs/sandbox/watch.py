@@ -272,15 +272,15 @@ class Test:
         run_script(self.compiled, self.module)
 
     def start_forker(self):
-        """stdin mode: the sample keeper's **forker**, a copy of it (made once, before its first test) that shares
-        its descriptor table and does nothing but fork each test's program, as a child of the sample keeper
-        (CLONE_PARENT: the sample keeper watches it, waits for it and reads its CPU as before). A forking process pays
-        a page fault for each page it writes after a fork; the sample keeper's per-test work (pipes, the watch, the
-        record) writes ~140 pages, the forker's loop ~35, so the sample keeper forks no more (docs/sandbox.md,
-        bench/sample_keeper_loop.py). Each test's process is
-        then a copy of the sample keeper as it was before the sample's first test: no earlier test's record, CPU
-        readings, PIDs, input or output (its stack up from the program's frame included). Where the forker cannot be
-        made or watched (no pidfd), the sample keeper forks each test itself."""
+        """stdin mode: the sample keeper's **forker**, a copy of it made once, before the first test of a sample the
+        driver gives one (stdio_driver.FORKER_TESTS), that shares its descriptor table and does nothing but fork each
+        test's program, as a child of the sample keeper (CLONE_PARENT: the sample keeper watches it, waits for it and
+        reads its CPU as before). A forking process pays a page fault for each page it writes after a fork; the
+        sample keeper's per-test work (pipes, the watch, the record) writes ~140 pages, the forker's loop ~35, so the
+        sample keeper forks no more (docs/sandbox.md, bench/sample_keeper_loop.py). Each test's process is then a copy
+        of the sample keeper as it was before the sample's first test: no earlier test's record, CPU readings, PIDs,
+        input or output (its stack up from the program's frame included). Where the forker cannot be made or watched
+        (no pidfd), the sample keeper forks each test itself."""
         go_r, go_w = os.pipe()
         pid_r, pid_w = os.pipe()
         self.private_fds += (go_r, go_w, pid_r, pid_w)
