@@ -40,8 +40,6 @@ _clone_calls()
 if settings["cold_capset"]:  # as before the keeper looked capset up: each test's process looks it up itself
     _CLONE[4].__dict__.pop("capset", None)
 _import_all(settings["base"])
-if not settings["forker"]:
-    Test.start_forker = lambda self: None
 context = {"header": settings["header"], "main": None, "ahead": frozenset(), "preload": settings["preload"],
            "names": names, "ops": name_ops()}
 _freeze()
@@ -55,7 +53,8 @@ if keeper == 0:
     os._exit(1)
 os.close(cmd_r)
 os.close(res_w)
-lim = {"cpu_s": 2.0, "wall_s": 10.0, "memory_mb": 512, "mode": "stdin", "pid_max": 1 << 22}
+lim = {"cpu_s": 2.0, "wall_s": 10.0, "memory_mb": 512, "mode": "stdin", "pid_max": 1 << 22,
+       "forker": settings["forker"]}  # (what the driver says from FORKER_TESTS tests on)
 send(cmd_w, json.dumps(lim).encode())
 send(cmd_w, (settings["header"] + "\\n" + settings["program"]).encode())
 

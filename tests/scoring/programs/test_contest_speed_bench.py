@@ -75,3 +75,22 @@ def test_the_fork_floor_runs_every_test_in_a_fresh_process_of_its_own(tmp_path: 
     rows = [line.split() for line in log.read_text().splitlines()]
     assert [r[1:] for r in rows] == [["a", "True"], ["b", "True"], ["c", "True"]] * 2  # `pi`: the header's
     assert len({r[0] for r in rows}) == 6 and json.loads((tmp_path / "out.json").read_text())["tests"] == 6
+
+
+def test_the_sample_keeper_loop_bench_measures_the_forker() -> None:
+    """bench/sample_keeper_loop.py runs the keeper's own text on the programs' interpreter, one sample, each test's
+    program right (the loop stops otherwise): with the forker the sample keeper forks nothing and takes no page fault a
+    test, the forker takes a few dozen; without it the sample keeper takes them, ~180 a test."""
+    from bench.sample_keeper_loop import PROGRAM, run
+
+    from reasoneval.scoring.programs.contest import BASE_PRELOAD, LCB_IMPORTS, PRELOAD
+    from reasoneval.scoring.programs.sandbox.interpreter import default_python
+
+    rows = {}
+    for forker in (True, False):
+        rows[forker] = run(default_python(True), {
+            "forker": forker, "cold_capset": False, "lean": True, "header": LCB_IMPORTS, "preload": list(PRELOAD),
+            "base": list(BASE_PRELOAD), "program": PROGRAM, "input": "1 2 3\n", "tests": 200})
+    assert rows[True]["keeper_faults"] < 5 and 10 < rows[True]["forker_faults"] < 100
+    assert rows[False]["keeper_faults"] > 50 and rows[False]["forker_faults"] == 0
+    assert all(r["test_faults"] > 50 and r["machine_us"] > 0 for r in rows.values())
