@@ -46,29 +46,51 @@ def mlflow_history(uri: str, experiment: str = "reasoneval") -> tuple[Any, dict[
                  for k in run.data.metrics}
 
 
-def wandb_records(wandb_dir: Path) -> Iterator[Any]:
-    """The `Record` protobufs of the offline runs under wandb_dir: the `.wandb` file is a log of W&B's records in
-    32 KiB blocks of (crc32, length, type) chunks after a 7-byte header."""
+def _wandb_file_records(path: str) -> list[Any]:
+    """The `Record` protobufs of one offline run's `.wandb` file: a log of W&B's records in 32 KiB blocks of (crc32,
+    length, type) chunks after a 7-byte header."""
     from wandb.proto import wandb_internal_pb2 as pb
 
-    for path in sorted(glob.glob(str(wandb_dir / "wandb" / "offline-run-*" / "*.wandb"))):
-        data = Path(path).read_bytes()
-        assert data[:4] == b":W&B"
-        pos, chunk = 7, b""
-        while pos + 7 <= len(data):
-            if 32768 - pos % 32768 < 7:
-                pos += 32768 - pos % 32768
-                continue
-            _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-            if kind == 0:
+    data = Path(path).read_bytes()
+    assert data[:4] == b":W&B"
+    pos, chunk, out = 7, b"", []
+    while pos + 7 <= len(data):
+        if 32768 - pos % 32768 < 7:
+            pos += 32768 - pos % 32768
+            continue
+        _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        if kind == 0:
+            break
+        chunk += data[pos + 7:pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # FULL, LAST
+            record = pb.Record()
+            record.ParseFromString(chunk)
+            chunk = b""
+            out.append(record)
+    return out
+
+
+def wandb_records(wandb_dir: Path, wait_s: float = 30.0) -> Iterator[Any]:
+    """The records of the offline runs under wandb_dir, each file once it ends with its run's exit record: W&B's
+    service process writes the file after `finish()` has returned (a test that read it at once on a loaded machine
+    found no run in it), so each file is read again until it is complete, for up to `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    paths: list[str] = []
+    while not paths and time.monotonic() < deadline:
+        paths = sorted(glob.glob(str(wandb_dir / "wandb" / "offline-run-*" / "*.wandb")))
+        if not paths:
+            time.sleep(0.1)
+    for path in paths:
+        while True:
+            try:
+                records = _wandb_file_records(path)
+            except Exception:  # (a chunk being written)
+                records = []
+            if (records and records[-1].HasField("exit")) or time.monotonic() >= deadline:
                 break
-            chunk += data[pos + 7:pos + 7 + length]
-            pos += 7 + length
-            if kind in (1, 4):  # FULL, LAST
-                record = pb.Record()
-                record.ParseFromString(chunk)
-                chunk = b""
-                yield record
+            time.sleep(0.1)
+        yield from records
 
 
 def wandb_history(wandb_dir: Path) -> tuple[list[str], list[dict[str, Any]]]:
