@@ -276,7 +276,7 @@ class Test:
         driver gives one (stdio_driver.FORKER_TESTS), that shares its descriptor table and does nothing but fork each
         test's program, as a child of the sample keeper (CLONE_PARENT: the sample keeper watches it, waits for it and
         reads its CPU as before). A forking process pays a page fault for each page it writes after a fork; the
-        sample keeper's per-test work (pipes, the watch, the record) writes ~140 pages, the forker's loop ~35, so the
+        sample keeper's per-test work (pipes, the watch, the record) writes ~140-180 pages, the forker's loop ~35, so the
         sample keeper forks no more (docs/sandbox.md, bench/sample_keeper_loop.py). Each test's process is then a copy
         of the sample keeper as it was before the sample's first test: no earlier test's record, CPU readings, PIDs,
         input or output (its stack up from the program's frame included). Where the forker cannot be made or watched
@@ -331,13 +331,7 @@ class Test:
         _pid, watch, _go_r, go_w, pid_r, _pid_w = self.forker  # type: ignore[misc]
         try:
             os.write(go_w, FDS.pack(*fds, *(tuple(close) + (-1, -1, -1))[:3]))
-            while True:
-                try:
-                    ready = select.select([pid_r, watch], [], [])[0]
-                    break
-                except InterruptedError:
-                    continue
-            if pid_r in ready:
+            if pid_r in select.select([pid_r, watch], [], [])[0]:
                 return PID.unpack(_read_exact(pid_r, PID.size))[0]
         except (OSError, EOFError):
             pass
@@ -352,14 +346,7 @@ class Test:
         self.private_fds = self.private_fds[:-4]  # (start_forker's pipes, last: none is open once this returns)
         os.close(go_w)  # (the go pipe's only write end: the forker reads its end and exits)
         os.close(pid_r)
-        while True:
-            try:
-                os.waitpid(forker, WALL)
-            except InterruptedError:
-                continue
-            except ChildProcessError:
-                pass
-            break
+        _end(forker, kill=False)
         for fd in (go_r, pid_w, watch):  # (the table is this keeper's alone now)
             if fd >= 0:
                 os.close(fd)
