@@ -137,8 +137,9 @@ def run_soak(work: Path, *, kills: int, seed: int = 0, tasks: dict[str, int] | N
                 r = cli(*args, env=_key(res.runs), timeout=300)
                 if r.returncode != 0:
                     res.violations.append(f"the final run exited {r.returncode}: {r.stderr.strip()[-300:]}")
-            requests = [q for q in server.requests()
-                        if q.path.endswith("completions") and (_run_of(q) or first_run) >= first_run]
+            # this round's processes' requests, and any without a process's key (request_violations reports them)
+            requests = [q for q in server.requests() if q.path.endswith("completions")
+                        and ((run := _run_of(q)) is None or run >= first_run)]
             _check_round(res, results, requests, snapshots, expected, seed_of, key_of, fresh)
     res.wall_s = time.monotonic() - t_start
     return res
@@ -178,7 +179,7 @@ def request_violations(requests: list[RequestRecord], snapshots: list[tuple[int,
     if any(run is None for run, _ in run_of):
         return ["a request came without its process's API key"]
     for killed, journaled in snapshots:
-        again = {q.seed for run, q in run_of if run is not None and run > killed and q.seed in journaled}
+        again = {q.seed for run, q in run_of if run > killed and q.seed in journaled}  # type: ignore[operator]
         if again:
             out.append(f"after a kill, {len(again)} journaled sample(s) were requested again, "
                        f"e.g. {key_of.get(next(iter(again)))}")
